@@ -1,0 +1,185 @@
+/*
+ * bloom.c - sizing and memory of the split-block Bloom filter; the per-key
+ * operations are inline in bloom.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bloom.h"
+
+#define HUGE_PAGE	(2UL << 20)
+
+/*
+ * Probability that a query's k bits are all set in a block that holds j
+ * keys: each segment of s = 512/k bits has received j bits, one per key,
+ * independently, so one query bit is set with 1 - (1 - 1/s)^j.
+ */
+static double
+fp_in_block(uint32_t k, double j)
+{
+	double s = (double)(BLOOM_BLOCK_BITS / k);
+
+	return pow(1.0 - pow(1.0 - 1.0 / s, j), (double)k);
+}
+
+/*
+ * With n keys over nblocks blocks, a block's load is Poisson(n / nblocks);
+ * the filter's rate is fp_in_block averaged over that load. Summing the
+ * Poisson terms out to many standard deviations leaves an error far below
+ * any rate a user can ask for.
+ */
+double
+bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n)
+{
+	double lambda = (double)n / (double)nblocks;
+	double sum = 0, p, j, jmax, jmin;
+
+	if (n == 0)
+		return 0;
+	/* start at the mode (log-space, no underflow for big lambda) and walk
+	 * out both ways */
+	jmin = floor(lambda) - 12 * sqrt(lambda) - 20;
+	if (jmin < 0)
+		jmin = 0;
+	jmax = ceil(lambda) + 12 * sqrt(lambda) + 20;
+	for (j = jmin; j <= jmax; j++) {
+		p = exp(j * log(lambda) - lambda - lgamma(j + 1));
+		sum += p * fp_in_block(hashes, j);
+	}
+	return sum > 1 ? 1 : sum;
+}
+
+/* Smallest block count whose expected rate at capacity meets goal. */
+static uint64_t
+blocks_for(uint64_t capacity, uint32_t k, double goal)
+{
+	uint64_t lo = 1, hi = 1;
+
+	while (bloom_fp_rate(hi, k, capacity) > goal) {
+		lo = hi;
+		if (hi > (BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES))
+			return 0;
+		hi *= 2;
+	}
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (bloom_fp_rate(mid, k, capacity) <= goal)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return hi;
+}
+
+int
+bloom_plan(uint64_t capacity, double error_rate, uint64_t *nblocks,
+    uint32_t *hashes)
+{
+	static const uint32_t choices[] = { 4, 8, 16 };
+	uint64_t best = 0, n;
+	uint32_t bestk = 0;
+
+	if (capacity == 0 || !(error_rate > 0 && error_rate < 1))
+		return -1;
+	for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+		n = blocks_for(capacity, choices[i],
+		    error_rate * BLOOM_SIZING_MARGIN);
+		if (n != 0 && (best == 0 || n < best)) {
+			best = n;
+			bestk = choices[i];
+		}
+	}
+	if (best == 0 || best > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES)
+		return -1;
+	*nblocks = best;
+	*hashes = bestk;
+	return 0;
+}
+
+int
+bloom_init(struct bloom *b, uint64_t nblocks, uint32_t hashes, uint64_t seed)
+{
+	size_t	 bytes, len;
+	void	*p;
+
+	memset(b, 0, sizeof(*b));
+	if (nblocks == 0 || nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES ||
+	    (hashes != 4 && hashes != 8 && hashes != 16)) {
+		errno = EINVAL;
+		return -1;
+	}
+	bytes = (size_t)nblocks * BLOOM_BLOCK_BYTES;
+	len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	/* Anonymous pages are zero and cost nothing until touched; a mapping
+	 * is page aligned, which covers the 64-byte block alignment. */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+#ifdef MADV_HUGEPAGE
+	/* One TLB entry per 2 MiB instead of per 4 KiB: random probes over a
+	 * large filter otherwise miss the TLB as well as the cache. */
+	if (len >= HUGE_PAGE)
+		(void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+	b->words = p;
+	b->map_bytes = len;
+	b->nblocks = nblocks;
+	b->hashes = hashes;
+	b->seg_shift = (uint32_t)__builtin_ctz(BLOOM_BLOCK_BITS / hashes);
+	b->seed = seed;
+	return 0;
+}
+
+int
+bloom_create(struct bloom *b, uint64_t capacity, double error_rate,
+    uint64_t seed)
+{
+	uint64_t nblocks;
+	uint32_t hashes;
+
+	if (bloom_plan(capacity, error_rate, &nblocks, &hashes) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return bloom_init(b, nblocks, hashes, seed);
+}
+
+void
+bloom_free(struct bloom *b)
+{
+	if (b->words != NULL)
+		munmap(b->words, b->map_bytes);
+	memset(b, 0, sizeof(*b));
+}
+
+uint64_t
+bloom_random_seed(void)
+{
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = bloom_mix((uint64_t)ts.tv_nsec ^
+		    ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid());
+	}
+	return seed;
+}
+
+uint64_t
+bloom_popcount(const struct bloom *b)
+{
+	uint64_t n = 0, words = b->nblocks * BLOOM_BLOCK_WORDS;
+
+	for (uint64_t i = 0; i < words; i++)
+		n += (uint64_t)__builtin_popcountll(b->words[i]);
+	return n;
+}

@@ -1,0 +1,171 @@
+/*
+ * bloom.h - a split-block Bloom filter.
+ *
+ * The bit array is a sequence of 512-bit blocks, one cache line each. A key
+ * is hashed once with XXH3-64 (seeded per filter); the hash picks one block,
+ * and inside it the block is cut into k equal segments (k = 4, 8 or 16),
+ * each of which gets exactly one bit. So a lookup costs one memory miss, and
+ * because the k bits of a key never collide with each other the
+ * false-positive rate has an exact closed form (bloom_fp_rate) that the
+ * sizing uses.
+ *
+ * Concurrency: one thread (the event loop) sets bits; a snapshot thread may
+ * read the array at the same time. Bits only ever go from 0 to 1, and every
+ * word is stored with a relaxed atomic store, so a concurrent reader sees each
+ * word either before or after an update, never torn; see snapshot.c.
+ *
+ * No I/O and no libevent here.
+ */
+#ifndef SEEND_BLOOM_H
+#define SEEND_BLOOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <xxhash.h>
+
+#define BLOOM_BLOCK_BITS	512
+#define BLOOM_BLOCK_WORDS	8
+#define BLOOM_BLOCK_BYTES	64
+/* The layout id stored in snapshots: changing how bits are derived from the
+ * hash needs a new id, or old snapshots would answer wrongly. */
+#define BLOOM_LAYOUT_SPLIT512	1
+/* Sizing aims below the target so that a measured rate at capacity, which
+ * scatters around the expectation, stays at or below error_rate. */
+#define BLOOM_SIZING_MARGIN	0.9
+#define BLOOM_MAX_BYTES		(1ULL << 40)	/* 1 TiB */
+
+struct bloom {
+	uint64_t	*words;		/* nblocks * 8, 64-byte aligned, mmap'd */
+	uint64_t	 nblocks;
+	uint32_t	 hashes;	/* k: segments per block, bits per key */
+	uint32_t	 seg_shift;	/* log2(512 / k): hash bits per segment */
+	uint64_t	 seed;		/* XXH3 seed, kept in the snapshot */
+	uint64_t	 count;		/* keys added (answers of 0) */
+	uint64_t	 bits_set;	/* bits that are 1 */
+	size_t		 map_bytes;	/* the mapping, rounded up to 2 MiB */
+};
+
+/*
+ * Chooses nblocks and k for capacity keys at error_rate. Returns 0, or -1 if
+ * the parameters are out of range or need more than BLOOM_MAX_BYTES.
+ */
+int	bloom_plan(uint64_t capacity, double error_rate, uint64_t *nblocks,
+	    uint32_t *hashes);
+/* Expected false-positive rate of a filter of this shape holding n keys. */
+double	bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n);
+/* Allocates a zeroed filter; returns 0, or -1 with errno set. */
+int	bloom_init(struct bloom *, uint64_t nblocks, uint32_t hashes,
+	    uint64_t seed);
+/* bloom_plan then bloom_init. */
+int	bloom_create(struct bloom *, uint64_t capacity, double error_rate,
+	    uint64_t seed);
+void	bloom_free(struct bloom *);
+/* A random seed from getrandom(2), for a new filter. */
+uint64_t bloom_random_seed(void);
+/* Counts the 1 bits (for a loaded snapshot whose count is suspect). */
+uint64_t bloom_popcount(const struct bloom *);
+
+static inline size_t
+bloom_bytes(const struct bloom *b)
+{
+	return (size_t)b->nblocks * BLOOM_BLOCK_BYTES;
+}
+
+static inline uint64_t
+bloom_hash(const struct bloom *b, const void *key, size_t len)
+{
+	return XXH3_64bits_withSeed(key, len, b->seed);
+}
+
+/* The block: a multiply-shift maps the hash onto [0, nblocks) without a
+ * division and uses the hash's high bits. */
+static inline uint64_t *
+bloom_block(const struct bloom *b, uint64_t h)
+{
+	uint64_t i = (uint64_t)(((unsigned __int128)h * b->nblocks) >> 64);
+
+	return b->words + i * BLOOM_BLOCK_WORDS;
+}
+
+static inline void
+bloom_prefetch(const struct bloom *b, uint64_t h)
+{
+	__builtin_prefetch(bloom_block(b, h), 1, 3);
+}
+
+/* A 64-bit finaliser (murmur3 fmix64): the in-block bits come from a
+ * remix of the hash so that they are independent of the block choice. */
+static inline uint64_t
+bloom_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The k bits of hash h as one mask per word of the block. */
+static inline void
+bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
+{
+	uint64_t	 bits = bloom_mix(h);
+	unsigned	 left = 64, seg = b->seg_shift;
+	uint64_t	 segmask = (1ULL << seg) - 1;
+
+	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
+		mask[w] = 0;
+	for (uint32_t i = 0; i < b->hashes; i++) {
+		if (left < seg) {
+			bits = bloom_mix(h ^ 0x9e3779b97f4a7c15ULL);
+			left = 64;
+		}
+		unsigned pos = (i << seg) + (unsigned)(bits & segmask);
+		bits >>= seg;
+		left -= seg;
+		mask[pos >> 6] |= 1ULL << (pos & 63);
+	}
+}
+
+/* 1 if every bit of the key is set (seen, or a false positive), else 0. */
+static inline int
+bloom_check(const struct bloom *b, uint64_t h)
+{
+	const uint64_t	*blk = bloom_block(b, h);
+	uint64_t	 mask[BLOOM_BLOCK_WORDS], missing = 0;
+
+	bloom_masks(b, h, mask);
+	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
+		missing |= mask[w] & ~blk[w];
+	return missing == 0;
+}
+
+/*
+ * Test-and-set: sets the key's bits and returns what bloom_check would have
+ * returned before. Only changed words are stored, so a repeated key leaves
+ * its cache line clean.
+ */
+static inline int
+bloom_add(struct bloom *b, uint64_t h)
+{
+	uint64_t	*blk = bloom_block(b, h);
+	uint64_t	 mask[BLOOM_BLOCK_WORDS], fresh, added = 0;
+
+	bloom_masks(b, h, mask);
+	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
+		fresh = mask[w] & ~blk[w];
+		if (fresh != 0) {
+			__atomic_store_n(&blk[w], blk[w] | fresh,
+			    __ATOMIC_RELAXED);
+			added += (uint64_t)__builtin_popcountll(fresh);
+		}
+	}
+	if (added == 0)
+		return 1;
+	b->bits_set += added;
+	b->count++;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * config.h - the config file, parsed once into an immutable struct config.
+ *
+ * A reload parses a whole new struct and swaps it in only if it is valid, so
+ * nothing ever runs on a half-applied config. Every problem is collected with
+ * its file:line, not just the first one, so an operator fixes them in one go.
+ */
+#ifndef SEEND_CONFIG_H
+#define SEEND_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+
+#define CONFIG_NAME_MAX		64	/* filter names become file names */
+#define CONFIG_MAX_FILTERS	1024
+
+struct filter_config {
+	char		 name[CONFIG_NAME_MAX + 1];
+	int		 line;		/* of its [filter.NAME] header */
+	uint64_t	 capacity;	/* default 1000000 */
+	double		 error_rate;	/* default 0.001 */
+	char		**hosts;	/* lower-cased; "*.x.com" or "x.com" */
+	size_t		 nhosts;
+	char		**prefixes;
+	size_t		 nprefixes;
+};
+
+struct config {
+	char		*path;			/* as given, for messages */
+	char		*listen;		/* "host:port", "[v6]:port"; NULL = off */
+	char		*unix_socket;		/* NULL = none */
+	mode_t		 unix_socket_mode;	/* default 0660 */
+	char		*data_dir;		/* default /var/lib/seend */
+	unsigned	 snapshot_interval;	/* seconds, 0 = never periodic; default 60 */
+	char		*default_filter;	/* default "default" */
+	unsigned	 max_clients;		/* default 10000 */
+	size_t		 max_line;		/* bytes, default 65536 */
+	size_t		 output_buffer_limit;	/* bytes of unsent replies before we stop
+						   reading a client; default 1 MiB */
+	unsigned	 idle_timeout;		/* seconds, 0 = never; default 0 */
+	char		*auth_token;		/* NULL = none; from auth_token or auth_token_file */
+	enum log_level	 log_level;		/* default info */
+	struct filter_config *filters;		/* in file order */
+	size_t		 nfilters;
+};
+
+/* Problems found while loading, each "file:line: message". */
+struct config_errors {
+	char		**msgs;
+	size_t		 n;
+};
+
+/*
+ * Loads and validates path. Returns the new config, or NULL with every
+ * problem in errs (which the caller frees with config_errors_free).
+ */
+struct config	*config_load(const char *path, struct config_errors *errs);
+/* The same from a string in memory; name is used in messages (fuzzing, tests). */
+struct config	*config_load_string(const char *text, const char *name,
+		    struct config_errors *errs);
+void		 config_free(struct config *);
+void		 config_errors_free(struct config_errors *);
+const struct filter_config *config_find_filter(const struct config *,
+		    const char *name);
+/* 1 if name is a valid filter name: [A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}. */
+int		 config_valid_filter_name(const char *name, size_t len);
+
+#endif
