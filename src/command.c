@@ -1,1 +1,500 @@
-/* stub: being written */
+/*
+ * command.c - the command table and one handler per command.
+ *
+ * Adding a command is one table entry and one function; the dispatcher
+ * never grows. Replies are appended to the connection's output buffer.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bloom.h"
+#include "command.h"
+#include "config.h"
+#include "conn.h"
+#include "log.h"
+#include "registry.h"
+#include "saver.h"
+#include "server.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+/* After this many commands refused for want of AUTH the client is closed:
+ * a scanner or a misconfigured worker gets a few clear answers, no more. */
+#define AUTH_STRIKES	3
+
+typedef enum command_result (*command_fn)(struct conn *, struct op *);
+
+struct command {
+	const char	*name;
+	enum cmd_id	 id;
+	int		 min_args;	/* not counting the command itself */
+	int		 max_args;
+	int		 before_auth;	/* allowed before AUTH */
+	command_fn	 fn;
+};
+
+static enum command_result cmd_seen(struct conn *, struct op *);
+static enum command_result cmd_ping(struct conn *, struct op *);
+static enum command_result cmd_auth(struct conn *, struct op *);
+static enum command_result cmd_filters(struct conn *, struct op *);
+static enum command_result cmd_info(struct conn *, struct op *);
+static enum command_result cmd_save(struct conn *, struct op *);
+static enum command_result cmd_quit(struct conn *, struct op *);
+
+static const struct command commands[] = {
+	{ "SEEN",	CMD_SEEN,	1, 2, 0, cmd_seen },
+	{ "CHECK",	CMD_CHECK,	1, 2, 0, cmd_seen },
+	{ "PING",	CMD_PING,	0, 0, 0, cmd_ping },
+	{ "AUTH",	CMD_AUTH,	1, 1, 1, cmd_auth },
+	{ "FILTERS",	CMD_FILTERS,	0, 0, 0, cmd_filters },
+	{ "INFO",	CMD_INFO,	0, 1, 0, cmd_info },
+	{ "SAVE",	CMD_SAVE,	0, 1, 0, cmd_save },
+	{ "QUIT",	CMD_QUIT,	0, 0, 1, cmd_quit },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+const char *
+command_name(enum cmd_id id)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (commands[i].id == id)
+			return commands[i].name;
+	return "?";
+}
+
+static const struct command *
+lookup(const char *tok, size_t len)
+{
+	/* SEEN first: it is nearly every request */
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (proto_token_is(tok, len, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+static void
+reply(struct conn *c, const char *s, size_t n)
+{
+	buf_append(&c->out, s, n);
+}
+
+static enum command_result
+reply_err(struct conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static enum command_result
+reply_err(struct conn *c, const char *fmt, ...)
+{
+	char	 msg[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->srv->stats.errors++;
+	buf_printf(&c->out, "ERR %s\r\n", msg);
+	return COMMAND_DONE;
+}
+
+/*
+ * A token for an error message: at most 64 bytes, and bytes that would
+ * break the reply line shown as '?'.
+ */
+static const char *
+printable(const char *tok, size_t len, char *out, size_t outlen)
+{
+	size_t n = len < outlen - 4 ? len : outlen - 4;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = (tok[i] >= 0x20 && tok[i] < 0x7f) ? tok[i] : '?';
+	if (n < len) {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+void
+command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
+{
+	const struct registry	*reg = c->srv->reg;
+	struct request		*rq = &op->req;
+
+	op->cmd = NULL;
+	op->filter = NULL;
+	op->status = proto_split(line, len, rq);
+	if (op->status != PROTO_OK)
+		return;
+	op->cmd = lookup(rq->argv[0], rq->argl[0]);
+	if (op->cmd == NULL ||
+	    (op->cmd->id != CMD_SEEN && op->cmd->id != CMD_CHECK))
+		return;
+	if (rq->argc == 2)
+		op->filter = registry_route(reg, rq->argv[1], rq->argl[1]);
+	else if (rq->argc == 3)
+		op->filter = registry_find(reg, rq->argv[1], rq->argl[1]);
+	if (op->filter == NULL)
+		return;
+	op->hash = bloom_hash(&op->filter->bloom, rq->argv[rq->argc - 1],
+	    rq->argl[rq->argc - 1]);
+	bloom_prefetch(&op->filter->bloom, op->hash);
+}
+
+enum command_result
+command_run(struct conn *c, struct op *op)
+{
+	struct stats		*st = &c->srv->stats;
+	const struct command	*cmd = op->cmd;
+	struct request		*rq = &op->req;
+	char			 tok[80];
+
+	switch (op->status) {
+	case PROTO_EMPTY:
+		return COMMAND_DONE;
+	case PROTO_NUL:
+		st->commands++;
+		return reply_err(c, "request contains a NUL byte");
+	case PROTO_TOO_MANY:
+		st->commands++;
+		return reply_err(c, "too many arguments");
+	case PROTO_OK:
+		break;
+	}
+	st->commands++;
+	if (cmd == NULL) {
+		if (!c->authed)
+			goto need_auth;
+		return reply_err(c, "unknown command '%s'",
+		    printable(rq->argv[0], rq->argl[0], tok, sizeof(tok)));
+	}
+	if (!c->authed && !cmd->before_auth)
+		goto need_auth;
+	st->by_cmd[cmd->id]++;
+	if (rq->argc - 1 < cmd->min_args || rq->argc - 1 > cmd->max_args)
+		return reply_err(c, "wrong number of arguments for '%s'",
+		    cmd->name);
+	return cmd->fn(c, op);
+
+need_auth:
+	st->auth_failures++;
+	reply_err(c, "authentication required");
+	if (++c->strikes >= AUTH_STRIKES) {
+		log_info("client %llu (%s): closed after %u commands without "
+		    "AUTH", (unsigned long long)c->id, c->peer, c->strikes);
+		return COMMAND_CLOSE;
+	}
+	return COMMAND_DONE;
+}
+
+static enum command_result
+cmd_seen(struct conn *c, struct op *op)
+{
+	struct request	*rq = &op->req;
+	struct filter	*f = op->filter;
+	struct stats	*st = &c->srv->stats;
+	char		 tok[80];
+	int		 hit;
+
+	if (f == NULL) {
+		if (rq->argc == 3)
+			return reply_err(c, "no such filter '%s'",
+			    printable(rq->argv[1], rq->argl[1], tok,
+			    sizeof(tok)));
+		return reply_err(c, "no filter for this key: no rule routes "
+		    "it and default_filter '%s' does not exist",
+		    c->srv->cfg->default_filter ? c->srv->cfg->default_filter :
+		    "");
+	}
+	if (op->cmd->id == CMD_CHECK) {
+		hit = bloom_check(&f->bloom, op->hash);
+		f->checks++;
+		if (hit)
+			st->check_hits++;
+		else
+			st->check_misses++;
+	} else {
+		hit = bloom_add(&f->bloom, op->hash);
+		if (hit) {
+			f->seen_old++;
+			st->keys_seen++;
+		} else {
+			f->seen_new++;
+			st->keys_new++;
+		}
+	}
+	reply(c, hit ? "1\r\n" : "0\r\n", 3);
+	return COMMAND_DONE;
+}
+
+static enum command_result
+cmd_ping(struct conn *c, struct op *op)
+{
+	(void)op;
+	reply(c, "PONG\r\n", 6);
+	return COMMAND_DONE;
+}
+
+/* Compares in time that depends only on the lengths, never on where the
+ * first difference is. */
+static int
+token_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+	unsigned char	 diff = (unsigned char)(alen != blen);
+	size_t		 n = alen < blen ? alen : blen;
+
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
+static enum command_result
+cmd_auth(struct conn *c, struct op *op)
+{
+	const char	*token = c->srv->cfg->auth_token;
+	struct request	*rq = &op->req;
+
+	if (token == NULL) {
+		c->authed = 1;
+		return reply_err(c, "no auth_token is configured");
+	}
+	if (token_equal(rq->argv[1], rq->argl[1], token, strlen(token))) {
+		c->authed = 1;
+		c->strikes = 0;
+		reply(c, "OK\r\n", 4);
+		return COMMAND_DONE;
+	}
+	c->srv->stats.auth_failures++;
+	log_warn("client %llu (%s): AUTH with a wrong token",
+	    (unsigned long long)c->id, c->peer);
+	reply_err(c, "invalid token");
+	if (!c->authed && ++c->strikes >= AUTH_STRIKES)
+		return COMMAND_CLOSE;
+	return COMMAND_DONE;
+}
+
+static void
+filter_line(struct conn *c, const struct filter *f)
+{
+	buf_printf(&c->out, "%s capacity=%llu error_rate=%g count=%llu "
+	    "bytes=%zu\r\n", f->name, (unsigned long long)f->capacity,
+	    f->error_rate, (unsigned long long)f->bloom.count,
+	    bloom_bytes(&f->bloom));
+}
+
+static enum command_result
+cmd_filters(struct conn *c, struct op *op)
+{
+	const struct registry *reg = c->srv->reg;
+
+	(void)op;
+	for (size_t i = 0; i < reg->nfilters; i++)
+		filter_line(c, reg->filters[i]);
+	reply(c, "END\r\n", 5);
+	return COMMAND_DONE;
+}
+
+static void
+info_filter(struct conn *c, const struct filter *f)
+{
+	const struct bloom	*b = &f->bloom;
+	double			 bits = (double)bloom_bytes(b) * 8;
+
+	buf_printf(&c->out,
+	    "name %s\r\n"
+	    "capacity %llu\r\n"
+	    "error_rate %g\r\n"
+	    "count %llu\r\n"
+	    "bits %.0f\r\n"
+	    "bytes %zu\r\n"
+	    "bits_per_key %.2f\r\n"
+	    "hashes %u\r\n"
+	    "layout split-block-512\r\n"
+	    "bits_set %llu\r\n"
+	    "fill_ratio %.6f\r\n"
+	    "estimated_fp_rate %.3g\r\n"
+	    "fp_rate_at_capacity %.3g\r\n"
+	    "seen_new %llu\r\n"
+	    "seen_old %llu\r\n"
+	    "checks %llu\r\n"
+	    "dirty %d\r\n"
+	    "snapshot_in_progress %d\r\n"
+	    "last_snapshot_time %lld\r\n"
+	    "last_snapshot_status %s\r\n"
+	    "last_snapshot_duration_ms %.1f\r\n"
+	    "last_snapshot_error %s\r\n"
+	    "snapshots_ok %llu\r\n"
+	    "snapshots_failed %llu\r\n",
+	    f->name, (unsigned long long)f->capacity, f->error_rate,
+	    (unsigned long long)b->count, bits, bloom_bytes(b),
+	    bits / (double)f->capacity, b->hashes,
+	    (unsigned long long)b->bits_set, (double)b->bits_set / bits,
+	    bloom_fp_rate(b->nblocks, b->hashes, b->count),
+	    bloom_fp_rate(b->nblocks, b->hashes, f->capacity),
+	    (unsigned long long)f->seen_new, (unsigned long long)f->seen_old,
+	    (unsigned long long)f->checks, filter_dirty(f), f->saving > 0,
+	    (long long)f->last_save,
+	    f->last_save_ok < 0 ? "none" : f->last_save_ok ? "ok" : "failed",
+	    f->last_save_secs * 1000,
+	    f->last_save_error[0] ? f->last_save_error : "-",
+	    (unsigned long long)f->saves_ok,
+	    (unsigned long long)f->saves_failed);
+}
+
+/* Resident set size from /proc, in bytes; 0 if unknown. */
+static size_t
+rss_bytes(void)
+{
+	FILE		*fp = fopen("/proc/self/statm", "r");
+	unsigned long	 size, res = 0;
+
+	if (fp == NULL)
+		return 0;
+	if (fscanf(fp, "%lu %lu", &size, &res) != 2)
+		res = 0;
+	fclose(fp);
+	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void
+info_server(struct conn *c)
+{
+	struct server		*srv = c->srv;
+	const struct stats	*st = &srv->stats;
+	const struct registry	*reg = srv->reg;
+	size_t			 filter_bytes = 0;
+	time_t			 now = time(NULL);
+
+	for (size_t i = 0; i < reg->nfilters; i++)
+		filter_bytes += bloom_bytes(&reg->filters[i]->bloom);
+	buf_printf(&c->out,
+	    "version %s\r\n"
+	    "pid %ld\r\n"
+	    "uptime_seconds %lld\r\n"
+	    "connections_current %u\r\n"
+	    "connections_total %llu\r\n"
+	    "connections_refused %llu\r\n"
+	    "max_clients %u\r\n"
+	    "commands_total %llu\r\n",
+	    PACKAGE_VERSION, (long)getpid(), (long long)(now - srv->started),
+	    srv->nconns, (unsigned long long)st->conns_total,
+	    (unsigned long long)st->conns_refused, srv->cfg->max_clients,
+	    (unsigned long long)st->commands);
+	for (int i = 0; i < CMD_COUNT; i++) {
+		char name[16];
+		size_t j;
+
+		for (j = 0; command_name(i)[j] && j < sizeof(name) - 1; j++)
+			name[j] = (char)(command_name(i)[j] | 0x20);
+		name[j] = '\0';
+		buf_printf(&c->out, "cmd_%s %llu\r\n", name,
+		    (unsigned long long)st->by_cmd[i]);
+	}
+	buf_printf(&c->out,
+	    "errors_total %llu\r\n"
+	    "keys_new %llu\r\n"
+	    "keys_seen %llu\r\n"
+	    "check_hits %llu\r\n"
+	    "check_misses %llu\r\n"
+	    "lines_too_long %llu\r\n"
+	    "idle_closed %llu\r\n"
+	    "auth_failures %llu\r\n"
+	    "filters %zu\r\n"
+	    "filter_memory_bytes %zu\r\n"
+	    "connection_memory_bytes %zu\r\n"
+	    "rss_bytes %zu\r\n"
+	    "snapshots_in_progress %d\r\n"
+	    "last_reload_time %lld\r\n"
+	    "last_reload_status %s\r\n",
+	    (unsigned long long)st->errors,
+	    (unsigned long long)st->keys_new,
+	    (unsigned long long)st->keys_seen,
+	    (unsigned long long)st->check_hits,
+	    (unsigned long long)st->check_misses,
+	    (unsigned long long)st->lines_too_long,
+	    (unsigned long long)st->idle_closed,
+	    (unsigned long long)st->auth_failures,
+	    reg->nfilters, filter_bytes, server_conn_memory(srv), rss_bytes(),
+	    saver_busy(srv->saver), (long long)srv->last_reload,
+	    srv->last_reload_ok < 0 ? "none" :
+	    srv->last_reload_ok ? "ok" : "failed");
+}
+
+static enum command_result
+cmd_info(struct conn *c, struct op *op)
+{
+	struct request	*rq = &op->req;
+	struct filter	*f;
+	char		 tok[80];
+
+	if (rq->argc == 2) {
+		f = registry_find(c->srv->reg, rq->argv[1], rq->argl[1]);
+		if (f == NULL)
+			return reply_err(c, "no such filter '%s'",
+			    printable(rq->argv[1], rq->argl[1], tok,
+			    sizeof(tok)));
+		info_filter(c, f);
+	} else
+		info_server(c);
+	reply(c, "END\r\n", 5);
+	return COMMAND_DONE;
+}
+
+/*
+ * SAVE answers only once every file is written and fsynced, so the
+ * connection waits (its later requests too, to keep replies in order)
+ * while the worker thread writes; other clients are served meanwhile.
+ */
+static enum command_result
+cmd_save(struct conn *c, struct op *op)
+{
+	struct server		*srv = c->srv;
+	struct request		*rq = &op->req;
+	struct save_wait	*w;
+	struct filter		*one = NULL;
+	char			 tok[80];
+
+	if (rq->argc == 2 &&
+	    (one = registry_find(srv->reg, rq->argv[1], rq->argl[1])) == NULL)
+		return reply_err(c, "no such filter '%s'",
+		    printable(rq->argv[1], rq->argl[1], tok, sizeof(tok)));
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return reply_err(c, "out of memory");
+	w->conn = c;
+	w->pending = 1;		/* held until every job is queued */
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
+		struct filter *f = srv->reg->filters[i];
+
+		if (one != NULL && f != one)
+			continue;
+		if (saver_submit(srv->saver, f, srv->cfg->data_dir, w) == -1) {
+			w->failed = 1;
+			snprintf(w->err, sizeof(w->err), "out of memory");
+		}
+	}
+	if (--w->pending == 0) {
+		int failed = w->failed;
+
+		free(w);
+		if (failed)
+			return reply_err(c, "out of memory");
+		reply(c, "OK\r\n", 4);
+		return COMMAND_DONE;
+	}
+	c->wait = w;
+	return COMMAND_WAIT;
+}
+
+static enum command_result
+cmd_quit(struct conn *c, struct op *op)
+{
+	(void)op;
+	reply(c, "OK\r\n", 4);
+	return COMMAND_CLOSE;
+}

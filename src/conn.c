@@ -1,1 +1,375 @@
-/* stub: being written */
+/*
+ * conn.c - a client connection: read, frame, batch, reply, write.
+ *
+ * Raw events and our own buffers rather than bufferevents: the hot path is
+ * one read(2) of many pipelined lines, a batch pass that hashes and
+ * prefetches, a pass that answers, and one write(2) of all the replies.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "command.h"
+#include "config.h"
+#include "conn.h"
+#include "log.h"
+#include "proto.h"
+#include "saver.h"
+#include "server.h"
+
+/* How many requests are hashed and prefetched ahead of being answered:
+ * enough to cover a memory miss, few enough to stay in L1. */
+#define BATCH		32
+/* The smallest free space offered to read(2). */
+#define READ_CHUNK	16384
+/* An idle client's buffers are freed above this size. */
+#define KEEP_BYTES	65536
+
+static void	on_read(evutil_socket_t, short, void *);
+static void	on_write(evutil_socket_t, short, void *);
+static void	process_input(struct conn *);
+static void	conn_service(struct conn *);
+
+static void
+set_reading(struct conn *c, int on)
+{
+	if (on && !c->reading) {
+		event_add(c->ev_read, NULL);
+		c->reading = 1;
+	} else if (!on && c->reading) {
+		event_del(c->ev_read);
+		c->reading = 0;
+	}
+}
+
+static void
+set_writing(struct conn *c, int on)
+{
+	if (on && !c->writing) {
+		event_add(c->ev_write, NULL);
+		c->writing = 1;
+	} else if (!on && c->writing) {
+		event_del(c->ev_write);
+		c->writing = 0;
+	}
+}
+
+struct conn *
+conn_new(struct server *srv, int fd, int is_unix, const char *peer)
+{
+	struct conn *c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->srv = srv;
+	c->fd = fd;
+	c->id = ++srv->next_conn_id;
+	c->is_unix = is_unix ? 1 : 0;
+	/* Unix-socket clients are vouched for by the socket's permissions */
+	c->authed = (srv->cfg->auth_token == NULL || is_unix) ? 1 : 0;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->last_active = time(NULL);
+	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST, on_read, c);
+	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, on_write,
+	    c);
+	if (c->ev_read == NULL || c->ev_write == NULL) {
+		if (c->ev_read)
+			event_free(c->ev_read);
+		if (c->ev_write)
+			event_free(c->ev_write);
+		free(c);
+		return NULL;
+	}
+	c->next = srv->conns;
+	if (srv->conns != NULL)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->nconns++;
+	set_reading(c, 1);
+	return c;
+}
+
+void
+conn_close(struct conn *c, const char *why)
+{
+	if (why != NULL)
+		log_debug("client %llu (%s) closed: %s",
+		    (unsigned long long)c->id, c->peer, why);
+	if (c->wait != NULL)
+		c->wait->conn = NULL;	/* the SAVE goes on without us */
+	server_forget_conn(c->srv, c);
+	event_free(c->ev_read);
+	event_free(c->ev_write);
+	close(c->fd);
+	buf_free(&c->in);
+	buf_free(&c->out);
+	free(c);
+}
+
+void
+conn_stop_reading(struct conn *c)
+{
+	set_reading(c, 0);
+	conn_service(c);
+}
+
+/*
+ * Whether to read more: not while replies pile up unread, not while a SAVE
+ * holds the queue, not after EOF or QUIT.
+ */
+static int
+may_read(const struct conn *c)
+{
+	return !c->eof && !c->quitting && c->wait == NULL &&
+	    !c->srv->stopping &&
+	    buf_used(&c->out) < c->srv->cfg->output_buffer_limit;
+}
+
+void
+conn_kick(struct conn *c)
+{
+	conn_service(c);
+}
+
+static void
+reply_error(struct conn *c, const char *msg)
+{
+	c->srv->stats.errors++;
+	buf_printf(&c->out, "ERR %s\r\n", msg);
+}
+
+/*
+ * Lines longer than max_line: the client gets one ERR, the rest of the line
+ * up to its newline is skipped, and the connection goes on.
+ */
+static int
+skip_long_line(struct conn *c)
+{
+	const char	*nl;
+	size_t		 used = buf_used(&c->in);
+
+	nl = memchr(buf_head(&c->in), '\n', used);
+	if (nl == NULL) {
+		buf_consume(&c->in, used);
+		return 0;
+	}
+	buf_consume(&c->in, (size_t)(nl - buf_head(&c->in)) + 1);
+	c->discarding = 0;
+	return 1;
+}
+
+static void
+refuse_long_line(struct conn *c)
+{
+	char msg[96];
+
+	c->srv->stats.lines_too_long++;
+	snprintf(msg, sizeof(msg), "line too long (max %zu bytes)",
+	    c->srv->cfg->max_line);
+	reply_error(c, msg);
+	c->discarding = 1;
+}
+
+/*
+ * Answers as many complete lines as limits allow, BATCH at a time: first
+ * every line of the batch is prepared (its key hashed, its block
+ * prefetched), then each is run in order. Input is consumed only as
+ * requests are answered, so one that must wait is prepared again later.
+ */
+static void
+process_input(struct conn *c)
+{
+	struct op	 ops[BATCH];
+	size_t		 len[BATCH], maxl = c->srv->cfg->max_line;
+	int		 n, i;
+
+	/* at shutdown the final snapshot is already queued: a key answered
+	 * now could miss it, so no new request is answered */
+	while (!c->quitting && c->wait == NULL && !c->srv->stopping &&
+	    buf_used(&c->in) > 0) {
+		if (buf_used(&c->out) >= c->srv->cfg->output_buffer_limit)
+			break;
+		if (c->discarding && !skip_long_line(c))
+			break;
+		const char *p = buf_head(&c->in);
+		size_t left = buf_used(&c->in), off = 0, next;
+		long ll;
+
+		for (n = 0; n < BATCH; n++) {
+			ll = proto_frame(p + off, left - off, &next);
+			if (ll < 0)
+				break;
+			if ((size_t)ll > maxl)
+				break;	/* answered below, in order */
+			command_prepare(c, p + off, (size_t)ll, &ops[n]);
+			len[n] = next;
+			off += next;
+		}
+		for (i = 0; i < n; i++) {
+			enum command_result r;
+
+			/* over the limit by at most one reply */
+			if (buf_used(&c->out) >= c->srv->cfg->output_buffer_limit)
+				break;
+			r = command_run(c, &ops[i]);
+
+			buf_consume(&c->in, len[i]);
+			if (r == COMMAND_CLOSE) {
+				c->quitting = 1;
+				break;
+			}
+			if (r == COMMAND_WAIT)
+				break;
+		}
+		if (i < n || c->quitting || c->wait != NULL)
+			break;
+		if (n == BATCH)
+			continue;
+		/* n < BATCH: an over-long line, or no complete line left */
+		ll = proto_frame(buf_head(&c->in), buf_used(&c->in), &next);
+		if (ll >= 0 && (size_t)ll > maxl) {
+			refuse_long_line(c);
+			continue;
+		}
+		if (ll < 0 && buf_used(&c->in) > maxl) {
+			refuse_long_line(c);
+			continue;
+		}
+		break;
+	}
+	if (buf_used(&c->in) == 0)
+		buf_shrink(&c->in, KEEP_BYTES);
+}
+
+static int
+read_input(struct conn *c)
+{
+	ssize_t n;
+
+	if (buf_reserve(&c->in, READ_CHUNK) == -1) {
+		conn_close(c, "out of memory");
+		return -1;
+	}
+	n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+	if (n > 0) {
+		c->in.len += (size_t)n;
+		c->last_active = time(NULL);
+		return 0;
+	}
+	if (n == 0) {
+		/* a half-close: answer the complete lines that came, then close */
+		c->eof = 1;
+		set_reading(c, 0);
+		return 0;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	conn_close(c, strerror(errno));
+	return -1;
+}
+
+/*
+ * Writes what the socket takes. Returns 0 when everything is sent, 1 when
+ * some is left (the write event is armed for it), -1 if the conn was closed.
+ */
+static int
+flush_output(struct conn *c)
+{
+	ssize_t n;
+
+	while (buf_used(&c->out) > 0) {
+		n = write(c->fd, buf_head(&c->out), buf_used(&c->out));
+		if (n > 0) {
+			buf_consume(&c->out, (size_t)n);
+			continue;
+		}
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			set_writing(c, 1);
+			return 1;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		conn_close(c, n == 0 ? "write returned 0" : strerror(errno));
+		return -1;
+	}
+	set_writing(c, 0);
+	buf_shrink(&c->out, KEEP_BYTES);
+	return 0;
+}
+
+static int
+has_work(const struct conn *c)
+{
+	return !c->quitting && c->wait == NULL && !c->srv->stopping &&
+	    buf_used(&c->in) > 0 &&
+	    (c->discarding ||
+	    memchr(buf_head(&c->in), '\n', buf_used(&c->in)) != NULL ||
+	    buf_used(&c->in) > c->srv->cfg->max_line);
+}
+
+/*
+ * The one place that moves a connection forward: answer input, send
+ * replies, repeat while the socket takes them and complete lines remain;
+ * then close it if it is finished, else choose whether to read.
+ */
+static void
+conn_service(struct conn *c)
+{
+	int r;
+
+	do {
+		process_input(c);
+		if ((r = flush_output(c)) == -1)
+			return;
+	} while (r == 0 && has_work(c));
+	if (r == 0 && c->wait == NULL) {
+		if (c->quitting) {
+			conn_close(c, "QUIT");
+			return;
+		}
+		/* after EOF or at shutdown, a partial line never completes */
+		if ((c->eof || c->srv->stopping) && !has_work(c)) {
+			conn_close(c, c->eof ? "end of input" : "shutdown");
+			return;
+		}
+	}
+	set_reading(c, may_read(c));
+}
+
+static void
+on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (read_input(c) == -1)
+		return;
+	conn_service(c);
+}
+
+static void
+on_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (flush_output(c) == 0)
+		conn_service(c);
+}
+
+void
+conn_save_done(struct conn *c, int ok, const char *err)
+{
+	c->wait = NULL;
+	if (ok)
+		buf_append(&c->out, "OK\r\n", 4);
+	else
+		reply_error(c, err);
+	conn_kick(c);
+}

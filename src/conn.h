@@ -1,1 +1,52 @@
-/* stub: being written */
+/*
+ * conn.h - one client connection: its buffers, its state, and the loop that
+ * turns input lines into replies.
+ *
+ * Reading stops while a client's unsent replies exceed output_buffer_limit
+ * (it is not reading them), and while it waits for a SAVE to finish (replies
+ * must stay in request order). Its input buffer never holds more than
+ * max_line plus one read, so each client's memory is bounded.
+ */
+#ifndef SEEND_CONN_H
+#define SEEND_CONN_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "buf.h"
+
+struct server;
+struct save_wait;
+
+struct conn {
+	struct server	*srv;
+	int		 fd;
+	uint64_t	 id;
+	char		 peer[80];
+	struct event	*ev_read;
+	struct event	*ev_write;
+	struct buf	 in, out;
+	unsigned	 is_unix:1;
+	unsigned	 authed:1;
+	unsigned	 reading:1;	/* ev_read is added */
+	unsigned	 writing:1;	/* ev_write is added */
+	unsigned	 discarding:1;	/* skipping the rest of an over-long line */
+	unsigned	 eof:1;		/* the client shut down its side */
+	unsigned	 quitting:1;	/* QUIT: flush, then close */
+	unsigned	 strikes;	/* commands refused before AUTH */
+	struct save_wait *wait;		/* a SAVE it is waiting on */
+	time_t		 last_active;
+	struct conn	*prev, *next;
+};
+
+/* Takes ownership of fd (non-blocking); returns NULL if out of memory. */
+struct conn	*conn_new(struct server *, int fd, int is_unix, const char *peer);
+void		 conn_close(struct conn *, const char *why);
+/* A SAVE it waited on has finished: reply and go on with its input. */
+void		 conn_save_done(struct conn *, int ok, const char *err);
+/* Stop reading (shutdown); replies already computed are still sent. */
+void		 conn_stop_reading(struct conn *);
+/* Re-evaluates what to read and write (after a limit changed). */
+void		 conn_kick(struct conn *);
+
+#endif

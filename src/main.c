@@ -1,1 +1,233 @@
-int main(void) { return 0; }
+/*
+ * main.c - command line, start-up order, and exit.
+ *
+ * Start-up order matters: the config is validated whole, then every filter's
+ * snapshot is loaded and verified, and only then do the listeners open, so a
+ * client never talks to a half-loaded server.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "log.h"
+#include "notify.h"
+#include "registry.h"
+#include "server.h"
+#include "snapshot.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: seend [-t] [-c file]\n"
+	    "       seend --inspect snapshot-file\n"
+	    "\n"
+	    "  -c, --config FILE     config file (default %s/seend.conf)\n"
+	    "  -t, --test-config     check the config and exit: 0 valid, 1 not\n"
+	    "      --inspect FILE    verify a snapshot file and print its header\n"
+	    "  -V, --version         print the version and exit\n"
+	    "  -h, --help            this text\n", SYSCONFDIR);
+}
+
+static int
+load_config(const char *path, struct config **out)
+{
+	struct config_errors errs = { 0 };
+
+	if ((*out = config_load(path, &errs)) != NULL)
+		return 0;
+	for (size_t i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	config_errors_free(&errs);
+	return -1;
+}
+
+/*
+ * --inspect: the operator's view of a snapshot that the daemon refused or is
+ * about to load. Reads only; exits 0 if the file is whole.
+ */
+static int
+inspect(const char *path)
+{
+	struct snapshot_header	 h;
+	char			 err[512];
+	int			 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "seend: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (snapshot_verify_fd(fd, &h, err, sizeof(err)) == -1) {
+		fprintf(stderr, "seend: %s: %s\n", path, err);
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	printf("file %s\nstatus ok (checksum verified)\nversion %u\n"
+	    "layout %u\nnblocks %llu\nbytes %llu\nhashes %u\nseed %016llx\n"
+	    "capacity %llu\nerror_rate %g\ncount %llu\nbits_set %llu\n"
+	    "fill_ratio %.6f\ncreated %llu\n", path, h.version, h.layout,
+	    (unsigned long long)h.nblocks,
+	    (unsigned long long)h.nblocks * BLOOM_BLOCK_BYTES, h.hashes,
+	    (unsigned long long)h.seed, (unsigned long long)h.capacity,
+	    h.error_rate, (unsigned long long)h.count,
+	    (unsigned long long)h.bits_set,
+	    (double)h.bits_set / ((double)h.nblocks * BLOOM_BLOCK_BITS),
+	    (unsigned long long)h.created);
+	return 0;
+}
+
+static void
+ensure_data_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			log_warn("data_dir %s is not a directory: snapshots "
+			    "will fail", dir);
+		return;
+	}
+	if (mkdir(dir, 0750) == 0) {
+		log_info("created data_dir %s", dir);
+		return;
+	}
+	log_warn("data_dir %s: %s: snapshots will fail until it exists",
+	    dir, strerror(errno));
+}
+
+static double
+elapsed(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) +
+	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void
+log_filters(const struct registry *reg)
+{
+	for (size_t i = 0; i < reg->nfilters; i++) {
+		const struct filter *f = reg->filters[i];
+
+		log_info("filter %s: capacity %llu, error_rate %g, %zu bytes, "
+		    "%u hashes, %llu keys%s", f->name,
+		    (unsigned long long)f->capacity, f->error_rate,
+		    bloom_bytes(&f->bloom), f->bloom.hashes,
+		    (unsigned long long)f->bloom.count,
+		    f->loaded_at ? " (from snapshot)" : " (new)");
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config",	 required_argument, NULL, 'c' },
+		{ "test-config", no_argument,	    NULL, 't' },
+		{ "version",	 no_argument,	    NULL, 'V' },
+		{ "help",	 no_argument,	    NULL, 'h' },
+		{ "inspect",	 required_argument, NULL, 'I' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char	*path = SYSCONFDIR "/seend.conf";
+	struct server	 srv;
+	struct timespec	 t0;
+	char		 err[1024];
+	int		 ch, test_only = 0, status;
+	const char	*fault;
+
+	log_init("seend");
+	while ((ch = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			test_only = 1;
+			break;
+		case 'V':
+			printf("seend %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'I':
+			return inspect(optarg);
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 1;
+	}
+	memset(&srv, 0, sizeof(srv));
+	if (load_config(path, &srv.cfg) == -1) {
+		if (test_only)
+			fprintf(stderr, "seend: %s: invalid\n", path);
+		return 1;
+	}
+	if (test_only) {
+		printf("seend: %s: ok (%zu filter(s))\n", path,
+		    srv.cfg->nfilters);
+		config_free(srv.cfg);
+		return 0;
+	}
+	log_set_level(srv.cfg->log_level);
+	if ((fault = getenv("SEEND_FAULT_WRITE_LIMIT")) != NULL)
+		snapshot_fault_write_limit = strtoull(fault, NULL, 10);
+	signal(SIGPIPE, SIG_IGN);
+	srv.config_path = (char *)path;
+	log_info("seend %s starting, config %s", PACKAGE_VERSION, path);
+	ensure_data_dir(srv.cfg->data_dir);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if ((srv.reg = registry_build(srv.cfg, NULL, NULL, err,
+	    sizeof(err))) == NULL) {
+		log_error("%s", err);
+		log_error("not starting: the snapshot is left as it is; see "
+		    "seend(8), SNAPSHOTS, for what to do");
+		config_free(srv.cfg);
+		return 1;
+	}
+	log_filters(srv.reg);
+	log_info("filters loaded in %.3f s", elapsed(&t0));
+
+	if ((srv.base = event_base_new()) == NULL)
+		fatal("cannot create the event loop");
+	if (server_start(&srv) == -1) {
+		server_free(&srv);
+		event_base_free(srv.base);
+		return 1;
+	}
+	notify_send("READY=1\nSTATUS=serving %zu filter(s)\nMAINPID=%ld",
+	    srv.reg->nfilters, (long)getpid());
+	log_info("ready");
+	status = server_run(&srv);
+	server_free(&srv);
+	event_base_free(srv.base);
+	libevent_global_shutdown();
+	log_info("stopped%s", status ? " (a final snapshot failed)" : "");
+	return status;
+}

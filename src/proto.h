@@ -1,1 +1,44 @@
-/* stub: being written */
+/*
+ * proto.h - the request line: framing and tokenising, no I/O.
+ *
+ * A request is one line ending in "\n"; a "\r" before it is dropped. Tokens
+ * are separated by runs of spaces or tabs. Tokens point into the caller's
+ * buffer: nothing is copied or allocated.
+ */
+#ifndef SEEND_PROTO_H
+#define SEEND_PROTO_H
+
+#include <stddef.h>
+
+/* The longest command has 3 tokens (SEEN <filter> <key>); one more slot
+ * lets us tell "too many arguments" from "just enough". */
+#define PROTO_MAX_TOKENS	4
+
+struct request {
+	int		 argc;
+	const char	*argv[PROTO_MAX_TOKENS];
+	size_t		 argl[PROTO_MAX_TOKENS];
+};
+
+enum proto_status {
+	PROTO_OK,		/* argc tokens */
+	PROTO_EMPTY,		/* blank line: no reply */
+	PROTO_TOO_MANY,		/* more than PROTO_MAX_TOKENS - 1 tokens */
+	PROTO_NUL,		/* a NUL byte: not a text request */
+};
+
+/*
+ * Finds the end of the first line in p[0..len). Returns the length of the
+ * line without its "\n" (and without a "\r" before it) and sets *next to the
+ * bytes the line takes including its terminator; returns -1 if there is no
+ * "\n" yet.
+ */
+long	proto_frame(const char *p, size_t len, size_t *next);
+
+/* Splits a framed line into tokens. */
+enum proto_status proto_split(const char *line, size_t len, struct request *);
+
+/* Case-insensitive compare of a token with an upper-case ASCII word. */
+int	proto_token_is(const char *tok, size_t len, const char *word);
+
+#endif

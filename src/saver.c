@@ -1,1 +1,266 @@
-/* stub: being written */
+/*
+ * saver.c - the snapshot worker thread; see saver.h.
+ *
+ * Why a snapshot written beside the live array is correct: the loop thread
+ * submits a job only after the keys it acknowledged have their bits stored,
+ * and the queue's mutex orders those stores before the worker's reads. Bits
+ * never go back to 0, so every word the worker copies holds at least the
+ * bits it had at submission; the checksum is taken over the copied bytes, so
+ * the file is consistent even if later keys appear in some words.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "conn.h"
+#include "log.h"
+#include "registry.h"
+#include "saver.h"
+#include "snapshot.h"
+
+struct save_job {
+	struct filter		*filter;
+	char			*dir;
+	uint64_t		 count;
+	uint64_t		 bits;
+	struct save_wait	*wait;
+	int			 ok;
+	char			 err[256];
+	double			 secs;
+	struct save_job		*next;
+};
+
+struct saver {
+	pthread_t		 thread;
+	pthread_mutex_t		 mtx;
+	pthread_cond_t		 cond;		/* work queued, or stop */
+	pthread_cond_t		 idle;		/* the worker finished a job */
+	struct save_job		*queue, **queue_tail;
+	struct save_job		*done, **done_tail;
+	int			 running;	/* a job is being written */
+	int			 stop;
+	int			 pending;	/* submitted, not yet completed */
+	int			 pipe[2];	/* worker -> loop: "jobs are done" */
+	struct event		*ev;
+};
+
+static double
+now_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *
+worker(void *arg)
+{
+	struct saver	*sv = arg;
+	struct save_job	*job;
+	double		 t0;
+	char		 c = 1;
+
+	pthread_mutex_lock(&sv->mtx);
+	for (;;) {
+		while (sv->queue == NULL && !sv->stop)
+			pthread_cond_wait(&sv->cond, &sv->mtx);
+		if (sv->queue == NULL)
+			break;
+		job = sv->queue;
+		if ((sv->queue = job->next) == NULL)
+			sv->queue_tail = &sv->queue;
+		sv->running = 1;
+		pthread_mutex_unlock(&sv->mtx);
+
+		t0 = now_secs();
+		job->ok = snapshot_write(job->dir, job->filter->name,
+		    &job->filter->bloom, job->filter->capacity,
+		    job->filter->error_rate, job->count, job->bits, job->err,
+		    sizeof(job->err)) == 0;
+		job->secs = now_secs() - t0;
+
+		pthread_mutex_lock(&sv->mtx);
+		job->next = NULL;
+		*sv->done_tail = job;
+		sv->done_tail = &job->next;
+		sv->running = 0;
+		pthread_cond_broadcast(&sv->idle);
+		/* a full pipe already says "look": nothing is lost */
+		(void)!write(sv->pipe[1], &c, 1);
+	}
+	pthread_mutex_unlock(&sv->mtx);
+	return NULL;
+}
+
+static void
+complete(struct save_job *job)
+{
+	struct filter		*f = job->filter;
+	struct save_wait	*w = job->wait;
+
+	f->saving--;
+	f->last_save_secs = job->secs;
+	if (job->ok) {
+		/* bits set during the write may or may not be in the file, so
+		 * only what was there at submission counts as saved */
+		if (job->bits > f->saved_bits)
+			f->saved_bits = job->bits;
+		f->last_save = time(NULL);
+		f->last_save_ok = 1;
+		f->last_save_error[0] = '\0';
+		f->saves_ok++;
+		log_debug("filter %s: snapshot written in %.3f s", f->name,
+		    job->secs);
+	} else {
+		f->last_save_ok = 0;
+		f->saves_failed++;
+		snprintf(f->last_save_error, sizeof(f->last_save_error), "%s",
+		    job->err);
+		log_error("filter %s: snapshot failed, the previous one is "
+		    "kept: %s", f->name, job->err);
+	}
+	if (w != NULL) {
+		if (!job->ok && !w->failed) {
+			w->failed = 1;
+			snprintf(w->err, sizeof(w->err), "snapshot of %s "
+			    "failed: %s", f->name, job->err);
+		}
+		if (--w->pending == 0) {
+			if (w->conn != NULL)
+				conn_save_done(w->conn, !w->failed, w->err);
+			free(w);
+		}
+	}
+	filter_unref(f);
+	free(job->dir);
+	free(job);
+}
+
+static void
+process_done(struct saver *sv)
+{
+	struct save_job *list, *next;
+
+	pthread_mutex_lock(&sv->mtx);
+	list = sv->done;
+	sv->done = NULL;
+	sv->done_tail = &sv->done;
+	pthread_mutex_unlock(&sv->mtx);
+	for (; list != NULL; list = next) {
+		next = list->next;
+		sv->pending--;
+		complete(list);
+	}
+}
+
+static void
+on_pipe(evutil_socket_t fd, short what, void *arg)
+{
+	char buf[256];
+
+	(void)what;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	process_done(arg);
+}
+
+struct saver *
+saver_start(struct event_base *base)
+{
+	struct saver *sv;
+
+	if ((sv = calloc(1, sizeof(*sv))) == NULL)
+		return NULL;
+	sv->queue_tail = &sv->queue;
+	sv->done_tail = &sv->done;
+	pthread_mutex_init(&sv->mtx, NULL);
+	pthread_cond_init(&sv->cond, NULL);
+	pthread_cond_init(&sv->idle, NULL);
+	if (pipe2(sv->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
+		goto fail;
+	sv->ev = event_new(base, sv->pipe[0], EV_READ | EV_PERSIST, on_pipe,
+	    sv);
+	if (sv->ev == NULL || event_add(sv->ev, NULL) == -1)
+		goto fail;
+	if ((errno = pthread_create(&sv->thread, NULL, worker, sv)) != 0)
+		goto fail;
+	return sv;
+fail:
+	log_error("cannot start the snapshot thread: %s", strerror(errno));
+	if (sv->ev != NULL)
+		event_free(sv->ev);
+	free(sv);
+	return NULL;
+}
+
+int
+saver_submit(struct saver *sv, struct filter *f, const char *dir,
+    struct save_wait *w)
+{
+	struct save_job *job;
+
+	if ((job = calloc(1, sizeof(*job))) == NULL ||
+	    (job->dir = strdup(dir)) == NULL) {
+		free(job);
+		return -1;
+	}
+	filter_ref(f);
+	f->saving++;
+	job->filter = f;
+	job->count = f->bloom.count;
+	job->bits = f->bloom.bits_set;
+	job->wait = w;
+	if (w != NULL)
+		w->pending++;
+	sv->pending++;
+	pthread_mutex_lock(&sv->mtx);
+	*sv->queue_tail = job;
+	sv->queue_tail = &job->next;
+	pthread_cond_signal(&sv->cond);
+	pthread_mutex_unlock(&sv->mtx);
+	return 0;
+}
+
+int
+saver_busy(const struct saver *sv)
+{
+	return sv->pending;
+}
+
+void
+saver_drain(struct saver *sv)
+{
+	pthread_mutex_lock(&sv->mtx);
+	while (sv->queue != NULL || sv->running)
+		pthread_cond_wait(&sv->idle, &sv->mtx);
+	pthread_mutex_unlock(&sv->mtx);
+	process_done(sv);
+}
+
+void
+saver_stop(struct saver *sv)
+{
+	if (sv == NULL)
+		return;
+	saver_drain(sv);
+	pthread_mutex_lock(&sv->mtx);
+	sv->stop = 1;
+	pthread_cond_signal(&sv->cond);
+	pthread_mutex_unlock(&sv->mtx);
+	pthread_join(sv->thread, NULL);
+	event_free(sv->ev);
+	close(sv->pipe[0]);
+	close(sv->pipe[1]);
+	pthread_mutex_destroy(&sv->mtx);
+	pthread_cond_destroy(&sv->cond);
+	pthread_cond_destroy(&sv->idle);
+	free(sv);
+}

@@ -1,1 +1,37 @@
-/* stub: being written */
+/*
+ * saver.h - snapshots on a worker thread, so the event loop never waits on
+ * the disk.
+ *
+ * The event loop submits jobs (a filter, the data_dir, the bit count at that
+ * moment); one worker thread writes them in order with snapshot_write; the
+ * loop learns of each finished job through a pipe and updates the filter's
+ * status and any SAVE waiting for it. Only the loop thread touches filters'
+ * bookkeeping and reference counts; the worker only reads the bit array.
+ */
+#ifndef SEEND_SAVER_H
+#define SEEND_SAVER_H
+
+struct event_base;
+struct filter;
+struct conn;
+struct saver;
+
+/* A SAVE request waiting for its jobs; conn is NULL once it has gone. */
+struct save_wait {
+	struct conn	*conn;
+	int		 pending;
+	int		 failed;
+	char		 err[600];
+};
+
+struct saver	*saver_start(struct event_base *);
+/* Queues a snapshot of f (a reference is held until it is done). */
+int		 saver_submit(struct saver *, struct filter *, const char *dir,
+		    struct save_wait *);
+/* Jobs queued or running. */
+int		 saver_busy(const struct saver *);
+/* Blocks until every queued job is written, then processes completions. */
+void		 saver_drain(struct saver *);
+void		 saver_stop(struct saver *);
+
+#endif

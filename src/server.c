@@ -1,1 +1,724 @@
-/* stub: being written */
+/*
+ * server.c - listeners, timers, signals, reload and shutdown.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "conn.h"
+#include "log.h"
+#include "notify.h"
+#include "registry.h"
+#include "saver.h"
+#include "server.h"
+
+#define LISTEN_BACKLOG		1024
+#define ACCEPTS_PER_EVENT	64
+#define SHUTDOWN_FLUSH_SECS	5
+
+/* ---- listeners ---- */
+
+/* Splits "host:port" or "[v6]:port"; returns 0, or -1. */
+static int
+split_hostport(const char *s, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (close == NULL || close[1] != ':' ||
+		    (size_t)(close - s - 1) >= hlen)
+			return -1;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = '\0';
+		colon = close + 1;
+	} else {
+		if ((colon = strrchr(s, ':')) == NULL ||
+		    (size_t)(colon - s) >= hlen)
+			return -1;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+	}
+	if (strlen(colon + 1) >= plen)
+		return -1;
+	strcpy(port, colon + 1);
+	return 0;
+}
+
+static int
+is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+		    >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+		    &((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 0;
+}
+
+static int
+open_tcp(const char *spec, int *loopback)
+{
+	struct addrinfo	 hints, *res = NULL;
+	char		 host[256], port[16];
+	int		 fd = -1, on = 1, r;
+
+	if (split_hostport(spec, host, sizeof(host), port, sizeof(port)) ==
+	    -1) {
+		log_error("listen %s: expected host:port or [v6]:port", spec);
+		return -1;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if ((r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)) != 0) {
+		log_error("listen %s: %s", spec, gai_strerror(r));
+		return -1;
+	}
+	*loopback = is_loopback(res->ai_addr);
+	fd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (res->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1 ||
+	    listen(fd, LISTEN_BACKLOG) == -1)
+		goto fail;
+	freeaddrinfo(res);
+	return fd;
+fail:
+	log_error("listen %s: %s", spec, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	freeaddrinfo(res);
+	return -1;
+}
+
+/*
+ * A socket file left by a crash is replaced; one that a live server still
+ * answers on is not.
+ */
+static int
+clear_stale_socket(const char *path, const struct sockaddr_un *sun)
+{
+	struct stat	st;
+	int		fd, r;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_error("unix_socket %s exists and is not a socket", path);
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	r = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	close(fd);
+	if (r == 0) {
+		log_error("unix_socket %s: another server is listening there",
+		    path);
+		return -1;
+	}
+	return unlink(path);
+}
+
+static int
+open_unix(const char *path, mode_t mode)
+{
+	struct sockaddr_un	sun;
+	mode_t			old;
+	int			fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_error("unix_socket %s: path too long", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	if (clear_stale_socket(path, &sun) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1)
+		goto fail;
+	/* no moment where the socket exists with looser permissions */
+	old = umask(0777 & ~mode);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		goto fail;
+	}
+	umask(old);
+	if (chmod(path, mode) == -1 || listen(fd, LISTEN_BACKLOG) == -1)
+		goto fail;
+	return fd;
+fail:
+	log_error("unix_socket %s: %s", path, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	return -1;
+}
+
+static void	on_accept(evutil_socket_t, short, void *);
+
+static void
+on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+
+	(void)fd;
+	(void)what;
+	event_add(l->ev, NULL);
+}
+
+static struct listener *
+listener_new(struct server *srv, int fd, int is_unix, const char *desc)
+{
+	struct listener *l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return NULL;
+	l->fd = fd;
+	l->is_unix = is_unix;
+	l->srv = srv;
+	snprintf(l->desc, sizeof(l->desc), "%s", desc);
+	if (is_unix)
+		l->path = strdup(desc);
+	l->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST, on_accept, l);
+	l->ev_retry = evtimer_new(srv->base, on_accept_retry, l);
+	if (l->ev == NULL || l->ev_retry == NULL ||
+	    event_add(l->ev, NULL) == -1) {
+		log_error("%s: cannot watch the listener", desc);
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static void
+listener_free(struct listener *l)
+{
+	if (l == NULL)
+		return;
+	event_free(l->ev);
+	event_free(l->ev_retry);
+	close(l->fd);
+	if (l->path != NULL) {
+		unlink(l->path);
+		free(l->path);
+	}
+	free(l);
+}
+
+static struct listener *
+listener_open_tcp(struct server *srv, const char *spec, const char *token)
+{
+	int fd, loopback = 0;
+
+	if ((fd = open_tcp(spec, &loopback)) == -1)
+		return NULL;
+	if (!loopback && token == NULL)
+		log_warn("listening on %s, which is not a loopback address, "
+		    "WITHOUT auth_token: anyone who can reach this port can "
+		    "read and write every filter", spec);
+	log_info("listening on %s (TCP)", spec);
+	return listener_new(srv, fd, 0, spec);
+}
+
+static struct listener *
+listener_open_unix(struct server *srv, const char *path, mode_t mode)
+{
+	int fd;
+
+	if ((fd = open_unix(path, mode)) == -1)
+		return NULL;
+	log_info("listening on %s (unix, mode %04o)", path, (unsigned)mode);
+	return listener_new(srv, fd, 1, path);
+}
+
+static void
+refuse(struct server *srv, int fd)
+{
+	static const char msg[] = "ERR max clients reached\r\n";
+
+	srv->stats.conns_refused++;
+	(void)!write(fd, msg, sizeof(msg) - 1);
+	close(fd);
+}
+
+static void
+describe_peer(const struct sockaddr_storage *ss, int is_unix, char *out,
+    size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (is_unix) {
+		snprintf(out, len, "unix");
+		return;
+	}
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		snprintf(out, len, "%s:%u", host, ntohs(sin->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)ss;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host, ntohs(sin6->sin6_port));
+	} else
+		snprintf(out, len, "?");
+}
+
+static void
+on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct listener		*l = arg;
+	struct server		*srv = l->srv;
+	struct sockaddr_storage	 ss;
+	socklen_t		 slen;
+	char			 peer[80];
+	int			 fd, on = 1;
+
+	(void)what;
+	for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
+		slen = sizeof(ss);
+		fd = accept4(lfd, (struct sockaddr *)&ss, &slen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* out of descriptors: stop accepting briefly
+				 * rather than spin on a ready listener */
+				struct timeval tv = { 0, 100000 };
+
+				log_warn("accept on %s: %s", l->desc,
+				    strerror(errno));
+				event_del(l->ev);
+				evtimer_add(l->ev_retry, &tv);
+			}
+			return;
+		}
+		if (srv->stopping) {
+			close(fd);
+			continue;
+		}
+		if (srv->nconns >= srv->cfg->max_clients) {
+			refuse(srv, fd);
+			continue;
+		}
+		if (!l->is_unix)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on,
+			    sizeof(on));
+		describe_peer(&ss, l->is_unix, peer, sizeof(peer));
+		if (conn_new(srv, fd, l->is_unix, peer) == NULL) {
+			log_warn("accept %s: out of memory", peer);
+			close(fd);
+			continue;
+		}
+		srv->stats.conns_total++;
+	}
+}
+
+/* ---- connections ---- */
+
+void
+server_forget_conn(struct server *srv, struct conn *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	srv->nconns--;
+}
+
+size_t
+server_conn_memory(const struct server *srv)
+{
+	size_t n = 0;
+
+	for (const struct conn *c = srv->conns; c != NULL; c = c->next)
+		n += sizeof(*c) + c->in.cap + c->out.cap;
+	return n;
+}
+
+/* Every second: close connections idle longer than idle_timeout. */
+static void
+on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	struct conn	*c, *next;
+	time_t		 now = time(NULL);
+	unsigned	 limit = srv->cfg->idle_timeout;
+
+	(void)fd;
+	(void)what;
+	if (limit == 0)
+		return;
+	for (c = srv->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->wait == NULL && now - c->last_active >= (time_t)limit) {
+			srv->stats.idle_closed++;
+			conn_close(c, "idle timeout");
+		}
+	}
+}
+
+/* ---- snapshots ---- */
+
+void
+server_snapshot_dirty(struct server *srv, int all)
+{
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
+		struct filter *f = srv->reg->filters[i];
+
+		/* a job already queued will pick up these bits next time;
+		 * at shutdown (all) a fresh job is needed regardless */
+		if (!filter_dirty(f) || (f->saving && !all))
+			continue;
+		if (saver_submit(srv->saver, f, srv->cfg->data_dir, NULL) == -1)
+			log_error("filter %s: cannot queue a snapshot: out of "
+			    "memory", f->name);
+	}
+}
+
+static void
+arm_snapshot_timer(struct server *srv)
+{
+	struct timeval tv = { (time_t)srv->cfg->snapshot_interval, 0 };
+
+	event_del(srv->ev_snapshot);
+	if (srv->cfg->snapshot_interval > 0)
+		event_add(srv->ev_snapshot, &tv);
+}
+
+static void
+on_snapshot_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	server_snapshot_dirty(arg, 0);
+}
+
+/* ---- reload ---- */
+
+static void
+log_warning_line(const char *msg)
+{
+	log_warn("%s", msg);
+}
+
+/*
+ * Listener changes: the new listener is opened before the old one closes,
+ * and if it cannot be opened the reload fails as a whole. Returns 0 or -1.
+ */
+static int
+swap_listeners(struct server *srv, const struct config *ncfg,
+    struct listener **ntcp, struct listener **nunx)
+{
+	const struct config *ocfg = srv->cfg;
+
+	*ntcp = srv->tcp;
+	*nunx = srv->unx;
+	if ((ncfg->listen == NULL) != (ocfg->listen == NULL) ||
+	    (ncfg->listen && strcmp(ncfg->listen, ocfg->listen) != 0)) {
+		*ntcp = NULL;
+		if (ncfg->listen != NULL &&
+		    (*ntcp = listener_open_tcp(srv, ncfg->listen,
+		    ncfg->auth_token)) == NULL)
+			return -1;
+	}
+	if ((ncfg->unix_socket == NULL) != (ocfg->unix_socket == NULL) ||
+	    (ncfg->unix_socket &&
+	    (strcmp(ncfg->unix_socket, ocfg->unix_socket) != 0 ||
+	    ncfg->unix_socket_mode != ocfg->unix_socket_mode))) {
+		int same_path = ncfg->unix_socket && ocfg->unix_socket &&
+		    strcmp(ncfg->unix_socket, ocfg->unix_socket) == 0;
+
+		if (same_path) {
+			/* only the mode changed: no need to rebind */
+			if (chmod(ncfg->unix_socket,
+			    ncfg->unix_socket_mode) == -1)
+				log_warn("chmod %s: %s", ncfg->unix_socket,
+				    strerror(errno));
+		} else {
+			*nunx = NULL;
+			if (ncfg->unix_socket != NULL &&
+			    (*nunx = listener_open_unix(srv, ncfg->unix_socket,
+			    ncfg->unix_socket_mode)) == NULL) {
+				if (*ntcp != srv->tcp)
+					listener_free(*ntcp);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static void
+reload_failed(struct server *srv, const char *why)
+{
+	srv->last_reload = time(NULL);
+	srv->last_reload_ok = 0;
+	snprintf(srv->last_reload_msg, sizeof(srv->last_reload_msg), "%s",
+	    why);
+	log_error("reload failed, the running config is unchanged: %s", why);
+}
+
+void
+server_reload(struct server *srv)
+{
+	struct config_errors	 errs = { 0 };
+	struct config		*ncfg;
+	struct registry		*nreg, *oreg = srv->reg;
+	struct listener		*ntcp, *nunx;
+	struct timespec		 ts;
+	char			 err[512];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	notify_send("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+	    (unsigned long long)ts.tv_sec * 1000000ULL +
+	    (unsigned long long)ts.tv_nsec / 1000, srv->config_path);
+	log_info("reloading %s", srv->config_path);
+	if ((ncfg = config_load(srv->config_path, &errs)) == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_error("%s", errs.msgs[i]);
+		snprintf(err, sizeof(err), "%zu error(s) in %s", errs.n,
+		    srv->config_path);
+		config_errors_free(&errs);
+		reload_failed(srv, err);
+		goto out;
+	}
+	if ((nreg = registry_build(ncfg, oreg, log_warning_line, err,
+	    sizeof(err))) == NULL) {
+		config_free(ncfg);
+		reload_failed(srv, err);
+		goto out;
+	}
+	if (swap_listeners(srv, ncfg, &ntcp, &nunx) == -1) {
+		registry_free(nreg);
+		config_free(ncfg);
+		reload_failed(srv, "cannot open the new listener");
+		goto out;
+	}
+	/* committed from here on */
+	if (srv->tcp != ntcp)
+		listener_free(srv->tcp);
+	if (srv->unx != nunx)
+		listener_free(srv->unx);
+	srv->tcp = ntcp;
+	srv->unx = nunx;
+	/* filters the new config dropped get a last snapshot; the saver's
+	 * reference keeps them alive until it is written */
+	for (size_t i = 0; i < oreg->nfilters; i++) {
+		struct filter *f = oreg->filters[i];
+
+		if (registry_contains(nreg, f))
+			continue;
+		log_info("filter %s removed; saving its last snapshot",
+		    f->name);
+		if (filter_dirty(f) && saver_submit(srv->saver, f,
+		    srv->cfg->data_dir, NULL) == -1)
+			log_error("filter %s: cannot queue its last snapshot",
+			    f->name);
+	}
+	for (size_t i = 0; i < nreg->nfilters; i++)
+		if (!registry_contains(oreg, nreg->filters[i]))
+			log_info("filter %s added: %zu bytes, %u hashes",
+			    nreg->filters[i]->name,
+			    bloom_bytes(&nreg->filters[i]->bloom),
+			    nreg->filters[i]->bloom.hashes);
+	registry_free(oreg);
+	srv->reg = nreg;
+	config_free(srv->cfg);
+	srv->cfg = ncfg;
+	log_set_level(ncfg->log_level);
+	arm_snapshot_timer(srv);
+	/* new limits and auth apply to existing clients from now on */
+	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		conn_kick(c);
+	}
+	srv->last_reload = time(NULL);
+	srv->last_reload_ok = 1;
+	srv->last_reload_msg[0] = '\0';
+	log_info("reloaded %s: %zu filter(s)", srv->config_path,
+	    nreg->nfilters);
+out:
+	notify_send("READY=1\nSTATUS=serving %zu filter(s), %u client(s); "
+	    "last reload %s", srv->reg->nfilters, srv->nconns,
+	    srv->last_reload_ok ? "ok" : "FAILED");
+}
+
+/* ---- shutdown ---- */
+
+static void
+on_stop_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	int		 pending_out = 0;
+
+	(void)fd;
+	(void)what;
+	for (struct conn *c = srv->conns; c != NULL; c = c->next)
+		if (buf_used(&c->out) > 0 || c->wait != NULL)
+			pending_out = 1;
+	if (saver_busy(srv->saver))
+		return;		/* never cut a snapshot short */
+	if (pending_out && time(NULL) < srv->stop_deadline)
+		return;
+	event_base_loopbreak(srv->base);
+}
+
+void
+server_shutdown(struct server *srv)
+{
+	struct timeval tv = { 0, 20000 };
+
+	if (srv->stopping)
+		return;
+	srv->stopping = 1;
+	srv->stop_deadline = time(NULL) + SHUTDOWN_FLUSH_SECS;
+	notify_send("STOPPING=1\nSTATUS=saving and stopping");
+	log_info("shutting down: saving dirty filters");
+	listener_free(srv->tcp);
+	listener_free(srv->unx);
+	srv->tcp = srv->unx = NULL;
+	/* no more input: the keys acknowledged so far are all we save */
+	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		conn_stop_reading(c);
+	}
+	server_snapshot_dirty(srv, 1);
+	srv->ev_stop = event_new(srv->base, -1, EV_PERSIST, on_stop_tick, srv);
+	event_add(srv->ev_stop, &tv);
+}
+
+/* ---- signals ---- */
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)what;
+	switch (sig) {
+	case SIGHUP:
+		if (!srv->stopping)
+			server_reload(srv);
+		break;
+	case SIGUSR1:
+		log_info("SIGUSR1: saving dirty filters");
+		server_snapshot_dirty(srv, 0);
+		break;
+	default:
+		log_info("%s received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		server_shutdown(srv);
+		break;
+	}
+}
+
+/* ---- start, run, free ---- */
+
+int
+server_start(struct server *srv)
+{
+	static const int sigs[4] = { SIGHUP, SIGTERM, SIGINT, SIGUSR1 };
+	struct timeval	 one = { 1, 0 };
+
+	srv->started = time(NULL);
+	srv->last_reload_ok = -1;
+	if ((srv->saver = saver_start(srv->base)) == NULL)
+		return -1;
+	if (srv->cfg->listen != NULL && (srv->tcp = listener_open_tcp(srv,
+	    srv->cfg->listen, srv->cfg->auth_token)) == NULL)
+		return -1;
+	if (srv->cfg->unix_socket != NULL && (srv->unx = listener_open_unix(srv,
+	    srv->cfg->unix_socket, srv->cfg->unix_socket_mode)) == NULL)
+		return -1;
+	if (srv->tcp == NULL && srv->unx == NULL) {
+		log_error("nothing to listen on: listen is off and no "
+		    "unix_socket is set");
+		return -1;
+	}
+	for (int i = 0; i < 4; i++) {
+		srv->ev_signals[i] = evsignal_new(srv->base, sigs[i], on_signal,
+		    srv);
+		if (srv->ev_signals[i] == NULL ||
+		    event_add(srv->ev_signals[i], NULL) == -1)
+			return -1;
+	}
+	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
+	srv->ev_snapshot = event_new(srv->base, -1, EV_PERSIST,
+	    on_snapshot_timer, srv);
+	if (srv->ev_sweep == NULL || srv->ev_snapshot == NULL ||
+	    event_add(srv->ev_sweep, &one) == -1)
+		return -1;
+	arm_snapshot_timer(srv);
+	return 0;
+}
+
+int
+server_run(struct server *srv)
+{
+	event_base_dispatch(srv->base);
+	/* a loop that ended without a shutdown still saves */
+	if (!srv->stopping)
+		server_snapshot_dirty(srv, 1);
+	saver_drain(srv->saver);
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
+		struct filter *f = srv->reg->filters[i];
+
+		if (filter_dirty(f)) {
+			log_error("filter %s: its last snapshot failed (%s); "
+			    "keys since %lld are lost", f->name,
+			    f->last_save_error[0] ? f->last_save_error : "?",
+			    (long long)f->last_save);
+			srv->final_save_failed = 1;
+		}
+	}
+	return srv->final_save_failed ? 1 : 0;
+}
+
+void
+server_free(struct server *srv)
+{
+	while (srv->conns != NULL)
+		conn_close(srv->conns, NULL);
+	saver_stop(srv->saver);
+	listener_free(srv->tcp);
+	listener_free(srv->unx);
+	for (int i = 0; i < 4; i++)
+		if (srv->ev_signals[i] != NULL)
+			event_free(srv->ev_signals[i]);
+	if (srv->ev_sweep)
+		event_free(srv->ev_sweep);
+	if (srv->ev_snapshot)
+		event_free(srv->ev_snapshot);
+	if (srv->ev_stop)
+		event_free(srv->ev_stop);
+	registry_free(srv->reg);
+	config_free(srv->cfg);
+}

@@ -1,1 +1,71 @@
-/* stub: being written */
+/*
+ * server.h - the daemon's state: config, filters, listeners, connections,
+ * timers and signals, and the start-up, reload and shutdown sequences.
+ */
+#ifndef SEEND_SERVER_H
+#define SEEND_SERVER_H
+
+#include <time.h>
+
+#include "stats.h"
+
+struct event_base;
+struct event;
+struct config;
+struct registry;
+struct conn;
+struct saver;
+
+struct listener {
+	int		 fd;
+	int		 is_unix;
+	char		 desc[300];	/* "127.0.0.1:6874" or the socket path */
+	char		*path;		/* unix: to unlink on close */
+	struct event	*ev;
+	struct event	*ev_retry;	/* re-enables accepting after EMFILE */
+	struct server	*srv;
+};
+
+struct server {
+	struct event_base	*base;
+	char			*config_path;
+	struct config		*cfg;
+	struct registry		*reg;
+	struct listener		*tcp;
+	struct listener		*unx;
+	struct conn		*conns;
+	unsigned		 nconns;
+	uint64_t		 next_conn_id;
+	struct stats		 stats;
+	struct saver		*saver;
+	struct event		*ev_sweep;	/* 1 s: idle timeouts */
+	struct event		*ev_snapshot;	/* snapshot_interval */
+	struct event		*ev_stop;	/* polls for the end of shutdown */
+	struct event		*ev_signals[4];
+	time_t			 started;
+	time_t			 last_reload;
+	int			 last_reload_ok;	/* -1 never */
+	char			 last_reload_msg[512];
+	int			 stopping;
+	time_t			 stop_deadline;
+	int			 final_save_failed;
+};
+
+/*
+ * Loads snapshots, opens listeners and installs timers and signals from
+ * srv->cfg. Returns 0, or -1 after logging why.
+ */
+int	server_start(struct server *);
+/* Runs the loop until a shutdown completes; returns the exit status. */
+int	server_run(struct server *);
+void	server_reload(struct server *);
+void	server_shutdown(struct server *);
+/* Snapshots every dirty filter (the periodic timer and SIGUSR1). */
+void	server_snapshot_dirty(struct server *, int all);
+void	server_free(struct server *);
+/* Unlinks a conn from the server's list (conn_close calls it). */
+void	server_forget_conn(struct server *, struct conn *);
+/* Approximate heap held by connections' buffers, for INFO. */
+size_t	server_conn_memory(const struct server *);
+
+#endif
