@@ -1,0 +1,302 @@
+"""
+seendtest - start a real seend on a free loopback port and talk to it.
+
+Each integration test file is a TAP program:
+
+    from seendtest import *
+
+    @test
+    def seen_answers_0_then_1(t):
+        with Server(t) as s:
+            c = s.client()
+            t.eq(c.cmd("SEEN https://a/"), "0")
+
+    if __name__ == "__main__":
+        run()
+
+Environment (set by "make check"): SEEND, SEEN_CLI, SEEN_BENCH point at the
+built programs; SEEND_WRAPPER, if set, is a command prefix (for example
+"valgrind --error-exitcode=99 ...") that the daemon runs under.
+"""
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+SEEND = os.environ.get("SEEND", "seend")
+SEEN_CLI = os.environ.get("SEEN_CLI", "seen-cli")
+SEEN_BENCH = os.environ.get("SEEN_BENCH", "seen-bench")
+SRCDIR = os.environ.get("SEEND_SRCDIR",
+                        os.path.join(os.path.dirname(__file__), "..", ".."))
+WRAPPER = shlex.split(os.environ.get("SEEND_WRAPPER", ""))
+# Under valgrind everything is ~30x slower: tests scale their waits by this.
+SLOW = 20.0 if WRAPPER else 1.0
+
+_tests = []
+
+
+def test(fn):
+    """Registers a test; its name is what it checks."""
+    _tests.append(fn)
+    return fn
+
+
+class Failed(Exception):
+    pass
+
+
+class T:
+    """Assertions and a scratch directory for one test."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix="seend-test-")
+        self.servers = []
+
+    def ok(self, cond, what="condition"):
+        if not cond:
+            raise Failed(what)
+
+    def eq(self, got, want, what=""):
+        if got != want:
+            raise Failed("%s: got %r, want %r" % (what or "value", got, want))
+
+    def contains(self, haystack, needle, what=""):
+        if needle not in haystack:
+            raise Failed("%s: %r not found in %r" % (what or "text", needle,
+                                                     haystack[-2000:]))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout=5.0, step=0.02):
+    deadline = time.time() + timeout * SLOW
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+DEFAULT_FILTERS = """
+[filter.default]
+capacity = 100000
+error_rate = 0.001
+"""
+
+
+class Server:
+    """
+    A seend process with its own config and data_dir under the test's
+    directory. server_extra lines go into [server]; filters replaces the
+    default [filter.default] section.
+    """
+
+    def __init__(self, t, server_extra="", filters=DEFAULT_FILTERS,
+                 unix=True, port=None, env=None, data_dir=None, name="s"):
+        self.t = t
+        self.name = name
+        self.port = port or free_port()
+        self.data_dir = data_dir or t.path(name + "-data")
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.sock = t.path(name + ".sock") if unix else None
+        self.conf = t.path(name + ".conf")
+        self.log = t.path(name + ".log")
+        self.env = dict(os.environ)
+        self.env.update(env or {})
+        self.proc = None
+        self.write_config(server_extra, filters)
+        t.servers.append(self)
+
+    def write_config(self, server_extra="", filters=DEFAULT_FILTERS):
+        lines = ["[server]",
+                 "listen = 127.0.0.1:%d" % self.port,
+                 "data_dir = %s" % self.data_dir,
+                 "log_level = debug"]
+        if self.sock:
+            lines.append("unix_socket = %s" % self.sock)
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n" + server_extra + "\n" + filters)
+
+    def start(self, wait=True, expect_fail=False):
+        self.logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(WRAPPER + [SEEND, "-c", self.conf],
+                                     stdout=self.logf, stderr=self.logf,
+                                     env=self.env)
+        if expect_fail:
+            rc = self.proc.wait(timeout=30 * SLOW)
+            self.proc = None
+            return rc
+        if wait and not wait_until(self.ready, timeout=10):
+            raise Failed("seend did not start; log:\n" + self.read_log())
+        return self
+
+    def ready(self):
+        if self.proc.poll() is not None:
+            raise Failed("seend exited with %s; log:\n%s"
+                         % (self.proc.returncode, self.read_log()))
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), 0.5):
+                return True
+        except OSError:
+            return False
+
+    def read_log(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def client(self, unix=False, timeout=10.0):
+        return Client(("127.0.0.1", self.port) if not unix else self.sock,
+                      timeout=timeout * SLOW)
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Stops the daemon; returns its exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout * SLOW)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise Failed("seend did not stop within %ss" % timeout)
+        self.proc = None
+        self.logf.close()
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+        self.logf.close()
+
+    def pid(self):
+        return self.proc.pid
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def __enter__(self):
+        if self.proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            rc = self.stop()
+            if exc[0] is None and WRAPPER and rc != 0:
+                raise Failed("seend under %s exited %s; log:\n%s"
+                             % (WRAPPER[0], rc, self.read_log()[-4000:]))
+
+
+class Client:
+    """A line-protocol client over TCP (host, port) or a Unix socket path."""
+
+    def __init__(self, addr, timeout=10.0):
+        if isinstance(addr, tuple):
+            self.s = socket.create_connection(addr, timeout=timeout)
+            self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        else:
+            self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.s.settimeout(timeout)
+            self.s.connect(addr)
+        self.buf = b""
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.s.sendall(data)
+
+    def line(self):
+        """One reply line without its CRLF, as str; '' at EOF."""
+        while b"\r\n" not in self.buf:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                rest, self.buf = self.buf, b""
+                return rest.decode(errors="replace")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line.decode(errors="replace")
+
+    def lines_until_end(self):
+        out = []
+        while True:
+            l = self.line()
+            if l == "END" or l == "":
+                return out
+            out.append(l)
+
+    def cmd(self, text):
+        self.send(text + "\n")
+        return self.line()
+
+    def info(self, arg=""):
+        self.send(("INFO %s" % arg).strip() + "\n")
+        return dict(l.split(" ", 1) for l in self.lines_until_end())
+
+    def closed(self, timeout=5.0):
+        """True if the server closed the connection (EOF) within timeout."""
+        self.s.settimeout(timeout * SLOW)
+        try:
+            while True:
+                chunk = self.s.recv(65536)
+                if not chunk:
+                    return True
+                self.buf += chunk
+        except (socket.timeout, TimeoutError):
+            return False
+        except ConnectionResetError:
+            return True
+
+    def close(self):
+        self.s.close()
+
+
+def run():
+    """Runs the registered tests as TAP; exit status 1 if any failed."""
+    print("1..%d" % len(_tests), flush=True)
+    failed = 0
+    for i, fn in enumerate(_tests, 1):
+        t = T(fn.__name__)
+        try:
+            fn(t)
+            print("ok %d - %s" % (i, fn.__name__), flush=True)
+        except Exception as e:
+            failed += 1
+            print("not ok %d - %s" % (i, fn.__name__), flush=True)
+            for line in (str(e) if isinstance(e, Failed)
+                         else traceback.format_exc()).splitlines():
+                print("#   " + line)
+        finally:
+            for s in t.servers:
+                if s.proc is not None:
+                    try:
+                        s.proc.kill()
+                        s.proc.wait()
+                    except OSError:
+                        pass
+            subprocess.call(["rm", "-rf", t.dir])
+    sys.exit(1 if failed else 0)
