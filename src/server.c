@@ -364,7 +364,27 @@ server_conn_memory(const struct server *srv)
 	return n;
 }
 
-/* Every second: close connections idle longer than idle_timeout. */
+#define STATUS_EVERY	10	/* seconds between systemd STATUS= updates */
+
+/* The figures "systemctl status seend" shows. */
+static void
+send_status(struct server *srv)
+{
+	static uint64_t	last_cmds;
+	uint64_t	cmds = srv->stats.commands;
+
+	notify_send("STATUS=%u client(s), %zu filter(s), %llu keys new, "
+	    "%llu seen, %.0f req/s", srv->nconns, srv->reg->nfilters,
+	    (unsigned long long)srv->stats.keys_new,
+	    (unsigned long long)srv->stats.keys_seen,
+	    (double)(cmds - last_cmds) / STATUS_EVERY);
+	last_cmds = cmds;
+}
+
+/*
+ * Every second: close connections idle longer than idle_timeout; every
+ * STATUS_EVERY seconds, tell systemd how we are doing.
+ */
 static void
 on_sweep(evutil_socket_t fd, short what, void *arg)
 {
@@ -372,9 +392,14 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 	struct conn	*c, *next;
 	time_t		 now = time(NULL);
 	unsigned	 limit = srv->cfg->idle_timeout;
+	static time_t	 last_status;
 
 	(void)fd;
 	(void)what;
+	if (now - last_status >= STATUS_EVERY && !srv->stopping) {
+		last_status = now;
+		send_status(srv);
+	}
 	if (limit == 0)
 		return;
 	for (c = srv->conns; c != NULL; c = next) {
