@@ -1,1 +1,696 @@
-/* stub: being written */
+/*
+ * snapshot.c - writing and loading one filter's snapshot file; the format is
+ * described in snapshot.h.
+ *
+ * Writing runs on the snapshot thread while the event loop goes on setting
+ * bits in the same array; loading runs at start-up, before any connection is
+ * accepted, and must refuse anything it cannot prove whole and meant for the
+ * filter the configuration describes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "bloom.h"
+#include "snapshot.h"
+
+/*
+ * The header's integers are encoded explicitly, but the bit array goes to
+ * disk as the in-memory words, so a snapshot is only portable between
+ * little-endian hosts; refuse to build anywhere else rather than write files
+ * another build would misread.
+ */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "snapshot.c writes the bit array as native words: little-endian only"
+#endif
+_Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
+    "the header stores 8-byte integers and IEEE-754 doubles");
+
+#define WRITE_CHUNK	(1UL << 20)	/* private copy of the live array */
+#define READ_CHUNK	(4UL << 20)	/* read, then hash while still cached */
+#define TRAILER_SIZE	8
+
+/* header field offsets, see snapshot.h */
+#define OFF_MAGIC	0
+#define OFF_VERSION	8
+#define OFF_LAYOUT	12
+#define OFF_NBLOCKS	16
+#define OFF_HASHES	24
+#define OFF_HDRSIZE	28
+#define OFF_SEED	32
+#define OFF_CAPACITY	40
+#define OFF_ERRRATE	48
+#define OFF_COUNT	56
+#define OFF_BITSSET	64
+#define OFF_CREATED	72
+
+uint64_t snapshot_fault_write_limit;
+
+static void
+put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t
+get_le32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t
+get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t
+double_bits(double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+static double
+bits_double(uint64_t v)
+{
+	double d;
+
+	memcpy(&d, &v, sizeof(d));
+	return d;
+}
+
+static void
+encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
+    const struct snapshot_header *h)
+{
+	memset(raw, 0, SNAPSHOT_HEADER_SIZE);
+	memcpy(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8);
+	put_le32(raw + OFF_VERSION, h->version);
+	put_le32(raw + OFF_LAYOUT, h->layout);
+	put_le64(raw + OFF_NBLOCKS, h->nblocks);
+	put_le32(raw + OFF_HASHES, h->hashes);
+	put_le32(raw + OFF_HDRSIZE, SNAPSHOT_HEADER_SIZE);
+	put_le64(raw + OFF_SEED, h->seed);
+	put_le64(raw + OFF_CAPACITY, h->capacity);
+	put_le64(raw + OFF_ERRRATE, double_bits(h->error_rate));
+	put_le64(raw + OFF_COUNT, h->count);
+	put_le64(raw + OFF_BITSSET, h->bits_set);
+	put_le64(raw + OFF_CREATED, h->created);
+}
+
+static void
+decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
+    struct snapshot_header *h)
+{
+	h->version = get_le32(raw + OFF_VERSION);
+	h->layout = get_le32(raw + OFF_LAYOUT);
+	h->nblocks = get_le64(raw + OFF_NBLOCKS);
+	h->hashes = get_le32(raw + OFF_HASHES);
+	h->seed = get_le64(raw + OFF_SEED);
+	h->capacity = get_le64(raw + OFF_CAPACITY);
+	h->error_rate = bits_double(get_le64(raw + OFF_ERRRATE));
+	h->count = get_le64(raw + OFF_COUNT);
+	h->bits_set = get_le64(raw + OFF_BITSSET);
+	h->created = get_le64(raw + OFF_CREATED);
+}
+
+int
+snapshot_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	int n;
+
+	n = snprintf(buf, len, "%s/%s%s", dir, name, SNAPSHOT_SUFFIX);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	return 0;
+}
+
+/* ---- writing ---- */
+
+/*
+ * write(2) until done, through short writes and signals. *off counts the
+ * bytes in the file so far, for the fault-injection limit: a write that
+ * would pass it writes what fits and fails with ENOSPC, as a full disk does.
+ */
+static int
+write_all(int fd, const void *buf, size_t len, uint64_t *off)
+{
+	const unsigned char	*p = buf;
+	size_t			 want = len;
+	ssize_t			 n;
+	int			 full = 0;
+
+	if (snapshot_fault_write_limit > 0 &&
+	    *off + len > snapshot_fault_write_limit) {
+		want = *off < snapshot_fault_write_limit ?
+		    (size_t)(snapshot_fault_write_limit - *off) : 0;
+		full = 1;
+	}
+	while (want > 0) {
+		n = write(fd, p, want);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			/* no progress and no error: do not spin */
+			errno = EIO;
+			return -1;
+		}
+		p += n;
+		want -= (size_t)n;
+		*off += (uint64_t)n;
+	}
+	if (full) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The array is copied out of the live filter one chunk at a time, and that
+ * private copy is both hashed and written. The event loop keeps setting bits
+ * while we read, so two reads of the same word could differ; hashing and
+ * writing one copy means the trailer always matches the bytes on disk.
+ *
+ * What the copy holds: every word is read with a relaxed atomic load and
+ * stored by bloom_add with a relaxed atomic store, so each word is seen
+ * whole, before or after an update. Bits only go from 0 to 1, so any bit set
+ * before the write began is 1 in the copy: every key added before that
+ * point is in the snapshot (the caller takes count and bits_set then).
+ * Keys added during the write may be there in part or whole; a partial key
+ * only costs a little false-positive rate, never a false negative for keys
+ * the header counts.
+ */
+static int
+write_array(int fd, const struct bloom *b, XXH3_state_t *st, uint64_t *off)
+{
+	const uint64_t	*w = b->words;
+	uint64_t	*buf;
+	uint64_t	 total = b->nblocks * BLOOM_BLOCK_WORDS, done = 0;
+	size_t		 n, i;
+	int		 rc = 0;
+
+	if ((buf = malloc(WRITE_CHUNK)) == NULL)
+		return -1;
+	while (done < total) {
+		n = WRITE_CHUNK / sizeof(*buf);
+		if (n > total - done)
+			n = (size_t)(total - done);
+		for (i = 0; i < n; i++)
+			buf[i] = __atomic_load_n(&w[done + i], __ATOMIC_RELAXED);
+		if (XXH3_64bits_update(st, buf, n * sizeof(*buf)) != XXH_OK) {
+			errno = ENOMEM;
+			rc = -1;
+			break;
+		}
+		if (write_all(fd, buf, n * sizeof(*buf), off) == -1) {
+			rc = -1;
+			break;
+		}
+		done += n;
+	}
+	free(buf);
+	return rc;
+}
+
+/* Header, array and checksum trailer into fd; -1 with errno set. */
+static int
+write_body(int fd, const struct bloom *b, const struct snapshot_header *h)
+{
+	unsigned char	 raw[SNAPSHOT_HEADER_SIZE], trailer[TRAILER_SIZE];
+	XXH3_state_t	*st;
+	uint64_t	 off = 0;
+	int		 rc = -1, saved;
+
+	if ((st = XXH3_createState()) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	encode_header(raw, h);
+	if (XXH3_64bits_reset(st) != XXH_OK ||
+	    XXH3_64bits_update(st, raw, sizeof(raw)) != XXH_OK) {
+		errno = ENOMEM;
+		goto out;
+	}
+	if (write_all(fd, raw, sizeof(raw), &off) == -1)
+		goto out;
+	if (write_array(fd, b, st, &off) == -1)
+		goto out;
+	put_le64(trailer, XXH3_64bits_digest(st));
+	if (write_all(fd, trailer, sizeof(trailer), &off) == -1)
+		goto out;
+	rc = 0;
+ out:
+	saved = errno;
+	XXH3_freeState(st);
+	errno = saved;
+	return rc;
+}
+
+/*
+ * Makes the rename durable: without it a crash soon after could bring back
+ * the directory entry of the old file (or of none).
+ */
+static int
+sync_dir(const char *dir)
+{
+	int fd, saved;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	if (fsync(fd) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return close(fd);
+}
+
+int
+snapshot_write(const char *dir, const char *name, const struct bloom *b,
+    uint64_t capacity, double error_rate, uint64_t count, uint64_t bits_set,
+    char *err, size_t errlen)
+{
+	struct snapshot_header	 h;
+	char			 tmp[PATH_MAX], final[PATH_MAX];
+	const char		*what;
+	int			 fd, n, saved;
+
+	if (*name == '\0' || strchr(name, '/') != NULL) {
+		snprintf(err, errlen, "bad filter name \"%s\"", name);
+		return -1;
+	}
+	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.tmp", dir, name,
+	    SNAPSHOT_SUFFIX);
+	if (n < 0 || (size_t)n >= sizeof(tmp) ||
+	    snapshot_path(final, sizeof(final), dir, name) == -1) {
+		snprintf(err, errlen, "%s/%s%s: path too long", dir, name,
+		    SNAPSHOT_SUFFIX);
+		return -1;
+	}
+
+	memset(&h, 0, sizeof(h));
+	h.version = SNAPSHOT_VERSION;
+	h.layout = BLOOM_LAYOUT_SPLIT512;
+	h.nblocks = b->nblocks;
+	h.hashes = b->hashes;
+	h.seed = b->seed;
+	h.capacity = capacity;
+	h.error_rate = error_rate;
+	h.count = count;
+	h.bits_set = bits_set;
+	h.created = (uint64_t)time(NULL);
+
+	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640);
+	if (fd == -1) {
+		snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	what = "write";
+	if (write_body(fd, b, &h) == -1)
+		goto fail;
+	/* the data must be on disk before the name points at it */
+	what = "fsync";
+	if (fsync(fd) == -1)
+		goto fail;
+	what = "close";
+	n = close(fd);
+	fd = -1;
+	if (n == -1)
+		goto fail;
+	if (rename(tmp, final) == -1) {
+		saved = errno;
+		unlink(tmp);
+		snprintf(err, errlen, "rename %s to %s: %s", tmp, final,
+		    strerror(saved));
+		return -1;
+	}
+	/*
+	 * Past the rename the new snapshot is in place and the old one gone;
+	 * a failure here cannot be undone, only reported, because the new
+	 * file may not survive a crash.
+	 */
+	if (sync_dir(dir) == -1) {
+		snprintf(err, errlen, "fsync directory %s: %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+
+ fail:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	snprintf(err, errlen, "%s %s: %s", what, tmp, strerror(saved));
+	return -1;
+}
+
+/* ---- loading ---- */
+
+/*
+ * pread(2) until len bytes or end of file, through short reads and signals.
+ * Returns the bytes read, or -1. pread leaves the descriptor's offset alone,
+ * so callers need not care where it was.
+ */
+static ssize_t
+read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char	*p = buf;
+	size_t		 got = 0;
+	ssize_t		 n;
+
+	while (got < len) {
+		n = pread(fd, p + got, len - got, (off_t)(off + got));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * The cheap checks, in the order that gives the most useful message: is it
+ * ours at all, can this build read it, is its shape sane, and only then is
+ * it the size that shape needs. The size check comes before anything is
+ * allocated, so the header alone cannot make us map more than the file
+ * holds.
+ */
+static int
+read_header(int fd, const char *name, unsigned char raw[SNAPSHOT_HEADER_SIZE],
+    struct snapshot_header *h, char *err, size_t errlen)
+{
+	struct stat	 sb;
+	uint64_t	 size, want;
+	uint32_t	 hdrsize;
+	ssize_t		 n;
+
+	if (fstat(fd, &sb) == -1) {
+		snprintf(err, errlen, "stat %s: %s", name, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", name);
+		return -1;
+	}
+	size = (uint64_t)sb.st_size;
+	if (size < SNAPSHOT_HEADER_SIZE) {
+		snprintf(err, errlen, "%s: too small for a snapshot header: "
+		    "%" PRIu64 " bytes, need %d", name, size,
+		    SNAPSHOT_HEADER_SIZE);
+		return -1;
+	}
+	n = read_full(fd, raw, SNAPSHOT_HEADER_SIZE, 0);
+	if (n == -1) {
+		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
+		return -1;
+	}
+	if (n != SNAPSHOT_HEADER_SIZE) {
+		snprintf(err, errlen, "%s: truncated while reading the header",
+		    name);
+		return -1;
+	}
+	if (memcmp(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "%s: not a seend snapshot (bad magic)",
+		    name);
+		return -1;
+	}
+	decode_header(raw, h);
+	if (h->version != SNAPSHOT_VERSION) {
+		snprintf(err, errlen, "%s: unsupported snapshot version %" PRIu32
+		    " (this seend reads version %d)", name, h->version,
+		    SNAPSHOT_VERSION);
+		return -1;
+	}
+	if (h->layout != BLOOM_LAYOUT_SPLIT512) {
+		snprintf(err, errlen, "%s: unknown layout %" PRIu32
+		    " (this seend knows layout %d)", name, h->layout,
+		    BLOOM_LAYOUT_SPLIT512);
+		return -1;
+	}
+	if (h->hashes != 4 && h->hashes != 8 && h->hashes != 16) {
+		snprintf(err, errlen, "%s: bad hash count %" PRIu32
+		    " (must be 4, 8 or 16)", name, h->hashes);
+		return -1;
+	}
+	if (h->nblocks == 0 ||
+	    h->nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES) {
+		snprintf(err, errlen, "%s: bad block count %" PRIu64
+		    " (must be 1 to %llu)", name, h->nblocks,
+		    BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES);
+		return -1;
+	}
+	hdrsize = get_le32(raw + OFF_HDRSIZE);
+	if (hdrsize != SNAPSHOT_HEADER_SIZE) {
+		snprintf(err, errlen, "%s: bad header size %" PRIu32
+		    " (expected %d)", name, hdrsize, SNAPSHOT_HEADER_SIZE);
+		return -1;
+	}
+	/* cannot overflow: nblocks * 64 <= BLOOM_MAX_BYTES */
+	want = SNAPSHOT_HEADER_SIZE + h->nblocks * BLOOM_BLOCK_BYTES +
+	    TRAILER_SIZE;
+	if (size != want) {
+		snprintf(err, errlen, "%s: %s: %" PRIu64 " bytes, expected %"
+		    PRIu64, name, size < want ? "truncated" : "too long",
+		    size, want);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Reads the array (into dst, or through a scratch buffer when dst is NULL)
+ * and the trailer, hashing the header and each chunk right after it is read,
+ * while the chunk is still in cache. Large reads straight into the
+ * destination keep this at memory-copy speed: a 1 GiB filter from the page
+ * cache is one copy and one hash pass.
+ */
+static int
+check_body(int fd, const char *name, const unsigned char *raw,
+    unsigned char *dst, uint64_t len, char *err, size_t errlen)
+{
+	unsigned char	 trailer[TRAILER_SIZE];
+	unsigned char	*scratch = NULL, *p;
+	XXH3_state_t	*st;
+	uint64_t	 off = 0, sum;
+	size_t		 n;
+	ssize_t		 got;
+	int		 rc = -1;
+
+	if ((st = XXH3_createState()) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -1;
+	}
+	if (dst == NULL && (scratch = malloc(READ_CHUNK)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		goto out;
+	}
+	(void)XXH3_64bits_reset(st);
+	(void)XXH3_64bits_update(st, raw, SNAPSHOT_HEADER_SIZE);
+	while (off < len) {
+		n = READ_CHUNK;
+		if (n > len - off)
+			n = (size_t)(len - off);
+		p = dst != NULL ? dst + off : scratch;
+		got = read_full(fd, p, n, SNAPSHOT_HEADER_SIZE + off);
+		if (got == -1) {
+			snprintf(err, errlen, "read %s: %s", name,
+			    strerror(errno));
+			goto out;
+		}
+		if ((size_t)got != n) {
+			snprintf(err, errlen, "%s: truncated while reading",
+			    name);
+			goto out;
+		}
+		(void)XXH3_64bits_update(st, p, n);
+		off += n;
+	}
+	got = read_full(fd, trailer, sizeof(trailer), SNAPSHOT_HEADER_SIZE +
+	    len);
+	if (got == -1) {
+		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
+		goto out;
+	}
+	if (got != (ssize_t)sizeof(trailer)) {
+		snprintf(err, errlen, "%s: truncated while reading", name);
+		goto out;
+	}
+	sum = XXH3_64bits_digest(st);
+	if (sum != get_le64(trailer)) {
+		snprintf(err, errlen, "%s: checksum mismatch (file damaged)",
+		    name);
+		goto out;
+	}
+	rc = 0;
+ out:
+	free(scratch);
+	XXH3_freeState(st);
+	return rc;
+}
+
+/* The name of fd for messages: verify_fd is given no path. */
+static void
+fd_name(int fd, char *buf, size_t len)
+{
+	char	 link[64];
+	ssize_t	 n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, len - 1);
+	if (n <= 0)
+		snprintf(buf, len, "fd %d", fd);
+	else
+		buf[n] = '\0';
+}
+
+int
+snapshot_verify_fd(int fd, struct snapshot_header *hdr, char *err,
+    size_t errlen)
+{
+	struct snapshot_header	 h;
+	unsigned char		 raw[SNAPSHOT_HEADER_SIZE];
+	char			 name[PATH_MAX];
+
+	fd_name(fd, name, sizeof(name));
+	if (read_header(fd, name, raw, &h, err, errlen) == -1)
+		return -1;
+	if (check_body(fd, name, raw, NULL, h.nblocks * BLOOM_BLOCK_BYTES,
+	    err, errlen) == -1)
+		return -1;
+	if (hdr != NULL)
+		*hdr = h;
+	return 0;
+}
+
+/*
+ * The shortest %g form that reads back as the same double, so that two
+ * error rates which differ are never printed alike ("0.01" vs "0.01").
+ */
+static void
+fmt_double(char *buf, size_t len, double d)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			return;
+	}
+}
+
+/*
+ * A snapshot only answers correctly for the shape it was made with; one
+ * made for other settings would silently give another error rate, so it is
+ * refused and the operator decides.
+ */
+static int
+check_params(const char *name, const struct snapshot_header *h,
+    uint64_t capacity, double error_rate, char *err, size_t errlen)
+{
+	char		 was[32], now[32];
+	uint64_t	 nblocks;
+	uint32_t	 hashes;
+
+	fmt_double(was, sizeof(was), h->error_rate);
+	fmt_double(now, sizeof(now), error_rate);
+	if (bloom_plan(capacity, error_rate, &nblocks, &hashes) == -1) {
+		snprintf(err, errlen, "%s: the config's capacity=%" PRIu64
+		    " error_rate=%s cannot be planned", name, capacity, now);
+		return -1;
+	}
+	if (h->capacity != capacity || h->error_rate != error_rate ||
+	    h->nblocks != nblocks || h->hashes != hashes) {
+		snprintf(err, errlen, "%s: made for capacity=%" PRIu64
+		    " error_rate=%s, the config says capacity=%" PRIu64
+		    " error_rate=%s; restore those values or move the file "
+		    "away", name, h->capacity, was, capacity, now);
+		return -1;
+	}
+	return 0;
+}
+
+int
+snapshot_load_fd(int fd, const char *name, uint64_t capacity,
+    double error_rate, struct bloom *b, struct snapshot_header *hdr,
+    char *err, size_t errlen)
+{
+	struct snapshot_header	 h;
+	unsigned char		 raw[SNAPSHOT_HEADER_SIZE];
+
+	if (read_header(fd, name, raw, &h, err, errlen) == -1)
+		return -1;
+	if (bloom_init(b, h.nblocks, h.hashes, h.seed) == -1) {
+		snprintf(err, errlen, "%s: cannot allocate %" PRIu64
+		    " bytes for the filter: %s", name,
+		    h.nblocks * BLOOM_BLOCK_BYTES, strerror(errno));
+		return -1;
+	}
+	if (check_body(fd, name, raw, (unsigned char *)b->words,
+	    bloom_bytes(b), err, errlen) == -1 ||
+	    check_params(name, &h, capacity, error_rate, err, errlen) == -1) {
+		bloom_free(b);
+		return -1;
+	}
+	b->count = h.count;
+	b->bits_set = h.bits_set;
+	if (hdr != NULL)
+		*hdr = h;
+	return 1;
+}
+
+int
+snapshot_load(const char *path, uint64_t capacity, double error_rate,
+    struct bloom *b, struct snapshot_header *hdr, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	/* read only: loading must never change the file it judges */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* one pass front to back: let the kernel read ahead further */
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	rc = snapshot_load_fd(fd, path, capacity, error_rate, b, hdr, err,
+	    errlen);
+	close(fd);
+	return rc;
+}
