@@ -1,2 +1,627 @@
+/*
+ * test_snapshot.c - snapshot files: round trip, refusal of every kind of
+ * damage without touching the file, failures that leave the old snapshot
+ * alone, and a write racing the thread that sets bits.
+ *
+ * With SNAPSHOT_CORPUS_DIR set in the environment it also writes the seed
+ * corpus for tests/fuzz/fuzz_snapshot.c there and exits:
+ *   SNAPSHOT_CORPUS_DIR=tests/fuzz/corpus/snapshot ./tests/unit/test_snapshot
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bloom.h"
+#include "snapshot.h"
 #include "tap.h"
-int main(void) { ok(1, "stub"); return done_testing(); }
+
+#define CAP	1000
+#define RATE	0.01
+
+static char	 dir[] = "/tmp/test_snapshot.XXXXXX";
+static char	 err[512];
+
+struct buf {
+	unsigned char	*p;
+	size_t		 len;
+};
+
+static int
+slurp(const char *path, struct buf *b)
+{
+	struct stat	 sb;
+	FILE		*f;
+
+	b->p = NULL;
+	b->len = 0;
+	if (stat(path, &sb) == -1 || (f = fopen(path, "rb")) == NULL)
+		return -1;
+	b->len = (size_t)sb.st_size;
+	b->p = malloc(b->len + 1);
+	if (b->p == NULL || fread(b->p, 1, b->len, f) != b->len) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int
+spit(const char *path, const void *p, size_t len)
+{
+	FILE	*f;
+	int	 rc = 0;
+
+	if ((f = fopen(path, "wb")) == NULL)
+		return -1;
+	if (len > 0 && fwrite(p, 1, len, f) != len)
+		rc = -1;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
+}
+
+static int
+same_file(const char *path, const struct buf *want)
+{
+	struct buf	 got;
+	int		 same;
+
+	if (slurp(path, &got) == -1) {
+		free(got.p);
+		return 0;
+	}
+	same = got.len == want->len && memcmp(got.p, want->p, got.len) == 0;
+	free(got.p);
+	return same;
+}
+
+static int
+exists(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0;
+}
+
+static void
+put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+key(char *buf, size_t len, const char *prefix, uint64_t i)
+{
+	snprintf(buf, len, "https://example.com/%s/%llu", prefix,
+	    (unsigned long long)i);
+}
+
+/* A small filter holding n keys "a/0".."a/n-1". */
+static void
+small_filter(struct bloom *b, uint64_t cap, double rate, uint64_t n)
+{
+	char k[96];
+
+	if (bloom_create(b, cap, rate, 0x5eed5eed12345678ULL) == -1) {
+		perror("bloom_create");
+		exit(2);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		key(k, sizeof(k), "a", i);
+		bloom_add(b, bloom_hash(b, k, strlen(k)));
+	}
+}
+
+static void
+test_round_trip(void)
+{
+	struct bloom		 b, l;
+	struct snapshot_header	 h;
+	char			 path[512], tmp[512], k[96];
+	uint64_t		 missing = 0;
+	int			 rc, fd;
+
+	small_filter(&b, 20000, RATE, 10000);
+	rc = snapshot_write(dir, "rt", &b, 20000, RATE, b.count, b.bits_set,
+	    err, sizeof(err));
+	ok(rc == 0, "round trip: write (%s)", rc == 0 ? "ok" : err);
+	snapshot_path(path, sizeof(path), dir, "rt");
+	snprintf(tmp, sizeof(tmp), "%s/.rt.bloom.tmp", dir);
+	ok(exists(path), "round trip: %s exists", path);
+	ok(!exists(tmp), "round trip: no tmp file left after success");
+
+	memset(&h, 0, sizeof(h));
+	rc = snapshot_load(path, 20000, RATE, &l, &h, err, sizeof(err));
+	ok(rc == 1, "round trip: load returns 1 (%s)", rc == 1 ? "ok" : err);
+	if (rc != 1)
+		return;
+	for (uint64_t i = 0; i < 10000; i++) {
+		key(k, sizeof(k), "a", i);
+		if (!bloom_check(&l, bloom_hash(&l, k, strlen(k))))
+			missing++;
+	}
+	ok(missing == 0, "round trip: all 10000 keys present (%llu missing)",
+	    (unsigned long long)missing);
+	ok(l.count == b.count && l.bits_set == b.bits_set,
+	    "round trip: count %llu and bits_set %llu preserved",
+	    (unsigned long long)l.count, (unsigned long long)l.bits_set);
+	ok(l.seed == b.seed && l.nblocks == b.nblocks &&
+	    l.hashes == b.hashes, "round trip: seed and shape preserved");
+	ok(memcmp(l.words, b.words, bloom_bytes(&b)) == 0,
+	    "round trip: bit array identical");
+	ok(bloom_popcount(&l) == b.bits_set, "round trip: popcount matches");
+	ok(h.version == 1 && h.layout == BLOOM_LAYOUT_SPLIT512 &&
+	    h.capacity == 20000 && h.error_rate == RATE &&
+	    h.count == b.count && h.nblocks == b.nblocks && h.created > 0,
+	    "round trip: header filled");
+
+	/* verify_fd: the --inspect path, no filter */
+	memset(&h, 0, sizeof(h));
+	fd = open(path, O_RDONLY);
+	rc = snapshot_verify_fd(fd, &h, err, sizeof(err));
+	close(fd);
+	ok(rc == 0 && h.count == b.count && h.nblocks == b.nblocks,
+	    "verify_fd accepts a good snapshot (%s)", rc == 0 ? "ok" : err);
+
+	/* a second write replaces the first */
+	key(k, sizeof(k), "b", 0);
+	bloom_add(&b, bloom_hash(&b, k, strlen(k)));
+	rc = snapshot_write(dir, "rt", &b, 20000, RATE, b.count, b.bits_set,
+	    err, sizeof(err));
+	bloom_free(&l);
+	rc = rc == 0 ? snapshot_load(path, 20000, RATE, &l, NULL, err,
+	    sizeof(err)) : -1;
+	ok(rc == 1 && l.count == b.count &&
+	    bloom_check(&l, bloom_hash(&l, k, strlen(k))),
+	    "rewrite replaces the old snapshot");
+	if (rc == 1)
+		bloom_free(&l);
+	bloom_free(&b);
+}
+
+static void
+test_missing(void)
+{
+	struct bloom	 b;
+	char		 path[512];
+	int		 rc;
+
+	memset(&b, 0xa5, sizeof(b));
+	snapshot_path(path, sizeof(path), dir, "nothere");
+	rc = snapshot_load(path, CAP, RATE, &b, NULL, err, sizeof(err));
+	ok(rc == 0, "missing file: load returns 0");
+	ok(b.nblocks == 0xa5a5a5a5a5a5a5a5ULL, "missing file: filter untouched");
+}
+
+/*
+ * Writes a good snapshot of a small filter to "dmg", applies mutate to its
+ * bytes, loads it, and checks refusal with a message containing want and
+ * naming the file, and that the file is byte for byte what we put there.
+ */
+static void
+damage(const char *what, void (*mutate)(struct buf *), uint64_t cap,
+    double rate, const char *want)
+{
+	struct bloom	 b, l;
+	struct buf	 f;
+	char		 path[512];
+	int		 rc;
+
+	small_filter(&b, CAP, RATE, 500);
+	snapshot_path(path, sizeof(path), dir, "dmg");
+	if (snapshot_write(dir, "dmg", &b, CAP, RATE, b.count, b.bits_set,
+	    err, sizeof(err)) == -1 || slurp(path, &f) == -1) {
+		ok(0, "%s: setup: %s", what, err);
+		bloom_free(&b);
+		return;
+	}
+	bloom_free(&b);
+	if (mutate != NULL)
+		mutate(&f);
+	spit(path, f.p, f.len);
+	err[0] = '\0';
+	memset(&l, 0, sizeof(l));
+	rc = snapshot_load(path, cap, rate, &l, NULL, err, sizeof(err));
+	ok(rc == -1, "%s: refused", what);
+	ok(strstr(err, want) != NULL && strstr(err, path) != NULL,
+	    "%s: message \"%s\"", what, err);
+	ok(same_file(path, &f), "%s: file left unchanged", what);
+	ok(l.words == NULL, "%s: no filter left allocated", what);
+	if (rc == 1)
+		bloom_free(&l);
+	free(f.p);
+}
+
+static void m_array(struct buf *f) { f->p[SNAPSHOT_HEADER_SIZE + 7] ^= 0x10; }
+static void m_header(struct buf *f) { f->p[60] ^= 0x01; }
+static void m_reserved(struct buf *f) { f->p[100] ^= 0x80; }
+static void m_trailer(struct buf *f) { f->p[f->len - 1] ^= 0x01; }
+static void m_trunc1(struct buf *f) { f->len--; }
+static void m_trunc10(struct buf *f) { f->len = 10; }
+static void m_empty(struct buf *f) { f->len = 0; }
+static void m_append(struct buf *f) { f->p[f->len++] = 0; }
+static void m_magic(struct buf *f) { memcpy(f->p, "SEENDBX\n", 8); }
+static void m_version(struct buf *f) { put_le32(f->p + 8, 2); }
+static void m_layout(struct buf *f) { put_le32(f->p + 12, 7); }
+static void m_hashes(struct buf *f) { put_le32(f->p + 24, 5); }
+static void m_nblocks0(struct buf *f) { put_le64(f->p + 16, 0); }
+static void m_nblocksbig(struct buf *f) { put_le64(f->p + 16, 1ULL << 40); }
+static void m_nblocks1(struct buf *f) { put_le64(f->p + 16, 20); }
+static void m_hdrsize(struct buf *f) { put_le32(f->p + 28, 64); }
+
+static void
+test_damage(void)
+{
+	damage("flipped array byte", m_array, CAP, RATE, "checksum mismatch");
+	damage("flipped header byte (count)", m_header, CAP, RATE,
+	    "checksum mismatch (file damaged)");
+	damage("flipped reserved byte", m_reserved, CAP, RATE,
+	    "checksum mismatch");
+	damage("flipped trailer byte", m_trailer, CAP, RATE,
+	    "checksum mismatch");
+	damage("truncated by 1 byte", m_trunc1, CAP, RATE, "truncated: ");
+	damage("truncated to 10 bytes", m_trunc10, CAP, RATE,
+	    "too small for a snapshot header");
+	damage("empty file", m_empty, CAP, RATE, "too small");
+	damage("appended byte", m_append, CAP, RATE, "too long: ");
+	damage("wrong magic", m_magic, CAP, RATE, "not a seend snapshot");
+	damage("version 2", m_version, CAP, RATE,
+	    "unsupported snapshot version 2");
+	damage("unknown layout", m_layout, CAP, RATE, "unknown layout 7");
+	damage("hashes 5", m_hashes, CAP, RATE, "bad hash count 5");
+	damage("nblocks 0", m_nblocks0, CAP, RATE, "bad block count 0");
+	damage("nblocks 2^40", m_nblocksbig, CAP, RATE, "bad block count");
+	damage("nblocks off by one", m_nblocks1, CAP, RATE, "expected");
+	damage("header size 64", m_hdrsize, CAP, RATE, "bad header size 64");
+	damage("config capacity differs", NULL, 2000, RATE,
+	    "made for capacity=1000 error_rate=0.01, the config says "
+	    "capacity=2000 error_rate=0.01; restore those values or move "
+	    "the file away");
+	damage("config error_rate differs", NULL, CAP, 0.001,
+	    "the config says capacity=1000 error_rate=0.001");
+	damage("config error_rate differs in the 17th digit", NULL, CAP,
+	    0.010000000000000002, "error_rate=0.010000000000000002");
+}
+
+static void
+test_verify_fd_damage(void)
+{
+	struct bloom	 b;
+	struct buf	 f;
+	char		 path[512];
+	int		 fd, rc;
+
+	small_filter(&b, CAP, RATE, 10);
+	snapshot_path(path, sizeof(path), dir, "vfd");
+	snapshot_write(dir, "vfd", &b, CAP, RATE, b.count, b.bits_set, err,
+	    sizeof(err));
+	bloom_free(&b);
+	slurp(path, &f);
+	m_array(&f);
+	spit(path, f.p, f.len);
+	fd = open(path, O_RDONLY);
+	rc = snapshot_verify_fd(fd, NULL, err, sizeof(err));
+	close(fd);
+	ok(rc == -1 && strstr(err, "checksum mismatch") &&
+	    strstr(err, path) != NULL,
+	    "verify_fd refuses a damaged array, naming the file (%s)", err);
+	free(f.p);
+}
+
+/* Good snapshot "fault" on disk, then writes that fail part way. */
+static void
+fault_case(uint64_t limit, int expect_ok)
+{
+	struct bloom	 b, l;
+	struct buf	 before;
+	char		 path[512], tmp[512], k[96];
+	int		 rc;
+
+	snapshot_path(path, sizeof(path), dir, "fault");
+	snprintf(tmp, sizeof(tmp), "%s/.fault.bloom.tmp", dir);
+	small_filter(&b, CAP, RATE, 100);
+	snapshot_write(dir, "fault", &b, CAP, RATE, b.count, b.bits_set, err,
+	    sizeof(err));
+	slurp(path, &before);
+
+	key(k, sizeof(k), "new", limit);
+	bloom_add(&b, bloom_hash(&b, k, strlen(k)));
+	snapshot_fault_write_limit = limit;
+	rc = snapshot_write(dir, "fault", &b, CAP, RATE, b.count, b.bits_set,
+	    err, sizeof(err));
+	snapshot_fault_write_limit = 0;
+	if (expect_ok) {
+		ok(rc == 0, "fault limit %llu = file size: write succeeds",
+		    (unsigned long long)limit);
+	} else {
+		ok(rc == -1 && strstr(err, "No space left on device") &&
+		    strstr(err, tmp) && strncmp(err, "write ", 6) == 0,
+		    "fault limit %llu: write fails (%s)",
+		    (unsigned long long)limit, err);
+		ok(same_file(path, &before),
+		    "fault limit %llu: old snapshot intact",
+		    (unsigned long long)limit);
+		rc = snapshot_load(path, CAP, RATE, &l, NULL, err, sizeof(err));
+		ok(rc == 1 && l.count == b.count - 1,
+		    "fault limit %llu: old snapshot loads", (unsigned long long)
+		    limit);
+		if (rc == 1)
+			bloom_free(&l);
+	}
+	ok(!exists(tmp), "fault limit %llu: no tmp file remains",
+	    (unsigned long long)limit);
+	free(before.p);
+	bloom_free(&b);
+}
+
+static void
+test_faults(void)
+{
+	struct bloom	 b;
+	uint64_t	 size;
+
+	small_filter(&b, CAP, RATE, 0);
+	size = SNAPSHOT_HEADER_SIZE + bloom_bytes(&b) + 8;
+	bloom_free(&b);
+	ok(size > 1000, "fault tests: file (%llu bytes) is over 1000 bytes",
+	    (unsigned long long)size);
+	fault_case(1000, 0);	/* inside the array */
+	fault_case(50, 0);	/* inside the header */
+	fault_case(size - 1, 0);	/* the last byte of the trailer */
+	fault_case(size, 1);
+}
+
+static void
+test_bad_dirs(void)
+{
+	struct bloom	 b;
+	char		 path[512], sub[600], tmp[512];
+	int		 rc;
+
+	small_filter(&b, CAP, RATE, 10);
+
+	snprintf(sub, sizeof(sub), "%s/no/such/dir", dir);
+	rc = snapshot_write(sub, "x", &b, CAP, RATE, 0, 0, err, sizeof(err));
+	ok(rc == -1 && strstr(err, "No such file or directory") &&
+	    strstr(err, sub), "non-existent directory: fails (%s)", err);
+
+	/* open fails even as root: the tmp name is taken by a directory */
+	snprintf(tmp, sizeof(tmp), "%s/.blocked.bloom.tmp", dir);
+	mkdir(tmp, 0700);
+	rc = snapshot_write(dir, "blocked", &b, CAP, RATE, 0, 0, err,
+	    sizeof(err));
+	snapshot_path(path, sizeof(path), dir, "blocked");
+	ok(rc == -1 && strncmp(err, "open ", 5) == 0 && !exists(path),
+	    "tmp name taken by a directory: open fails (%s)", err);
+	rmdir(tmp);
+
+	/* rename fails even as root: the final name is a non-empty dir */
+	snapshot_path(path, sizeof(path), dir, "renfail");
+	snprintf(tmp, sizeof(tmp), "%s/.renfail.bloom.tmp", dir);
+	snprintf(sub, sizeof(sub), "%s/keep", path);
+	mkdir(path, 0700);
+	mkdir(sub, 0700);
+	rc = snapshot_write(dir, "renfail", &b, CAP, RATE, 0, 0, err,
+	    sizeof(err));
+	ok(rc == -1 && strncmp(err, "rename ", 7) == 0 && !exists(tmp) &&
+	    exists(sub), "rename fails: tmp removed, target untouched (%s)",
+	    err);
+	rmdir(sub);
+	rmdir(path);
+
+	rc = snapshot_write(dir, "a/b", &b, CAP, RATE, 0, 0, err, sizeof(err));
+	ok(rc == -1, "a name with a slash is refused (%s)", err);
+
+	if (geteuid() == 0) {
+		/* root ignores directory permissions: the case would pass
+		 * without exercising anything */
+		ok(1, "read-only directory # SKIP running as root, chmod 0555 "
+		    "does not stop root's writes");
+	} else {
+		snprintf(sub, sizeof(sub), "%s/ro", dir);
+		mkdir(sub, 0755);
+		chmod(sub, 0555);
+		rc = snapshot_write(sub, "x", &b, CAP, RATE, 0, 0, err,
+		    sizeof(err));
+		ok(rc == -1 && strstr(err, "Permission denied"),
+		    "read-only directory: fails (%s)", err);
+		chmod(sub, 0755);
+		rmdir(sub);
+	}
+	bloom_free(&b);
+}
+
+/* ---- a write racing the event loop ---- */
+
+struct racer {
+	struct bloom	*b;
+	int		 stop;
+	int		 running;
+	uint64_t	 added;
+};
+
+static void *
+race_adder(void *arg)
+{
+	struct racer	*r = arg;
+	char		 k[96];
+	uint64_t	 i = 0;
+
+	__atomic_store_n(&r->running, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		key(k, sizeof(k), "race", i++);
+		bloom_add(r->b, bloom_hash(r->b, k, strlen(k)));
+	}
+	r->added = i;
+	return NULL;
+}
+
+static void
+test_race(void)
+{
+	const uint64_t	 cap = 50000000, before = 200000;
+	struct bloom	 b, l;
+	struct racer	 r;
+	pthread_t	 t;
+	uint64_t	 count, bits, missing = 0, seen_race = 0;
+	char		 path[512], k[96];
+	int		 rc;
+
+	if (bloom_create(&b, cap, RATE, 42) == -1) {
+		ok(0, "race: bloom_create");
+		return;
+	}
+	diag("race: filter of %llu bytes", (unsigned long long)bloom_bytes(&b));
+	/* touch every page so the write is not racing page faults only */
+	memset(b.words, 0, bloom_bytes(&b));
+	for (uint64_t i = 0; i < before; i++) {
+		key(k, sizeof(k), "pre", i);
+		bloom_add(&b, bloom_hash(&b, k, strlen(k)));
+	}
+	count = b.count;
+	bits = b.bits_set;
+
+	memset(&r, 0, sizeof(r));
+	r.b = &b;
+	if (pthread_create(&t, NULL, race_adder, &r) != 0) {
+		ok(0, "race: pthread_create");
+		bloom_free(&b);
+		return;
+	}
+	while (!__atomic_load_n(&r.running, __ATOMIC_ACQUIRE))
+		;
+	rc = snapshot_write(dir, "race", &b, cap, RATE, count, bits, err,
+	    sizeof(err));
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	diag("race: %llu keys added by the other thread during the write",
+	    (unsigned long long)r.added);
+	ok(rc == 0, "race: write succeeds (%s)", rc == 0 ? "ok" : err);
+	ok(r.added > 0, "race: the writer thread really ran during the write");
+
+	snapshot_path(path, sizeof(path), dir, "race");
+	rc = snapshot_load(path, cap, RATE, &l, NULL, err, sizeof(err));
+	ok(rc == 1, "race: snapshot loads and passes its checksum (%s)",
+	    rc == 1 ? "ok" : err);
+	if (rc == 1) {
+		for (uint64_t i = 0; i < before; i++) {
+			key(k, sizeof(k), "pre", i);
+			if (!bloom_check(&l, bloom_hash(&l, k, strlen(k))))
+				missing++;
+		}
+		ok(missing == 0, "race: all %llu keys added before the write "
+		    "are present (%llu missing)", (unsigned long long)before,
+		    (unsigned long long)missing);
+		ok(l.count == count && l.bits_set == bits,
+		    "race: header count/bits_set are the caller's");
+		for (uint64_t i = 0; i < r.added; i++) {
+			key(k, sizeof(k), "race", i);
+			seen_race += (uint64_t)bloom_check(&l,
+			    bloom_hash(&l, k, strlen(k)));
+		}
+		diag("race: %llu of the %llu racing keys made it in",
+		    (unsigned long long)seen_race,
+		    (unsigned long long)r.added);
+		bloom_free(&l);
+	}
+	bloom_free(&b);
+}
+
+/* ---- fuzz seed corpus ---- */
+
+static void
+write_seed(const char *out, const char *file, uint64_t cap, double rate,
+    uint64_t n, void (*mutate)(struct buf *))
+{
+	struct bloom	 b;
+	struct buf	 f;
+	char		 path[512], dst[1024];
+
+	small_filter(&b, cap, rate, n);
+	snapshot_path(path, sizeof(path), dir, "seed");
+	if (snapshot_write(dir, "seed", &b, cap, rate, b.count, b.bits_set,
+	    err, sizeof(err)) == -1 || slurp(path, &f) == -1) {
+		fprintf(stderr, "seed %s: %s\n", file, err);
+		exit(1);
+	}
+	bloom_free(&b);
+	/* a fixed creation time, so regenerating gives the same files */
+	put_le64(f.p + 72, 1700000000);
+	/* the checksum covers the time: recompute it, then do the damage */
+	put_le64(f.p + f.len - 8, XXH3_64bits(f.p, f.len - 8));
+	if (mutate != NULL)
+		mutate(&f);
+	snprintf(dst, sizeof(dst), "%s/%s", out, file);
+	if (spit(dst, f.p, f.len) == -1) {
+		perror(dst);
+		exit(1);
+	}
+	free(f.p);
+}
+
+static int
+write_corpus(const char *out)
+{
+	write_seed(out, "valid-10", 10, 0.01, 10, NULL);
+	write_seed(out, "valid-100", 100, 0.01, 60, NULL);
+	write_seed(out, "valid-1000", 1000, 0.01, 1000, NULL);
+	write_seed(out, "valid-300-0.1", 300, 0.1, 150, NULL);
+	write_seed(out, "valid-200-0.0001", 200, 0.0001, 200, NULL);
+	write_seed(out, "damaged-array", 100, 0.01, 60, m_array);
+	write_seed(out, "damaged-trunc1", 100, 0.01, 60, m_trunc1);
+	write_seed(out, "damaged-header-only", 10, 0.01, 10, m_trunc10);
+	write_seed(out, "damaged-magic", 10, 0.01, 10, m_magic);
+	write_seed(out, "damaged-version", 10, 0.01, 10, m_version);
+	write_seed(out, "damaged-nblocks", 100, 0.01, 60, m_nblocks1);
+	write_seed(out, "damaged-hashes", 100, 0.01, 60, m_hashes);
+	return 0;
+}
+
+static void
+cleanup(void)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int
+main(void)
+{
+	const char *corpus = getenv("SNAPSHOT_CORPUS_DIR");
+
+	if (mkdtemp(dir) == NULL) {
+		perror("mkdtemp");
+		return 2;
+	}
+	if (corpus != NULL) {
+		write_corpus(corpus);
+		cleanup();
+		return 0;
+	}
+	test_round_trip();
+	test_missing();
+	test_damage();
+	test_verify_fd_damage();
+	test_faults();
+	test_bad_dirs();
+	test_race();
+	cleanup();
+	return done_testing();
+}
