@@ -41,6 +41,10 @@ bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n)
 
 	if (n == 0)
 		return 0;
+	/* A block this overloaded has (nearly) every bit set: the sum would be
+	 * about 1 and cost millions of terms while sizing searches upward. */
+	if (lambda > 40.0 * (double)(BLOOM_BLOCK_BITS / hashes))
+		return fp_in_block(hashes, lambda);
 	/* start at the mode (log-space, no underflow for big lambda) and walk
 	 * out both ways */
 	jmin = floor(lambda) - 12 * sqrt(lambda) - 20;
