@@ -23,7 +23,7 @@ struct request {
 enum proto_status {
 	PROTO_OK,		/* argc tokens */
 	PROTO_EMPTY,		/* blank line: no reply */
-	PROTO_TOO_MANY,		/* more than PROTO_MAX_TOKENS - 1 tokens */
+	PROTO_TOO_MANY,		/* more than PROTO_MAX_TOKENS tokens */
 	PROTO_NUL,		/* a NUL byte: not a text request */
 };
 

@@ -196,10 +196,13 @@ struct filter *
 registry_find(const struct registry *reg, const char *name, size_t len)
 {
 	/* Linear: a handful of filters, and names are short. */
+	if (len > CONFIG_NAME_MAX)
+		return NULL;
 	for (size_t i = 0; i < reg->nfilters; i++) {
 		struct filter *f = reg->filters[i];
 
-		if (strncmp(f->name, name, len) == 0 && f->name[len] == '\0')
+		if (memcmp(f->name, name, len) == 0 && f->name[len] == '\0' &&
+		    memchr(name, '\0', len) == NULL)
 			return f;
 	}
 	return NULL;
