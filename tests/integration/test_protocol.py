@@ -45,6 +45,29 @@ def count(c, name):
     return int(c.info(name)["count"])
 
 
+def unread_by_daemon(s, c):
+    """
+    Bytes the client sent that the daemon has not read yet: the receive
+    queue of the daemon's end of c's TCP connection, from /proc/net/tcp.
+    """
+    here = "0100007F:%04X" % c.s.getsockname()[1]
+    there = "0100007F:%04X" % s.port
+    with open("/proc/net/tcp") as f:
+        for line in f:
+            fields = line.split()
+            if fields[1] == there and fields[2] == here:
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
+def send_and_wait_read(t, s, c, data):
+    """Sends data and waits until the daemon has read it, so that what is
+    sent next arrives in a later read(2)."""
+    c.send(data)
+    t.ok(wait_until(lambda: unread_by_daemon(s, c) == 0, step=0.001),
+         "the daemon did not read %r" % data[:40])
+
+
 def no_more_replies(t, c):
     """Nothing but what was already read: a PING answers PONG next."""
     t.eq(c.cmd("PING"), "PONG", "next reply after the exchange")
@@ -515,6 +538,19 @@ def line_of_exactly_max_line_bytes_is_served(t):
 
 
 @test
+def line_of_max_line_bytes_whose_cr_and_lf_arrive_apart_is_served(t):
+    # a CR is not part of the line: a 128-byte line ending in CRLF is served
+    # whether or not the CR and the LF come in the same read
+    with Server(t, server_extra=MAXL, filters=SMALL) as s:
+        c = s.client()
+        t.eq(c.cmd(line_of(128, "a") + "\r"), "0", "CRLF in one piece")
+        send_and_wait_read(t, s, c, line_of(128, "b") + "\r")
+        c.send("\n")
+        t.eq(c.line(), "0", "128 bytes + CR, then LF in a later read")
+        t.eq(c.cmd("PING"), "PONG")
+
+
+@test
 def line_longer_than_max_line_is_refused_and_the_next_request_works(t):
     with Server(t, server_extra=MAXL, filters=SMALL) as s:
         c = s.client()
@@ -538,14 +574,14 @@ def long_line_arriving_in_small_pieces_gets_one_error(t):
         c = s.client()
         data = (line_of(600) + "\n").encode()
         for i in range(0, len(data), 7):
-            c.send(data[i:i + 7])
+            send_and_wait_read(t, s, c, data[i:i + 7])
         c.send("PING\n")
         r = c.line()
         t.ok(r.startswith("ERR line too long"), "600 bytes in pieces: %r" % r)
         t.eq(c.line(), "PONG", "one ERR only, then PONG")
         # a line within the limit in one-byte pieces is served whole
         for b in (line_of(128) + "\n").encode():
-            c.send(bytes([b]))
+            send_and_wait_read(t, s, c, bytes([b]))
         t.eq(c.line(), "0", "128-byte line in 1-byte pieces")
         no_more_replies(t, c)
 
