@@ -235,7 +235,8 @@ process_input(struct conn *c)
 			refuse_long_line(c);
 			continue;
 		}
-		if (ll < 0 && buf_used(&c->in) > maxl) {
+		/* +1: the line's "\r" may be here before its "\n" */
+		if (ll < 0 && buf_used(&c->in) > maxl + 1) {
 			refuse_long_line(c);
 			continue;
 		}
@@ -308,7 +309,7 @@ has_work(const struct conn *c)
 	    buf_used(&c->in) > 0 &&
 	    (c->discarding ||
 	    memchr(buf_head(&c->in), '\n', buf_used(&c->in)) != NULL ||
-	    buf_used(&c->in) > c->srv->cfg->max_line);
+	    buf_used(&c->in) > c->srv->cfg->max_line + 1);
 }
 
 /*
