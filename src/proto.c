@@ -26,27 +26,45 @@ is_sep(char c)
 	return c == ' ' || c == '\t';
 }
 
+/*
+ * The common request has single spaces and no tabs: then each token ends at
+ * the next space, which memchr finds many bytes at a time. Lines with a tab
+ * take the byte-by-byte path.
+ */
+static const char *
+token_end(const char *p, const char *end, int tabs)
+{
+	const char *q;
+
+	if (!tabs)
+		return (q = memchr(p, ' ', (size_t)(end - p))) ? q : end;
+	while (p < end && !is_sep(*p))
+		p++;
+	return p;
+}
+
 enum proto_status
 proto_split(const char *line, size_t len, struct request *req)
 {
-	size_t i = 0, start;
+	const char	*p = line, *end = line + len, *q;
+	int		 tabs;
 
 	req->argc = 0;
 	if (memchr(line, '\0', len) != NULL)
 		return PROTO_NUL;
+	tabs = memchr(line, '\t', len) != NULL;
 	for (;;) {
-		while (i < len && is_sep(line[i]))
-			i++;
-		if (i == len)
+		while (p < end && is_sep(*p))
+			p++;
+		if (p == end)
 			break;
 		if (req->argc == PROTO_MAX_TOKENS)
 			return PROTO_TOO_MANY;
-		start = i;
-		while (i < len && !is_sep(line[i]))
-			i++;
-		req->argv[req->argc] = line + start;
-		req->argl[req->argc] = i - start;
+		q = token_end(p, end, tabs);
+		req->argv[req->argc] = p;
+		req->argl[req->argc] = (size_t)(q - p);
 		req->argc++;
+		p = q;
 	}
 	return req->argc == 0 ? PROTO_EMPTY : PROTO_OK;
 }
