@@ -106,25 +106,42 @@ bloom_mix(uint64_t x)
 	return x;
 }
 
-/* The k bits of hash h as one mask per word of the block. */
-static inline void
+/*
+ * The k bits of hash h as one mask per word of the block: the same bits as
+ * the segment loop (segment i takes the next seg_shift bits of bloom_mix(h),
+ * then of bloom_mix(h ^ golden) once fewer than seg_shift are left), but
+ * each word is computed on its own, with no read-modify-write of mask[] at
+ * a data-dependent index (a store-forwarding chain of ~4 cycles per bit).
+ */
+static inline __attribute__((always_inline)) void
 bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
 {
-	uint64_t	 bits = bloom_mix(h);
-	unsigned	 left = 64, seg = b->seg_shift;
-	uint64_t	 segmask = (1ULL << seg) - 1;
+	uint64_t bits = bloom_mix(h), p;
 
-	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
-		mask[w] = 0;
-	for (uint32_t i = 0; i < b->hashes; i++) {
-		if (left < seg) {
-			bits = bloom_mix(h ^ 0x9e3779b97f4a7c15ULL);
-			left = 64;
+	switch (b->hashes) {
+	case 4:		/* 128-bit segments: segment i is words 2i, 2i+1 */
+		for (int i = 0; i < 4; i++) {
+			p = (bits >> (7 * i)) & 127;
+			mask[2 * i] = (uint64_t)(p < 64) << (p & 63);
+			mask[2 * i + 1] = (uint64_t)(p >= 64) << (p & 63);
 		}
-		unsigned pos = (i << seg) + (unsigned)(bits & segmask);
-		bits >>= seg;
-		left -= seg;
-		mask[pos >> 6] |= 1ULL << (pos & 63);
+		break;
+	case 8:		/* 64-bit segments: segment i is word i */
+		for (int i = 0; i < 8; i++)
+			mask[i] = 1ULL << ((bits >> (6 * i)) & 63);
+		break;
+	default: {	/* 32-bit segments: 2w and 2w+1 share word w; 12 from
+			 * the first mix (60 bits), 4 from the second */
+		uint64_t more = bloom_mix(h ^ 0x9e3779b97f4a7c15ULL);
+
+		for (int w = 0; w < 6; w++)
+			mask[w] = 1ULL << ((bits >> (10 * w)) & 31) |
+			    1ULL << (32 + ((bits >> (10 * w + 5)) & 31));
+		for (int w = 6; w < 8; w++)
+			mask[w] = 1ULL << ((more >> (10 * (w - 6))) & 31) |
+			    1ULL << (32 + ((more >> (10 * (w - 6) + 5)) & 31));
+		break;
+	}
 	}
 }
 
@@ -143,29 +160,31 @@ bloom_check(const struct bloom *b, uint64_t h)
 
 /*
  * Test-and-set: sets the key's bits and returns what bloom_check would have
- * returned before. Only changed words are stored, so a repeated key leaves
- * its cache line clean.
+ * returned before; a repeated key stores nothing, so its line stays clean.
+ * No branch on the loaded words but "anything new?" (a data-dependent
+ * branch per word mispredicts while the line is in flight), and no
+ * popcount (a libgcc call without -mpopcnt): a word holds at most one of
+ * the key's bits in each 32-bit half, so counting non-zero halves counts
+ * the new bits.
  */
 static inline int
 bloom_add(struct bloom *b, uint64_t h)
 {
 	uint64_t	*blk = bloom_block(b, h);
-	uint64_t	 mask[BLOOM_BLOCK_WORDS], fresh, added = 0;
+	uint64_t	 mask[BLOOM_BLOCK_WORDS], old[BLOOM_BLOCK_WORDS], fresh;
+	uint64_t	 added = 0;
 
 	bloom_masks(b, h, mask);
 	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
-		fresh = mask[w] & ~blk[w];
-		if (fresh != 0) {
-			__atomic_store_n(&blk[w], blk[w] | fresh,
-			    __ATOMIC_RELAXED);
-			/* a word holds at most two segments' bits of one key
-			 * (k = 16: two 32-bit segments), so this counts them
-			 * without popcount, which baseline x86-64 lacks */
-			added += 1 + ((fresh & (fresh - 1)) != 0);
-		}
+		old[w] = blk[w];
+		fresh = mask[w] & ~old[w];
+		added += (uint64_t)((uint32_t)fresh != 0) +
+		    (uint64_t)((fresh >> 32) != 0);
 	}
 	if (added == 0)
 		return 1;
+	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
+		__atomic_store_n(&blk[w], old[w] | mask[w], __ATOMIC_RELAXED);
 	b->bits_set += added;
 	b->count++;
 	return 0;
