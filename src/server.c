@@ -502,6 +502,44 @@ swap_listeners(struct server *srv, const struct config *ncfg,
 	return 0;
 }
 
+static int
+str_differs(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	return strcmp(a, b) != 0;
+}
+
+/*
+ * What a reload changes for state that outlives the config: filters kept
+ * across a data_dir change have no snapshot in the new directory yet, so
+ * each gets one now (else a restart would find them empty); a new or changed
+ * auth_token applies to connected TCP clients too, who must AUTH again.
+ */
+static void
+apply_data_dir_and_auth(struct server *srv, const struct config *ncfg)
+{
+	const struct config *ocfg = srv->cfg;
+
+	if (strcmp(ocfg->data_dir, ncfg->data_dir) != 0) {
+		log_info("data_dir changed to %s: saving every filter there",
+		    ncfg->data_dir);
+		for (size_t i = 0; i < srv->reg->nfilters; i++)
+			if (saver_submit(srv->saver, srv->reg->filters[i],
+			    ncfg->data_dir, NULL) == -1)
+				log_error("filter %s: cannot queue a snapshot",
+				    srv->reg->filters[i]->name);
+	}
+	if (str_differs(ocfg->auth_token, ncfg->auth_token)) {
+		for (struct conn *c = srv->conns; c != NULL; c = c->next)
+			if (!c->is_unix)
+				c->authed = ncfg->auth_token == NULL;
+		log_info("auth_token %s: TCP clients must AUTH%s",
+		    ncfg->auth_token ? "changed" : "removed",
+		    ncfg->auth_token ? " again" : " no more");
+	}
+}
+
 static void
 reload_failed(struct server *srv, const char *why)
 {
@@ -534,6 +572,12 @@ server_reload(struct server *srv)
 		    srv->config_path);
 		config_errors_free(&errs);
 		reload_failed(srv, err);
+		goto out;
+	}
+	if (ncfg->listen == NULL && ncfg->unix_socket == NULL) {
+		config_free(ncfg);
+		reload_failed(srv, "nothing to listen on: listen is off and "
+		    "no unix_socket is set");
 		goto out;
 	}
 	if ((nreg = registry_build(ncfg, oreg, log_warning_line, err,
@@ -577,6 +621,7 @@ server_reload(struct server *srv)
 			    nreg->filters[i]->bloom.hashes);
 	registry_free(oreg);
 	srv->reg = nreg;
+	apply_data_dir_and_auth(srv, ncfg);
 	config_free(srv->cfg);
 	srv->cfg = ncfg;
 	log_set_level(ncfg->log_level);
