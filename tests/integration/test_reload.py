@@ -22,11 +22,11 @@ class Reloader:
         self.write(**conf)
 
     def write(self, port=None, log_level="debug", server="",
-              filters=DEFAULT_FILTERS):
+              filters=DEFAULT_FILTERS, listen=None):
         """The whole file: [server] lines, then the filter sections."""
         s = self.s
         lines = ["[server]",
-                 "listen = 127.0.0.1:%d" % (port or s.port),
+                 "listen = %s" % (listen or "127.0.0.1:%d" % (port or s.port)),
                  "data_dir = %s" % s.data_dir,
                  "log_level = %s" % log_level]
         if s.sock:
@@ -408,6 +408,57 @@ def a_max_clients_change_applies(t):
     t.ok(wait_until(lambda: s.client().cmd("PING") == "PONG"),
          "accepts again below the limit")
     t.eq(s.client().info()["max_clients"], "3", "INFO max_clients")
+
+
+@test
+def a_reload_to_nothing_to_listen_on_is_refused(t):
+    r = Reloader(t, server_kw={"unix": False})
+    s = r.start()
+    c = s.client()
+    t.eq(r.reload(via=c, listen="off"), "failed", "listen = off, no socket")
+    t.contains(s.read_log(), "nothing to listen on", "the log says why")
+    t.eq(s.client().cmd("PING"), "PONG", "the TCP listener is still open")
+
+
+@test
+def a_data_dir_change_saves_every_filter_in_the_new_one(t):
+    r = Reloader(t, filters=DEFAULT_FILTERS + NEWS)
+    s = r.start()
+    c = s.client()
+    t.eq(c.cmd("SEEN https://news.example.com/1"), "0")
+    t.eq(c.cmd("SEEN https://plain.example/1"), "0")
+    newdir = t.path("data2")
+    os.makedirs(newdir)
+    s.data_dir = newdir
+    t.eq(r.reload(filters=DEFAULT_FILTERS + NEWS), "ok")
+    want = ["default.bloom", "news.bloom"]
+    t.ok(wait_until(lambda: sorted(f for f in os.listdir(newdir)
+                                   if f.endswith(".bloom")) == want),
+         "snapshots in the new data_dir: %r" % os.listdir(newdir))
+    t.eq(s.stop(), 0, "exit status")
+    s.start()
+    c = s.client()
+    t.eq(c.cmd("CHECK https://news.example.com/1"), "1", "news after restart")
+    t.eq(c.cmd("CHECK https://plain.example/1"), "1", "default after restart")
+
+
+@test
+def a_new_auth_token_applies_to_connected_tcp_clients(t):
+    r = Reloader(t)
+    s = r.start()
+    tcp = s.client()
+    unx = s.client(unix=True)
+    t.eq(tcp.cmd("PING"), "PONG")
+    t.eq(r.reload(via=unx, server="auth_token = s3cret"), "ok")
+    t.ok(tcp.cmd("SEEN https://a.example/").startswith("ERR"),
+         "a connected TCP client must AUTH now")
+    t.eq(unx.cmd("SEEN https://a.example/"), "0", "unix clients need not")
+    t.ok(tcp.cmd("AUTH wrong").startswith("ERR"), "a wrong token")
+    t.eq(tcp.cmd("AUTH s3cret"), "OK")
+    t.eq(tcp.cmd("SEEN https://a.example/"), "1")
+    t.eq(r.reload(via=unx, server=""), "ok", "back to no token")
+    fresh = s.client()
+    t.eq(fresh.cmd("SEEN https://a.example/"), "1", "no AUTH needed again")
 
 
 LOAD = """
