@@ -848,6 +848,29 @@ wait_workers(struct worker *workers)
 		fprintf(stderr, "\r%60s\r", "");
 }
 
+/* Everything is released before exit so that a leak checker (the tests run
+ * under AddressSanitizer) reports real leaks only. */
+static void
+cleanup(struct worker *workers)
+{
+	for (size_t t = 0; t < B.nthreads; t++) {
+		for (size_t i = 0; i < workers[t].nconns; i++) {
+			struct conn *c = &workers[t].conns[i];
+
+			close(c->fd);
+			client_reader_free(&c->in);
+			free(c->out);
+			free(c->sent);
+		}
+		free(workers[t].conns);
+		free(workers[t].hist);
+	}
+	free(workers);
+	free(B.keys);
+	free(B.keyoff);
+	pthread_barrier_destroy(&start_barrier);
+}
+
 static char *
 strip_brackets(char *host)
 {
@@ -1004,5 +1027,8 @@ main(int argc, char *argv[])
 			status = 1;
 			break;
 		}
+	cleanup(workers);
+	if (fflush(stdout) == EOF)
+		die("stdout: %s", strerror(errno));
 	return status;
 }

@@ -231,22 +231,27 @@ join_args(int argc, char **argv)
 }
 
 static int
+is_blank(const char *s)
+{
+	return s[strspn(s, " \t")] == '\0';
+}
+
+static int
 run_oneshot(struct cli *c, int argc, char **argv)
 {
 	char	*line;
 	int	 rc;
 
+	/* the server answers nothing to a blank line: do not wait for it */
+	if (is_blank(argv[0])) {
+		warnx_("%s", "empty command");
+		return 2;
+	}
 	if ((line = join_args(argc, argv)) == NULL)
 		return 1;
 	rc = cli_command(c, line, stderr);
 	free(line);
 	return rc == 0 ? 0 : 1;
-}
-
-static int
-is_blank(const char *s)
-{
-	return s[strspn(s, " \t")] == '\0';
 }
 
 /*
@@ -261,7 +266,7 @@ run_lines(struct cli *c, int interactive)
 {
 	char	*line = NULL, *nl;
 	size_t	 cap = 0;
-	int	 status = 0, rc;
+	int	 status = 0, rc, eof = 0;
 	size_t	 toklen;
 	const char *tok;
 
@@ -270,8 +275,10 @@ run_lines(struct cli *c, int interactive)
 			printf("seend %s> ", c->name);
 			fflush(stdout);
 		}
-		if (getline(&line, &cap, stdin) == -1)
+		if (getline(&line, &cap, stdin) == -1) {
+			eof = 1;
 			break;
+		}
 		if ((nl = strpbrk(line, "\r\n")) != NULL)
 			*nl = '\0';
 		/* The server answers nothing to an empty line, so sending
@@ -298,7 +305,9 @@ run_lines(struct cli *c, int interactive)
 	}
 	free(line);
 	if (interactive) {
-		putchar('\n');
+		/* leave the shell's prompt on a line of its own */
+		if (eof)
+			putchar('\n');
 		return 0;
 	}
 	return status;

@@ -59,6 +59,8 @@ connect_unix(const struct client_target *t, char *err, size_t errlen)
 /*
  * Tries each address getaddrinfo gives, so "localhost" works whether the
  * server listens on 127.0.0.1 or ::1; the error reported is the last one.
+ * No AI_ADDRCONFIG: it hides ::1 on hosts whose only IPv6 address is the
+ * loopback, which is exactly where a local server is reached.
  */
 static int
 connect_tcp(const struct client_target *t, char *err, size_t errlen)
@@ -71,7 +73,6 @@ connect_tcp(const struct client_target *t, char *err, size_t errlen)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_ADDRCONFIG;
 	if ((rc = getaddrinfo(t->host, t->port, &hints, &res)) != 0) {
 		snprintf(err, errlen, "cannot connect to %s: %s", name,
 		    gai_strerror(rc));
