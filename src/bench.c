@@ -106,6 +106,8 @@ struct bench {
 	uint64_t		 check_below;	/* CHECK if hash(i) < this */
 	char			 seen_prefix[300];
 	char			 check_prefix[300];
+	size_t			 seen_plen;
+	size_t			 check_plen;
 	size_t			 batch_max;	/* requests per batch */
 };
 
@@ -363,6 +365,8 @@ keys_prepare(void)
 	    B.filter ? B.filter : "", B.filter ? " " : "");
 	snprintf(B.check_prefix, sizeof(B.check_prefix), "CHECK %s%s",
 	    B.filter ? B.filter : "", B.filter ? " " : "");
+	B.seen_plen = strlen(B.seen_prefix);
+	B.check_plen = strlen(B.check_prefix);
 
 	if (B.keyfile != NULL) {
 		/* with a file, -k only caps how many of its lines are used */
@@ -441,9 +445,9 @@ conn_fill(struct conn *c)
 		}
 	} else {
 		for (i = first; i < first + n; i++) {
-			const char *p = mix64(B.seed ^ i) < B.check_below ?
-			    B.check_prefix : B.seen_prefix;
-			size_t	 plen = strlen(p);
+			int	 check = mix64(B.seed ^ i) < B.check_below;
+			const char *p = check ? B.check_prefix : B.seen_prefix;
+			size_t	 plen = check ? B.check_plen : B.seen_plen;
 
 			j = i % k;
 			memcpy(c->out + o, p, plen);

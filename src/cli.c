@@ -80,7 +80,7 @@ usage(FILE *fp)
 }
 
 static void
-warnx_(const char *fmt, const char *arg)
+cli_warn(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "seen-cli: ");
 	fprintf(stderr, fmt, arg);
@@ -93,14 +93,14 @@ cli_connect(struct cli *c)
 	char	 err[512];
 
 	if ((c->fd = client_connect(&c->target, err, sizeof(err))) == -1) {
-		warnx_("%s", err);
+		cli_warn("%s", err);
 		return -1;
 	}
 	c->rd.fd = c->fd;
 	c->rd.start = c->rd.end = 0;
 	if (c->token != NULL &&
 	    client_auth(c->fd, &c->rd, c->token, err, sizeof(err)) == -1) {
-		warnx_("%s", err);
+		cli_warn("%s", err);
 		close(c->fd);
 		c->fd = -1;
 		return -1;
@@ -162,7 +162,7 @@ cli_command(struct cli *c, const char *line, FILE *errfp)
 	int	 rc, multi = is_multiline(line);
 
 	if ((req = malloc(rlen + 1)) == NULL) {
-		warnx_("%s", strerror(errno));
+		cli_warn("%s", strerror(errno));
 		return -1;
 	}
 	memcpy(req, line, rlen);
@@ -214,7 +214,7 @@ join_args(int argc, char **argv)
 
 	for (i = 0; i < argc; i++) {
 		if (strpbrk(argv[i], "\r\n") != NULL) {
-			warnx_("argument contains a line break: %s", argv[i]);
+			cli_warn("argument contains a line break: %s", argv[i]);
 			return NULL;
 		}
 		len += 3 * strlen(argv[i]) + 1;
@@ -244,7 +244,7 @@ run_oneshot(struct cli *c, int argc, char **argv)
 
 	/* the server answers nothing to a blank line: do not wait for it */
 	if (is_blank(argv[0])) {
-		warnx_("%s", "empty command");
+		cli_warn("%s", "empty command");
 		return 2;
 	}
 	if ((line = join_args(argc, argv)) == NULL)
@@ -462,13 +462,13 @@ run_pipe(struct cli *c)
 
 	if ((ps = calloc(1, sizeof(*ps))) == NULL ||
 	    client_reader_init(&in, STDIN_FILENO, READ_BUF) == -1) {
-		warnx_("%s", strerror(errno));
+		cli_warn("%s", strerror(errno));
 		free(ps);
 		return 1;
 	}
 	ps->verb = c->mode == MODE_NEW ? "SEEN" : "CHECK";
 	if (client_set_nonblock(c->fd, 1) == -1) {
-		warnx_("fcntl: %s", strerror(errno));
+		cli_warn("fcntl: %s", strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -517,14 +517,14 @@ run_pipe(struct cli *c)
 		if (poll(pfd, 2, -1) == -1) {
 			if (errno == EINTR)
 				continue;
-			warnx_("poll: %s", strerror(errno));
+			cli_warn("poll: %s", strerror(errno));
 			goto out;
 		}
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			if ((n = client_reader_fill(&in)) == 0)
 				in_eof = 1;
 			else if (n == -1 && errno != EAGAIN) {
-				warnx_("read stdin: %s", strerror(errno));
+				cli_warn("read stdin: %s", strerror(errno));
 				goto out;
 			}
 		}
@@ -548,10 +548,10 @@ run_pipe(struct cli *c)
 	status = ps->errors > 0 ? 1 : 0;
 	goto out;
 nomem:
-	warnx_("%s", strerror(errno));
+	cli_warn("%s", strerror(errno));
 out:
 	if (fflush(stdout) == EOF) {
-		warnx_("stdout: %s", strerror(errno));
+		cli_warn("stdout: %s", strerror(errno));
 		status = 1;
 	}
 	for (size_t i = 0; i < PIPE_WINDOW; i++)
@@ -622,7 +622,7 @@ main(int argc, char *argv[])
 		case 'C':
 			if (c.mode != MODE_COMMAND &&
 			    c.mode != (ch == 'N' ? MODE_NEW : MODE_CHECK)) {
-				warnx_("%s", "--new and --check exclude each "
+				cli_warn("%s", "--new and --check exclude each "
 				    "other");
 				return 2;
 			}
@@ -642,23 +642,23 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 	if (c.mode != MODE_COMMAND && argc > 0) {
-		warnx_("%s", "--new and --check read URLs from stdin and take "
+		cli_warn("%s", "--new and --check read URLs from stdin and take "
 		    "no command");
 		return 2;
 	}
 	if (c.mode == MODE_COMMAND && c.filter != NULL) {
-		warnx_("%s", "-f is for --new and --check; give the filter in "
+		cli_warn("%s", "-f is for --new and --check; give the filter in "
 		    "the command instead");
 		return 2;
 	}
 	if (c.filter != NULL && (c.filter[0] == '\0' ||
 	    strpbrk(c.filter, " \t\r\n") != NULL)) {
-		warnx_("%s", "a filter name cannot be empty or hold whitespace");
+		cli_warn("%s", "a filter name cannot be empty or hold whitespace");
 		return 2;
 	}
 	client_target_name(&c.target, c.name, sizeof(c.name));
 	if (client_reader_init(&c.rd, -1, READ_BUF) == -1) {
-		warnx_("%s", strerror(errno));
+		cli_warn("%s", strerror(errno));
 		return 1;
 	}
 
