@@ -366,6 +366,8 @@ server_conn_memory(const struct server *srv)
 
 #define STATUS_EVERY	10	/* seconds between systemd STATUS= updates */
 
+static void	release_retired(struct server *);
+
 /* The figures "systemctl status seend" shows. */
 static void
 send_status(struct server *srv)
@@ -400,6 +402,7 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		last_status = now;
 		send_status(srv);
 	}
+	release_retired(srv);
 	if (limit == 0)
 		return;
 	for (c = srv->conns; c != NULL; c = next) {
@@ -413,19 +416,43 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 
 /* ---- snapshots ---- */
 
+static void
+snapshot_if_dirty(struct server *srv, struct filter *f, int all)
+{
+	/* a job already queued will pick up these bits next time; at
+	 * shutdown (all) a fresh job is needed regardless */
+	if (!filter_dirty(f) || (f->saving && !all))
+		return;
+	if (saver_submit(srv->saver, f, srv->cfg->data_dir, NULL) == -1)
+		log_error("filter %s: cannot queue a snapshot: out of memory",
+		    f->name);
+}
+
 void
 server_snapshot_dirty(struct server *srv, int all)
 {
-	for (size_t i = 0; i < srv->reg->nfilters; i++) {
-		struct filter *f = srv->reg->filters[i];
+	for (size_t i = 0; i < srv->reg->nfilters; i++)
+		snapshot_if_dirty(srv, srv->reg->filters[i], all);
+	for (size_t i = 0; i < srv->nretired; i++)
+		snapshot_if_dirty(srv, srv->retired[i], all);
+}
 
-		/* a job already queued will pick up these bits next time;
-		 * at shutdown (all) a fresh job is needed regardless */
-		if (!filter_dirty(f) || (f->saving && !all))
+/* Releases retired filters whose last snapshot is written. */
+static void
+release_retired(struct server *srv)
+{
+	size_t i = 0;
+
+	while (i < srv->nretired) {
+		struct filter *f = srv->retired[i];
+
+		if (f->saving || filter_dirty(f)) {
+			i++;
 			continue;
-		if (saver_submit(srv->saver, f, srv->cfg->data_dir, NULL) == -1)
-			log_error("filter %s: cannot queue a snapshot: out of "
-			    "memory", f->name);
+		}
+		log_debug("filter %s: released", f->name);
+		srv->retired[i] = srv->retired[--srv->nretired];
+		filter_unref(f);
 	}
 }
 
@@ -540,6 +567,71 @@ apply_data_dir_and_auth(struct server *srv, const struct config *ncfg)
 	}
 }
 
+/*
+ * registry_build over the running filters and the retired ones, so a name
+ * that comes back gets its live bits, not its last (older) snapshot.
+ */
+static struct registry *
+build_with_retired(struct server *srv, const struct config *ncfg, char *err,
+    size_t errlen)
+{
+	struct registry	 known = { 0 }, *nreg;
+	size_t		 n = srv->reg->nfilters;
+
+	known.filters = calloc(n + srv->nretired + 1, sizeof(*known.filters));
+	if (known.filters == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	memcpy(known.filters, srv->reg->filters, n * sizeof(*known.filters));
+	memcpy(known.filters + n, srv->retired,
+	    srv->nretired * sizeof(*known.filters));
+	known.nfilters = n + srv->nretired;
+	nreg = registry_build(ncfg, &known, log_warning_line, err, errlen);
+	free(known.filters);
+	return nreg;
+}
+
+/*
+ * Filters the new registry dropped move to the retired list and get a last
+ * snapshot; retired filters it took back leave the list.
+ */
+static void
+retire_removed(struct server *srv, const struct registry *oreg,
+    const struct registry *nreg)
+{
+	struct filter	**grown;
+	size_t		  i = 0;
+
+	while (i < srv->nretired) {
+		if (registry_contains(nreg, srv->retired[i])) {
+			log_info("filter %s is back", srv->retired[i]->name);
+			filter_unref(srv->retired[i]);
+			srv->retired[i] = srv->retired[--srv->nretired];
+		} else
+			i++;
+	}
+	for (i = 0; i < oreg->nfilters; i++) {
+		struct filter *f = oreg->filters[i];
+
+		if (registry_contains(nreg, f))
+			continue;
+		grown = realloc(srv->retired,
+		    (srv->nretired + 1) * sizeof(*srv->retired));
+		if (grown == NULL) {
+			log_error("filter %s: out of memory retiring it",
+			    f->name);
+			continue;
+		}
+		srv->retired = grown;
+		filter_ref(f);
+		srv->retired[srv->nretired++] = f;
+		log_info("filter %s removed; saving its last snapshot",
+		    f->name);
+		snapshot_if_dirty(srv, f, 1);
+	}
+}
+
 static void
 reload_failed(struct server *srv, const char *why)
 {
@@ -580,8 +672,7 @@ server_reload(struct server *srv)
 		    "no unix_socket is set");
 		goto out;
 	}
-	if ((nreg = registry_build(ncfg, oreg, log_warning_line, err,
-	    sizeof(err))) == NULL) {
+	if ((nreg = build_with_retired(srv, ncfg, err, sizeof(err))) == NULL) {
 		config_free(ncfg);
 		reload_failed(srv, err);
 		goto out;
@@ -601,18 +692,7 @@ server_reload(struct server *srv)
 	srv->unx = nunx;
 	/* filters the new config dropped get a last snapshot; the saver's
 	 * reference keeps them alive until it is written */
-	for (size_t i = 0; i < oreg->nfilters; i++) {
-		struct filter *f = oreg->filters[i];
-
-		if (registry_contains(nreg, f))
-			continue;
-		log_info("filter %s removed; saving its last snapshot",
-		    f->name);
-		if (filter_dirty(f) && saver_submit(srv->saver, f,
-		    srv->cfg->data_dir, NULL) == -1)
-			log_error("filter %s: cannot queue its last snapshot",
-			    f->name);
-	}
+	retire_removed(srv, oreg, nreg);
 	for (size_t i = 0; i < nreg->nfilters; i++)
 		if (!registry_contains(oreg, nreg->filters[i]))
 			log_info("filter %s added: %zu bytes, %u hashes",
@@ -758,8 +838,9 @@ server_run(struct server *srv)
 	if (!srv->stopping)
 		server_snapshot_dirty(srv, 1);
 	saver_drain(srv->saver);
-	for (size_t i = 0; i < srv->reg->nfilters; i++) {
-		struct filter *f = srv->reg->filters[i];
+	for (size_t i = 0; i < srv->reg->nfilters + srv->nretired; i++) {
+		struct filter *f = i < srv->reg->nfilters ?
+		    srv->reg->filters[i] : srv->retired[i - srv->reg->nfilters];
 
 		if (filter_dirty(f)) {
 			log_error("filter %s: its last snapshot failed (%s); "
@@ -790,5 +871,8 @@ server_free(struct server *srv)
 	if (srv->ev_stop)
 		event_free(srv->ev_stop);
 	registry_free(srv->reg);
+	for (size_t i = 0; i < srv->nretired; i++)
+		filter_unref(srv->retired[i]);
+	free(srv->retired);
 	config_free(srv->cfg);
 }

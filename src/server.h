@@ -31,6 +31,11 @@ struct server {
 	char			*config_path;
 	struct config		*cfg;
 	struct registry		*reg;
+	/* filters a reload removed, kept (with a reference) until their last
+	 * snapshot is written; a reload that brings the name back takes the
+	 * live filter from here instead of an older file from disk */
+	struct filter		**retired;
+	size_t			 nretired;
 	struct listener		*tcp;
 	struct listener		*unx;
 	struct conn		*conns;
