@@ -423,6 +423,9 @@ NAMP = 2
 # up to a power of two (512 KiB). So each stuck pipeliner costs < 640 KiB
 # and the 7 of this test < 5 MiB; with malloc slack 100 MiB is far above
 # that and far below what a daemon that buffered the 42 MB sent would use.
+# (The SEEN pipeliners' ~2.4 MB of replies each can fit in loopback socket
+# buffers, so the daemon may answer them all; the INFO amplifiers, 5 bytes
+# in for ~1.5 KiB out, are what must hit output_buffer_limit.)
 PER_CONN_BOUND = 2 * (MAX_LINE + READ_CHUNK) + 2 * (OUT_LIMIT + 4096)
 PIPE_RSS_LIMIT_KIB = 100 * 1024
 
