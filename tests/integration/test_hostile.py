@@ -17,6 +17,12 @@ import time
 
 from seendtest import *
 
+# The slowest PING allowed under load; < 100 ms is typical, 0.5 s keeps a
+# loaded CI box from failing. Under SEEND_WRAPPER (valgrind) times and
+# memory figures grow, so the limits do too.
+PING_LIMIT = 0.5 * SLOW
+MEM_SLACK = 4 if WRAPPER else 1
+
 SMALL = """
 [filter.default]
 capacity = 10000
@@ -154,7 +160,7 @@ NIDLE = 2000
 # idle connections, half of which sent a PING, should cost at most
 # 1000 * 1 KiB + 1000 * (16 + 4 + 1) KiB ~= 22 MiB; 32 MiB leaves room for
 # allocator overhead.
-IDLE_RSS_LIMIT_KIB = 32 * 1024
+IDLE_RSS_LIMIT_KIB = 32 * 1024 * MEM_SLACK
 
 
 @test
@@ -301,7 +307,7 @@ def idle_timeout_closes_stalled_clients_but_not_slow_ones(t):
         t.ok("slow" in closed, "slow client not closed once it fell silent")
         t.ok(closed["slow"] <= timeout + 2, "slow client closed %.2f s "
              "after its last byte" % closed["slow"])
-        t.ok(max(rtts) < 0.5, "PING max %s" % ms(max(rtts)))
+        t.ok(max(rtts) < PING_LIMIT, "PING max %s" % ms(max(rtts)))
         info = normal.info()
         t.eq(info["idle_closed"], "3", "idle_closed")
         t.eq(normal.cmd("CHECK https://x"), "0",
@@ -348,6 +354,10 @@ def idle_timeout_never_closes_a_client_silent_for_less_than_the_timeout(t):
     # second begins, the next just after the sweep of that second. A daemon
     # that stamps activity and compares in whole seconds (time(NULL)) sees
     # "1 second idle" at that sweep after only p + 0.03 s of silence.
+    if WRAPPER:
+        diag("skipped under %s: it places bytes to the millisecond",
+             WRAPPER[0])
+        return
     for attempt in range(5):
         s = Server(t, server_extra="idle_timeout = 1", filters=SMALL,
                    name="s%d" % attempt).start()
@@ -427,7 +437,7 @@ NAMP = 2
 # buffers, so the daemon may answer them all; the INFO amplifiers, 5 bytes
 # in for ~1.5 KiB out, are what must hit output_buffer_limit.)
 PER_CONN_BOUND = 2 * (MAX_LINE + READ_CHUNK) + 2 * (OUT_LIMIT + 4096)
-PIPE_RSS_LIMIT_KIB = 100 * 1024
+PIPE_RSS_LIMIT_KIB = 100 * 1024 * MEM_SLACK
 
 
 def pipeline_writer(sk, data, deadline, stall, result):
@@ -507,7 +517,7 @@ def pipeliners_that_never_read_have_bounded_memory_and_others_stay_fast(t):
              PER_CONN_BOUND * len(socks) + 4096 * 2)
         for i, r in enumerate(results):
             t.ok("error" not in r, "pipeliner %d: %s" % (i, r.get("error")))
-        t.ok(max(rtts) < 0.5, "PING max %s (20 pings, want < 100 ms typ.)"
+        t.ok(max(rtts) < PING_LIMIT, "PING max %s (typically < 100 ms)"
              % ms(max(rtts)))
         t.ok(peak - rss0 < PIPE_RSS_LIMIT_KIB, "RSS grew by %d KiB"
              % (peak - rss0))
@@ -598,7 +608,7 @@ def random_binary_input_from_ten_clients_leaves_the_daemon_serving(t):
         diag("normal client PING meanwhile: %s", rtt_summary(rtts))
         t.ok(not errors, "; ".join(errors[:5]))
         t.ok(s.proc.poll() is None, "seend exited")
-        t.ok(max(rtts) < 0.5, "PING max %s" % ms(max(rtts)))
+        t.ok(max(rtts) < PING_LIMIT, "PING max %s" % ms(max(rtts)))
         info = normal.info()
         t.ok(int(info["lines_too_long"]) > 0, "lines_too_long %s: 1 MiB of "
              "random bytes has lines over 1024" % info["lines_too_long"])
@@ -671,7 +681,7 @@ def half_closed_socket_gets_every_reply_then_eof(t):
 
 STORM = 3000
 STORM_THREADS = 6
-STORM_RSS_LIMIT_KIB = 20 * 1024
+STORM_RSS_LIMIT_KIB = 20 * 1024 * MEM_SLACK
 
 
 def storm_worker(s, k, n, errors, stats, refusals=None):
@@ -756,7 +766,7 @@ def connect_disconnect_storm_leaves_no_connections_or_memory_behind(t):
         t.eq(sum(stats), per * STORM_THREADS, "cycles completed")
         t.ok(s.proc.poll() is None, "seend exited")
         t.eq(c.cmd("PING"), "PONG", "after the storm")
-        t.ok(max(rtts) < 0.5, "PING max %s" % ms(max(rtts)))
+        t.ok(max(rtts) < PING_LIMIT, "PING max %s" % ms(max(rtts)))
         t.ok(int(info["connections_total"]) - total0 >= sum(stats),
              "connections_total grew by %d for %d connects"
              % (int(info["connections_total"]) - total0, sum(stats)))
@@ -876,7 +886,7 @@ def everything_at_once_the_daemon_survives_and_ping_answers(t):
         t.ok(s.proc.poll() is None, "seend exited: %s" % s.proc.returncode)
         t.ok(not errors, "; ".join(errors[:5]))
         t.ok(refused > 0, "no connection refused beyond max_clients")
-        t.ok(max(rtts) < 0.5, "PING max %s" % ms(max(rtts)))
+        t.ok(max(rtts) < PING_LIMIT, "PING max %s" % ms(max(rtts)))
         t.ok(peak - rss0 < PIPE_RSS_LIMIT_KIB, "RSS grew by %d KiB"
              % (peak - rss0))
         info = normal.info()
