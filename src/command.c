@@ -24,10 +24,6 @@
 #define PACKAGE_VERSION "0.1.0"
 #endif
 
-/* After this many commands refused for want of AUTH the client is closed:
- * a scanner or a misconfigured worker gets a few clear answers, no more. */
-#define AUTH_STRIKES	3
-
 typedef enum command_result (*command_fn)(struct conn *, struct op *);
 
 struct command {
@@ -99,7 +95,9 @@ reply_err(struct conn *c, const char *fmt, ...)
 	va_end(ap);
 	c->srv->stats.errors++;
 	buf_printf(&c->out, "ERR %s\r\n", msg);
-	return COMMAND_DONE;
+	/* before AUTH every refusal counts: a scanner or a misconfigured
+	 * worker gets a few clear answers, no more */
+	return conn_strike(c) ? COMMAND_CLOSE : COMMAND_DONE;
 }
 
 /*
@@ -184,13 +182,7 @@ command_run(struct conn *c, struct op *op)
 
 need_auth:
 	st->auth_failures++;
-	reply_err(c, "authentication required");
-	if (++c->strikes >= AUTH_STRIKES) {
-		log_info("client %llu (%s): closed after %u commands without "
-		    "AUTH", (unsigned long long)c->id, c->peer, c->strikes);
-		return COMMAND_CLOSE;
-	}
-	return COMMAND_DONE;
+	return reply_err(c, "authentication required");
 }
 
 static enum command_result
@@ -273,10 +265,7 @@ cmd_auth(struct conn *c, struct op *op)
 	c->srv->stats.auth_failures++;
 	log_warn("client %llu (%s): AUTH with a wrong token",
 	    (unsigned long long)c->id, c->peer);
-	reply_err(c, "invalid token");
-	if (!c->authed && ++c->strikes >= AUTH_STRIKES)
-		return COMMAND_CLOSE;
-	return COMMAND_DONE;
+	return reply_err(c, "invalid token");
 }
 
 static void

@@ -34,6 +34,30 @@ static void	on_write(evutil_socket_t, short, void *);
 static void	process_input(struct conn *);
 static void	conn_service(struct conn *);
 
+/* Refused requests allowed before AUTH; the last one closes the client. */
+#define AUTH_STRIKES	3
+
+uint64_t
+conn_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+conn_strike(struct conn *c)
+{
+	if (c->authed)
+		return 0;
+	if (++c->strikes < AUTH_STRIKES)
+		return 0;
+	log_info("client %llu (%s): closed after %u refused requests "
+	    "without AUTH", (unsigned long long)c->id, c->peer, c->strikes);
+	return 1;
+}
+
 static void
 set_reading(struct conn *c, int on)
 {
@@ -72,7 +96,7 @@ conn_new(struct server *srv, int fd, int is_unix, const char *peer)
 	/* Unix-socket clients are vouched for by the socket's permissions */
 	c->authed = (srv->cfg->auth_token == NULL || is_unix) ? 1 : 0;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	c->last_active = time(NULL);
+	c->last_active = conn_clock_ms();
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST, on_read, c);
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, on_write,
 	    c);
@@ -172,6 +196,8 @@ refuse_long_line(struct conn *c)
 	    c->srv->cfg->max_line);
 	reply_error(c, msg);
 	c->discarding = 1;
+	if (conn_strike(c))
+		c->quitting = 1;
 }
 
 /*
@@ -258,7 +284,7 @@ read_input(struct conn *c)
 	n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
 	if (n > 0) {
 		c->in.len += (size_t)n;
-		c->last_active = time(NULL);
+		c->last_active = conn_clock_ms();
 		return 0;
 	}
 	if (n == 0) {
@@ -286,6 +312,8 @@ flush_output(struct conn *c)
 		n = write(c->fd, buf_head(&c->out), buf_used(&c->out));
 		if (n > 0) {
 			buf_consume(&c->out, (size_t)n);
+			/* a client slowly reading a long reply is not idle */
+			c->last_active = conn_clock_ms();
 			continue;
 		}
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

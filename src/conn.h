@@ -35,9 +35,16 @@ struct conn {
 	unsigned	 quitting:1;	/* QUIT: flush, then close */
 	unsigned	 strikes;	/* commands refused before AUTH */
 	struct save_wait *wait;		/* a SAVE it is waiting on */
-	time_t		 last_active;
+	uint64_t	 last_active;	/* conn_clock_ms() of the last read or write */
 	struct conn	*prev, *next;
 };
+
+/* Monotonic milliseconds, for idle timeouts (a wall-clock step must not
+ * close or spare every client at once). */
+uint64_t	 conn_clock_ms(void);
+/* Counts a refused request of a client that has not sent AUTH; returns 1
+ * once it has had its last chance (the caller closes after the reply). */
+int		 conn_strike(struct conn *);
 
 /* Takes ownership of fd (non-blocking); returns NULL if out of memory. */
 struct conn	*conn_new(struct server *, int fd, int is_unix, const char *peer);

@@ -233,7 +233,8 @@ listener_free(struct listener *l)
 static struct listener *
 listener_open_tcp(struct server *srv, const char *spec, const char *token)
 {
-	int fd, loopback = 0;
+	struct listener	*l;
+	int		 fd, loopback = 0;
 
 	if ((fd = open_tcp(spec, &loopback)) == -1)
 		return NULL;
@@ -242,7 +243,9 @@ listener_open_tcp(struct server *srv, const char *spec, const char *token)
 		    "WITHOUT auth_token: anyone who can reach this port can "
 		    "read and write every filter", spec);
 	log_info("listening on %s (TCP)", spec);
-	return listener_new(srv, fd, 0, spec);
+	if ((l = listener_new(srv, fd, 0, spec)) != NULL)
+		l->loopback = loopback;
+	return l;
 }
 
 static struct listener *
@@ -393,7 +396,8 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 	struct server	*srv = arg;
 	struct conn	*c, *next;
 	time_t		 now = time(NULL);
-	unsigned	 limit = srv->cfg->idle_timeout;
+	uint64_t	 now_ms = conn_clock_ms();
+	uint64_t	 limit = (uint64_t)srv->cfg->idle_timeout * 1000;
 	static time_t	 last_status;
 
 	(void)fd;
@@ -407,7 +411,7 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		return;
 	for (c = srv->conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->wait == NULL && now - c->last_active >= (time_t)limit) {
+		if (c->wait == NULL && now_ms - c->last_active >= limit) {
 			srv->stats.idle_closed++;
 			conn_close(c, "idle timeout");
 		}
@@ -564,6 +568,12 @@ apply_data_dir_and_auth(struct server *srv, const struct config *ncfg)
 		log_info("auth_token %s: TCP clients must AUTH%s",
 		    ncfg->auth_token ? "changed" : "removed",
 		    ncfg->auth_token ? " again" : " no more");
+		if (ncfg->auth_token == NULL && srv->tcp != NULL &&
+		    !srv->tcp->loopback)
+			log_warn("auth_token removed while listening on %s, "
+			    "which is not a loopback address: anyone who can "
+			    "reach this port can read and write every filter",
+			    srv->tcp->desc);
 	}
 }
 

@@ -19,6 +19,7 @@ struct saver;
 struct listener {
 	int		 fd;
 	int		 is_unix;
+	int		 loopback;	/* TCP on a loopback address */
 	char		 desc[300];	/* "127.0.0.1:6874" or the socket path */
 	char		*path;		/* unix: to unlink on close */
 	struct event	*ev;
