@@ -23,11 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "client.h"
 #include "urlgen.h"
@@ -35,6 +37,21 @@
 #define READ_BUF	(256 * 1024)
 /* A batch is written with one call; bigger gains nothing and costs cache. */
 #define BATCH_BYTES	(256 * 1024)
+
+/*
+ * --redis: each URL becomes REDIS_K pipelined "SETBIT key offset 1"
+ * commands on one bit array of 2^REDIS_LOG2_BITS bits (a 128 MiB string),
+ * as scrapy-redis's BloomFilter does; the URL was seen iff every previous
+ * bit was 1. The offsets come from one XXH3-64 of the URL by double hashing.
+ * A URL's commands take at most REDIS_URL_BYTES.
+ */
+#define REDIS_K		6
+#define REDIS_LOG2_BITS	30
+#define REDIS_KEY	"seen-bench:bloom"
+#define REDIS_URL_BYTES	(REDIS_K * 80)
+/* --rate: sleep in the kernel only when the next request is due later than
+ * this; nearer deadlines are waited for by polling without a timeout. */
+#define SPIN_NS		50000
 
 /*
  * Latency histogram, log-linear like HdrHistogram: values are nanoseconds,
@@ -63,6 +80,11 @@ struct conn {
 	size_t			 head;		/* oldest slot in flight */
 	size_t			 inflight;
 	int			 done;
+	uint64_t		 scheduled;	/* --rate: requests sent so far */
+	uint64_t		 due;		/* --rate: when the next one is */
+	unsigned		 sub;		/* --redis: replies of this URL */
+	int			 allset;	/* --redis: all of them 1 so far */
+	int			 suberr;	/* --redis: one of them an error */
 };
 
 struct worker {
@@ -94,6 +116,10 @@ struct bench {
 	double			 ratio;
 	int			 csv;
 	int			 quiet;
+	int			 redis;		/* six SETBITs per URL */
+	double			 rate;		/* requests/s in all, 0: no limit */
+	uint64_t		 interval_ns;	/* --rate: per connection */
+	uint64_t		 start_ns;
 
 	/* Key i is keys[keyoff[i] .. keyoff[i + 1]), ending in "\n". When
 	 * every request has the same verb the whole request line is stored,
@@ -144,11 +170,17 @@ usage(FILE *fp)
 	    "SEEN)\n"
 	    "  --filter name send requests to this filter\n"
 	    "  -t threads    client threads (default 1)\n"
+	    "  --rate R      send at most R requests/s in all, paced per "
+	    "connection;\n"
+	    "                latency counts from when a request was due\n"
+	    "  --redis       talk to redis-server: each URL is %d pipelined "
+	    "SETBITs\n"
+	    "                on one 2^%d-bit key (a request = a URL)\n"
 	    "  --csv         print one CSV header line and one result line\n"
 	    "  -q            print only a one-line summary\n"
 	    "  -V, --version print the version\n"
 	    "  --help        print this help\n",
-	    SEEN_DEFAULT_HOST, SEEN_DEFAULT_PORT);
+	    SEEN_DEFAULT_HOST, SEEN_DEFAULT_PORT, REDIS_K, REDIS_LOG2_BITS);
 }
 
 static void __attribute__((format(printf, 1, 2), noreturn))
@@ -289,8 +321,8 @@ keybuf_reserve(struct keybuf *kb, size_t need)
 static void
 keybuf_add(struct keybuf *kb, const char *url, size_t len)
 {
-	const char	*prefix = B.uniform ? (B.ratio > 0 ? B.check_prefix :
-			    B.seen_prefix) : "";
+	const char	*prefix = B.redis ? "" : B.uniform ? (B.ratio > 0 ?
+			    B.check_prefix : B.seen_prefix) : "";
 	size_t		 plen = strlen(prefix), line;
 
 	keybuf_reserve(kb, plen + 3 * len + 1);
@@ -388,6 +420,8 @@ keys_prepare(void)
 	B.avgkey = (double)kb.urlbytes / (double)kb.n;
 	if (!B.uniform)
 		B.maxline += strlen(B.check_prefix);
+	if (B.redis)
+		B.maxline = REDIS_URL_BYTES;
 	B.batch_max = BATCH_BYTES / B.maxline;
 	if (B.batch_max < 1)
 		B.batch_max = 1;
@@ -414,6 +448,67 @@ fail(struct worker *w, const char *fmt, ...)
 	atomic_store(&aborted, 1);
 }
 
+/* Decimal digits of v at p; returns how many. */
+static size_t
+put_u32(char *p, uint32_t v)
+{
+	char	 tmp[10];
+	size_t	 n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* The REDIS_K SETBIT commands of one URL, in RESP; returns their length. */
+static size_t
+redis_commands(char *out, const char *url, size_t len)
+{
+	static const char head[] = "*4\r\n$6\r\nSETBIT\r\n$" "16" "\r\n"
+	    REDIS_KEY "\r\n$";
+	uint64_t	 h = XXH3_64bits(url, len);
+	uint32_t	 h1 = (uint32_t)h, h2 = (uint32_t)(h >> 32) | 1, bit;
+	size_t		 o = 0, d;
+	char		 num[10];
+
+	for (uint32_t i = 0; i < REDIS_K; i++) {
+		bit = (h1 + i * h2) & ((1u << REDIS_LOG2_BITS) - 1);
+		memcpy(out + o, head, sizeof(head) - 1);
+		o += sizeof(head) - 1;
+		d = put_u32(num, bit);
+		o += put_u32(out + o, (uint32_t)d);
+		memcpy(out + o, "\r\n", 2);
+		memcpy(out + o + 2, num, d);
+		o += 2 + d;
+		memcpy(out + o, "\r\n$1\r\n1\r\n", 9);
+		o += 9;
+	}
+	return o;
+}
+
+/*
+ * How many requests this connection may send now under --rate: the ones
+ * whose time has come (connection i's j-th request is due at start +
+ * j * interval). Sets *due to the time the next one is due.
+ */
+static uint64_t
+rate_allows(const struct conn *c, uint64_t now, uint64_t *due)
+{
+	uint64_t	 ready;
+
+	if (now < B.start_ns)
+		ready = 0;
+	else
+		ready = (now - B.start_ns) / B.interval_ns + 1;
+	*due = B.start_ns + (ready > c->scheduled ? ready : c->scheduled) *
+	    B.interval_ns;
+	return ready > c->scheduled ? ready - c->scheduled : 0;
+}
+
 /*
  * Claims up to batch_max free pipeline slots' worth of requests and lays
  * their lines out in the connection's buffer. Returns how many.
@@ -421,11 +516,18 @@ fail(struct worker *w, const char *fmt, ...)
 static size_t
 conn_fill(struct conn *c)
 {
-	uint64_t	 first, n, i, k = B.nkeys, j, run, t;
+	uint64_t	 first, n, i, k = B.nkeys, j, run, t, due = 0;
 	size_t		 room = B.depth - c->inflight, o = 0, slot;
 
 	if (room > B.batch_max)
 		room = B.batch_max;
+	if (B.rate > 0 && room > 0) {
+		uint64_t may = rate_allows(c, now_ns(), &due);
+
+		c->due = due;
+		if (room > may)
+			room = (size_t)may;
+	}
 	if (room == 0 || atomic_load_explicit(&next_request,
 	    memory_order_relaxed) >= B.requests)
 		return 0;
@@ -435,7 +537,13 @@ conn_fill(struct conn *c)
 		return 0;
 	n = B.requests - first < room ? B.requests - first : room;
 
-	if (B.uniform) {
+	if (B.redis) {
+		for (i = first; i < first + n; i++) {
+			j = i % k;
+			o += redis_commands(c->out + o, B.keys + B.keyoff[j],
+			    B.keyoff[j + 1] - B.keyoff[j] - 1);
+		}
+	} else if (B.uniform) {
 		/* consecutive requests are consecutive keys: copy runs */
 		for (i = 0, j = first % k; i < n; i += run, j = 0) {
 			run = n - i < k - j ? n - i : k - j;
@@ -461,8 +569,16 @@ conn_fill(struct conn *c)
 	c->out_off = 0;
 	t = now_ns();
 	slot = c->head + c->inflight;
-	for (i = 0; i < n; i++, slot++)
-		c->sent[slot % B.depth] = t;
+	if (B.rate > 0) {
+		/* from when each was due: a late send is the server's (or
+		 * this client's) delay, not a pause in the measurement */
+		for (i = 0; i < n; i++, slot++)
+			c->sent[slot % B.depth] = B.start_ns +
+			    (c->scheduled + i) * B.interval_ns;
+		c->scheduled += n;
+	} else
+		for (i = 0; i < n; i++, slot++)
+			c->sent[slot % B.depth] = t;
 	c->inflight += n;
 	return n;
 }
@@ -492,7 +608,8 @@ conn_flush(struct worker *w, struct conn *c)
 static void
 note_error(struct worker *w, const char *p, size_t len)
 {
-	w->replies_err++;
+	if (!B.redis)
+		w->replies_err++;
 	if (w->first_err[0] == '\0') {
 		if (len >= sizeof(w->first_err))
 			len = sizeof(w->first_err) - 1;
@@ -531,6 +648,51 @@ conn_read(struct worker *w, struct conn *c)
 	p = r->buf + r->start;
 	e = r->buf + r->end;
 	while (p < e) {
+		if (B.redis) {
+			/* ":0" or ":1" per SETBIT, REDIS_K per URL */
+			if (e - p >= 4 && p[0] == ':' && (p[1] == '0' ||
+			    p[1] == '1') && p[2] == '\r' && p[3] == '\n') {
+				c->allset &= p[1] == '1';
+				len = 4;
+			} else {
+				if ((nl = memchr(p, '\n', (size_t)(e - p))) ==
+				    NULL)
+					break;
+				len = (size_t)(nl - p) + 1;
+				n = (ssize_t)len - 1;
+				if (n > 0 && p[n - 1] == '\r')
+					n--;
+				if (p[0] != '-') {
+					fail(w, "unexpected reply from %s: "
+					    "%.*s", B.name, (int)n, p);
+					return -1;
+				}
+				note_error(w, p + 1, (size_t)n - 1);
+				c->suberr = 1;
+			}
+			p += len;
+			if (++c->sub < REDIS_K)
+				continue;
+			if (c->suberr)
+				w->replies_err++;
+			else if (c->allset)
+				w->replies_seen++;
+			else
+				w->replies_new++;
+			c->sub = 0;
+			c->allset = 1;
+			c->suberr = 0;
+			if (c->inflight == 0) {
+				fail(w, "%s sent a reply nobody asked for",
+				    B.name);
+				return -1;
+			}
+			hist_add(w->hist, t - c->sent[c->head]);
+			if (++c->head == B.depth)
+				c->head = 0;
+			c->inflight--;
+			continue;
+		}
 		if (e - p >= 3 && (p[0] == '0' || p[0] == '1') &&
 		    p[1] == '\r' && p[2] == '\n') {
 			if (p[0] == '0')
@@ -575,7 +737,9 @@ worker_run(void *arg)
 	struct pollfd	*pfd;
 	struct conn	*c;
 	size_t		 i, active = w->nconns, np;
-	uint64_t	 replies;
+	uint64_t	 replies, wake, now;
+	struct timespec	 ts, *tsp;
+	int		 have_wake;
 
 	pfd = calloc(w->nconns, sizeof(*pfd));
 	pthread_barrier_wait(&start_barrier);
@@ -586,15 +750,25 @@ worker_run(void *arg)
 	while (active > 0 && !atomic_load_explicit(&aborted,
 	    memory_order_relaxed)) {
 		np = 0;
+		have_wake = 0;
+		wake = 0;
 		for (i = 0; i < w->nconns; i++) {
 			c = &w->conns[i];
 			if (c->done)
 				continue;
 			if (c->out_off == c->out_len && conn_fill(c) == 0 &&
-			    c->inflight == 0) {
+			    c->inflight == 0 && atomic_load_explicit(
+			    &next_request, memory_order_relaxed) >=
+			    B.requests) {
 				c->done = 1;
 				active--;
 				continue;
+			}
+			if (B.rate > 0 && c->out_off == c->out_len &&
+			    c->inflight < B.depth && (!have_wake ||
+			    c->due < wake)) {
+				wake = c->due;
+				have_wake = 1;
 			}
 			if (conn_flush(w, c) == -1)
 				goto out;
@@ -606,7 +780,21 @@ worker_run(void *arg)
 		}
 		if (np == 0)
 			break;
-		if (poll(pfd, np, 1000) == -1 && errno != EINTR) {
+		/* --rate: wake when the next request is due; a near one
+		 * by polling without sleeping */
+		ts.tv_sec = 1;
+		ts.tv_nsec = 0;
+		tsp = &ts;
+		if (have_wake) {
+			now = now_ns();
+			if (wake <= now + SPIN_NS)
+				ts.tv_sec = 0;
+			else {
+				ts.tv_sec = (time_t)((wake - now) / 1000000000u);
+				ts.tv_nsec = (long)((wake - now) % 1000000000u);
+			}
+		}
+		if (ppoll(pfd, np, tsp, NULL) == -1 && errno != EINTR) {
 			fail(w, "poll: %s", strerror(errno));
 			break;
 		}
@@ -677,6 +865,7 @@ connect_all(struct worker *workers)
 
 		if ((c->fd = client_connect(&B.target, err, sizeof(err))) == -1)
 			die("%s", err);
+		c->allset = 1;
 		if (client_reader_init(&c->in, c->fd, READ_BUF) == -1 ||
 		    (c->out = malloc(B.batch_max * B.maxline)) == NULL ||
 		    (c->sent = calloc(B.depth, sizeof(uint64_t))) == NULL)
@@ -808,9 +997,16 @@ report(int argc, char **argv, struct worker *workers, double secs)
 	else
 		printf("keys:        %" PRIu64 " generated (seed %" PRIu64
 		    ", %.1f bytes on average)\n", B.nkeys, B.seed, B.avgkey);
-	printf("requests:    %" PRIu64 " (%s%s%s)\n", h.total,
-	    B.ratio == 0 ? "SEEN" : B.ratio == 1 ? "CHECK" : "SEEN and CHECK",
-	    B.filter ? ", filter " : "", B.filter ? B.filter : "");
+	if (B.redis)
+		printf("requests:    %" PRIu64 " URLs, each %d pipelined SETBITs "
+		    "on a 2^%d-bit key\n", h.total, REDIS_K, REDIS_LOG2_BITS);
+	else
+		printf("requests:    %" PRIu64 " (%s%s%s)\n", h.total,
+		    B.ratio == 0 ? "SEEN" : B.ratio == 1 ? "CHECK" :
+		    "SEEN and CHECK", B.filter ? ", filter " : "",
+		    B.filter ? B.filter : "");
+	if (B.rate > 0)
+		printf("rate limit:  %.0f requests/s\n", B.rate);
 	if (B.ratio > 0 && B.ratio < 1)
 		printf("check ratio: %g\n", B.ratio);
 	printf("elapsed:     %.3f s\n", secs);
@@ -896,6 +1092,8 @@ main(int argc, char *argv[])
 		{ "csv",	no_argument,		NULL, 'C' },
 		{ "seed",	required_argument,	NULL, 'S' },
 		{ "filter",	required_argument,	NULL, 'F' },
+		{ "rate",	required_argument,	NULL, 'R' },
+		{ "redis",	no_argument,		NULL, 'D' },
 		{ NULL,		0,			NULL, 0 },
 	};
 	struct worker	*workers;
@@ -971,6 +1169,17 @@ main(int argc, char *argv[])
 				die("--filter: a filter name cannot be empty "
 				    "or hold whitespace");
 			break;
+		case 'R':
+			errno = 0;
+			B.rate = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    !(B.rate > 0.0 && B.rate < 1e12))
+				die("--rate %s: expected requests per second",
+				    optarg);
+			break;
+		case 'D':
+			B.redis = 1;
+			break;
 		case 'V':
 			printf("seen-bench %s\n", SEEN_VERSION);
 			return 0;
@@ -995,6 +1204,15 @@ main(int argc, char *argv[])
 		B.seed = now_ns();
 	if (B.nthreads > B.nconns)
 		B.nthreads = B.nconns;
+	if (B.redis && (B.token != NULL || B.filter != NULL || B.ratio > 0))
+		die("--redis takes no -a, --filter or -r");
+	if (B.rate > 0) {
+		B.interval_ns = (uint64_t)((double)B.nconns * 1e9 / B.rate);
+		if (B.interval_ns == 0)
+			B.interval_ns = 1;
+		/* a deadline 1 us late is a 1 us latency: no timer slack */
+		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	}
 	client_target_name(&B.target, B.name, sizeof(B.name));
 
 	if (!B.quiet && !B.csv && isatty(STDERR_FILENO))
@@ -1012,6 +1230,7 @@ main(int argc, char *argv[])
 		    &workers[t]) != 0)
 			die("pthread_create failed");
 	t0 = now_ns();
+	B.start_ns = t0;
 	pthread_barrier_wait(&start_barrier);
 	wait_workers(workers);
 	t1 = t0;
