@@ -1,1 +1,1335 @@
-/* stub: being written */
+/*
+ * config.c - the config file; see config.h.
+ *
+ * inih does the key = value splitting, but its handler is not told the line
+ * number, and it truncates section names to 49 bytes (a 64-byte filter name
+ * would silently lose its tail). So we feed it through our own ini_reader,
+ * which counts lines and classifies each one exactly as inih is about to
+ * (section header, continuation, key, syntax error): the handler runs before
+ * the next line is read, so the reader's state is the state of the line
+ * being handled, and section names come from the reader, uncut.
+ *
+ * Every value is checked here, so that "seend -t" and a SIGHUP reload catch
+ * all mistakes at once, each with its file:line; nothing later has to
+ * re-validate a struct config.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "config.h"
+#include "url.h"
+
+#define DEFAULT_LISTEN		"127.0.0.1:6874"
+#define DEFAULT_DATA_DIR	"/var/lib/seend"
+#define DEFAULT_FILTER		"default"
+#define DEFAULT_CAPACITY	1000000
+#define DEFAULT_ERROR_RATE	0.001
+
+#define MAX_SECONDS		(86400ULL * 365)
+#define MIN_ERROR_RATE		1e-9
+#define MAX_ERROR_RATE		0.5
+#define SHOWN_VALUE_MAX		80	/* of a bad value, in a message */
+#define HOST_LABEL_MAX		63
+#define TOKEN_LINE_MAX		4096	/* auth_token_file's first line */
+
+enum section_kind {
+	SEC_NONE,	/* before the first header */
+	SEC_SERVER,
+	SEC_FILTER,
+	SEC_SKIP,	/* a bad header, already reported: ignore its keys */
+};
+
+/* How a number's suffix scales it. */
+enum unit {
+	UNIT_COUNT,	/* k M G T = 10^3, 10^6, 10^9, 10^12 */
+	UNIT_BYTES,	/* k M G T = 2^10, 2^20, 2^30, 2^40 */
+	UNIT_SECONDS,	/* s m h d */
+};
+
+enum server_key {
+	SK_LISTEN,
+	SK_UNIX_SOCKET,
+	SK_UNIX_SOCKET_MODE,
+	SK_DATA_DIR,
+	SK_SNAPSHOT_INTERVAL,
+	SK_DEFAULT_FILTER,
+	SK_MAX_CLIENTS,
+	SK_MAX_LINE,
+	SK_OUTPUT_BUFFER_LIMIT,
+	SK_IDLE_TIMEOUT,
+	SK_AUTH_TOKEN,
+	SK_AUTH_TOKEN_FILE,
+	SK_LOG_LEVEL,
+	SK_COUNT
+};
+
+enum filter_key {
+	FK_CAPACITY,
+	FK_ERROR_RATE,
+	FK_HOSTS,
+	FK_PREFIXES,
+	FK_COUNT
+};
+
+struct parser {
+	struct config		*cfg;
+	struct config_errors	*errs;
+	const char		*name;		/* the file, for messages */
+	size_t			 nerrors;
+	int			*lines;		/* of each errs->msgs[] */
+	int			 oom;
+
+	/* the input: a FILE, or a string */
+	FILE			*fp;
+	const char		*text;
+	char			*buf;		/* getline's */
+	size_t			 bufsize;
+	int			 read_errno;
+
+	/* the line inih is working on */
+	int			 lineno;
+	int			 cont;		/* a continuation line */
+	int			 have_prev;	/* inih remembers a key name */
+	int			 first_syntax;	/* our first syntax error */
+
+	/* the section it is in */
+	enum section_kind	 kind;
+	size_t			 cur;		/* cfg->filters index */
+	int			 server_line;	/* first [server] header */
+	int			 server_keys[SK_COUNT]; /* line, 0 = unset */
+	int			 filter_keys[FK_COUNT];
+	int			 filter_bad;	/* a bad capacity/error_rate */
+	int			 token_line;	/* of a non-empty auth_token */
+	int			 token_file_line; /* and auth_token_file */
+};
+
+typedef void	(*key_fn)(struct parser *, const char *, const char *);
+
+struct key_def {
+	const char	*name;
+	key_fn		 fn;
+	int		 multi;	/* may repeat and continue: appends */
+};
+
+static void	 perror_at(struct parser *, int, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+
+/* ---- errors ---- */
+
+static void
+push_error(struct parser *p, int line, char *msg)
+{
+	struct config_errors	*e = p->errs;
+	char			**n;
+	int			*nl;
+
+	p->nerrors++;
+	if (e == NULL) {
+		free(msg);
+		return;
+	}
+	if ((nl = reallocarray(p->lines, e->n + 1, sizeof(*nl))) == NULL) {
+		free(msg);
+		p->oom = 1;
+		return;
+	}
+	p->lines = nl;
+	if ((n = reallocarray(e->msgs, e->n + 1, sizeof(*n))) == NULL) {
+		free(msg);
+		p->oom = 1;
+		return;
+	}
+	e->msgs = n;
+	p->lines[e->n] = line;
+	e->msgs[e->n++] = msg;
+}
+
+/*
+ * Puts the messages in line order: a filter's size can only be judged at
+ * the end of its section, after the errors of the lines below its capacity.
+ * Stable, and linear on the nearly sorted lists we make.
+ */
+static void
+sort_errors(struct parser *p)
+{
+	struct config_errors	*e = p->errs;
+	char			*msg;
+	int			 line;
+	size_t			 j;
+
+	if (e == NULL || p->lines == NULL)
+		return;
+	for (size_t i = 1; i < e->n; i++) {
+		msg = e->msgs[i];
+		line = p->lines[i];
+		for (j = i; j > 0 && p->lines[j - 1] > line; j--) {
+			e->msgs[j] = e->msgs[j - 1];
+			p->lines[j] = p->lines[j - 1];
+		}
+		e->msgs[j] = msg;
+		p->lines[j] = line;
+	}
+}
+
+/* Records "name:line: message" (or "name: message" for line 0). */
+static void
+perror_at(struct parser *p, int line, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg, *full;
+	int	 r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r == -1) {
+		p->nerrors++;
+		p->oom = 1;
+		return;
+	}
+	if (line > 0)
+		r = asprintf(&full, "%s:%d: %s", p->name, line, msg);
+	else
+		r = asprintf(&full, "%s: %s", p->name, msg);
+	free(msg);
+	if (r == -1) {
+		p->nerrors++;
+		p->oom = 1;
+		return;
+	}
+	push_error(p, line, full);
+}
+
+/*
+ * A value as it goes into a message: quoted by the caller, cut short, and
+ * with control and non-ASCII bytes shown as '?', so that a binary file given
+ * by mistake cannot write escape sequences onto the operator's terminal.
+ */
+static const char *
+shown(const char *s, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < size; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	buf[i] = '\0';
+	if (s[i] != '\0' && size > 4)
+		memcpy(buf + size - 4, "...", 4);
+	return buf;
+}
+
+#define SHOW(s)	shown((s), (char[SHOWN_VALUE_MAX]){ 0 }, SHOWN_VALUE_MAX)
+
+static char *
+xstrdup(struct parser *p, const char *s)
+{
+	char *d;
+
+	if ((d = strdup(s)) == NULL)
+		p->oom = 1;
+	return d;
+}
+
+/* Replaces *dst by a copy of s (or by NULL). */
+static void
+set_string(struct parser *p, char **dst, const char *s)
+{
+	char *d = NULL;
+
+	if (s != NULL && (d = xstrdup(p, s)) == NULL)
+		return;
+	free(*dst);
+	*dst = d;
+}
+
+/* Appends s to a string list, growing it by doubling. */
+static int
+push_string(struct parser *p, char ***list, size_t *n, const char *s)
+{
+	char	**nl;
+	char	 *d;
+
+	if (*n == 0 || (*n >= 8 && (*n & (*n - 1)) == 0)) {
+		nl = reallocarray(*list, *n == 0 ? 8 : *n * 2, sizeof(*nl));
+		if (nl == NULL) {
+			p->oom = 1;
+			return -1;
+		}
+		*list = nl;
+	}
+	if ((d = xstrdup(p, s)) == NULL)
+		return -1;
+	(*list)[(*n)++] = d;
+	return 0;
+}
+
+/* ---- values ---- */
+
+static int
+is_blank(int c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+	    c == '\v' || c == '\f';
+}
+
+static uint64_t
+suffix_scale(char c, enum unit u)
+{
+	static const char	 letters[] = "kmgt";
+	const char		*l;
+	uint64_t		 scale = 1;
+
+	if (u == UNIT_SECONDS) {
+		/* lower case only: "5M" must not be read as 5 minutes
+		 * by someone who meant 5 million */
+		switch (c) {
+		case 's': return 1;
+		case 'm': return 60;
+		case 'h': return 3600;
+		case 'd': return 86400;
+		default: return 0;
+		}
+	}
+	if (c == '\0' ||
+	    (l = strchr(letters, tolower((unsigned char)c))) == NULL)
+		return 0;
+	for (const char *q = letters; q <= l; q++)
+		scale *= u == UNIT_BYTES ? 1024 : 1000;
+	return scale;
+}
+
+/*
+ * A non-negative integer with an optional one-letter suffix. Returns 0,
+ * -1 if it is not a number, -2 if it does not fit in 64 bits.
+ */
+static int
+parse_number(const char *s, enum unit u, uint64_t *out)
+{
+	uint64_t	 v = 0, scale = 1;
+	const char	*q = s;
+	int		 big = 0;
+
+	if (!isdigit((unsigned char)*q))
+		return -1;
+	for (; isdigit((unsigned char)*q); q++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*q - '0'), &v))
+			big = 1;
+	if (*q != '\0') {
+		if (q[1] != '\0' || (scale = suffix_scale(*q, u)) == 0)
+			return -1;
+	}
+	if (big || __builtin_mul_overflow(v, scale, &v))
+		return -2;
+	*out = v;
+	return 0;
+}
+
+/* "64M" for a round number of bytes, else plain digits; for range texts. */
+static const char *
+amount(uint64_t v, enum unit u, char *buf, size_t size)
+{
+	static const char letters[] = "KMGT";
+	int i = -1;
+
+	if (u == UNIT_BYTES)
+		while (i < 3 && v >= 1024 && v % 1024 == 0) {
+			v /= 1024;
+			i++;
+		}
+	if (i >= 0)
+		snprintf(buf, size, "%llu%c", (unsigned long long)v,
+		    letters[i]);
+	else
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+#define AMOUNT(v, u)	amount((v), (u), (char[32]){ 0 }, 32)
+
+/* An integer key in [min, max]; reports and returns -1 if it is not. */
+static int
+get_number(struct parser *p, const char *key, const char *value, enum unit u,
+    uint64_t min, uint64_t max, uint64_t *out)
+{
+	static const char *const hint[] = {
+		[UNIT_COUNT] = "an integer, optionally with k, M, G or T "
+		    "(thousands, millions, ...)",
+		[UNIT_BYTES] = "a number of bytes, optionally with K, M, G "
+		    "or T (1024, 1024^2, ...)",
+		[UNIT_SECONDS] = "a number of seconds, optionally with s, "
+		    "m, h or d",
+	};
+	uint64_t v;
+
+	switch (parse_number(value, u, &v)) {
+	case -1:
+		perror_at(p, p->lineno, "%s: \"%s\" is not a number (expected "
+		    "%s)", key, SHOW(value), hint[u]);
+		return -1;
+	case -2:
+		perror_at(p, p->lineno, "%s: \"%s\" is too large (at most %s)",
+		    key, SHOW(value), AMOUNT(max, u));
+		return -1;
+	}
+	if (v < min || v > max) {
+		perror_at(p, p->lineno, "%s: \"%s\" is out of range "
+		    "(%s to %s%s)", key, SHOW(value), AMOUNT(min, u),
+		    AMOUNT(max, u), u == UNIT_BYTES ? " bytes" :
+		    u == UNIT_SECONDS ? " seconds" : "");
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+config_valid_filter_name(const char *name, size_t len)
+{
+	if (name == NULL || len == 0 || len > CONFIG_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x80 && (isalnum(c) || c == '_' || c == '-'))
+			continue;
+		/* a filter name becomes a file name in data_dir: a leading
+		 * dot could make it ".", ".." or a hidden file */
+		if (c == '.' && i > 0)
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * One hosts entry, lower-cased into out (URL_HOST_MAX + 3 bytes): "a.b",
+ * "*.a.b", or an IPv6 address without brackets, as url_host() gives them.
+ * Returns NULL, or why it is not a host.
+ */
+static const char *
+normalize_host(const char *tok, char *out)
+{
+	size_t		 len = strlen(tok), start = 0, label = 0;
+	unsigned char	 in6[16];
+
+	if (len > URL_HOST_MAX + 2)
+		return "is too long";
+	for (size_t i = 0; i <= len; i++) {
+		unsigned char c = (unsigned char)tok[i];
+
+		if (c >= 0x80)
+			return "is not ASCII (write an international name in "
+			    "its xn-- form)";
+		out[i] = (char)tolower(c);
+	}
+	if (out[0] == '[' || strchr(out, ':') != NULL) {
+		/* an IPv6 literal; URLs bracket it, url_host() does not */
+		if (out[0] == '[') {
+			if (len < 3 || out[len - 1] != ']')
+				return "is not a valid [IPv6] address";
+			memmove(out, out + 1, len - 2);
+			out[len - 2] = '\0';
+		}
+		if (inet_pton(AF_INET6, out, in6) != 1)
+			return "is not a valid IPv6 address";
+		return NULL;
+	}
+	if (strcmp(out, "*") == 0)
+		return "would match every host (keys that no rule routes go "
+		    "to default_filter)";
+	if (out[0] == '*') {
+		if (out[1] != '.')
+			return "has \"*\" not followed by \".\" (write "
+			    "\"*.example.com\")";
+		start = 2;
+	}
+	if (strchr(out + start, '*') != NULL)
+		return "has a \"*\" that is not a leading \"*.\"";
+	if (len - start > URL_HOST_MAX)
+		return "is longer than 255 bytes";
+	for (size_t i = start; i <= len; i++) {
+		unsigned char c = (unsigned char)out[i];
+
+		if (c == '.' || c == '\0') {
+			if (label == 0)
+				return "has an empty label (\"..\", or a "
+				    "leading or trailing \".\")";
+			if (label > HOST_LABEL_MAX)
+				return "has a label longer than 63 bytes";
+			label = 0;
+			continue;
+		}
+		if (!isalnum(c) && c != '-' && c != '_')
+			return "has a character not allowed in a host name";
+		label++;
+	}
+	return NULL;
+}
+
+/* ---- [server] keys ---- */
+
+/* Why a "host:port" or "[v6]:port" is wrong, or NULL. */
+static const char *
+check_listen(const char *v)
+{
+	const char	*port, *end;
+	char		 host[INET6_ADDRSTRLEN + 64];
+	unsigned char	 in6[16];
+	size_t		 hlen;
+	unsigned long	 n = 0;
+
+	if (v[0] == '[') {
+		if ((end = strchr(v, ']')) == NULL)
+			return "has no \"]\" after the IPv6 address";
+		hlen = (size_t)(end - v - 1);
+		if (hlen == 0)
+			return "has an empty host";
+		if (end[1] != ':')
+			return "needs a port: [address]:port";
+		port = end + 2;
+		if (hlen >= sizeof(host))
+			return "has a host that is too long";
+		memcpy(host, v + 1, hlen);
+		host[hlen] = '\0';
+		/* a zone ("%eth0") is fine for the resolver, not for
+		 * inet_pton */
+		host[strcspn(host, "%")] = '\0';
+		if (inet_pton(AF_INET6, host, in6) != 1)
+			return "has an invalid IPv6 address in [ ]";
+	} else {
+		if ((end = strrchr(v, ':')) == NULL)
+			return "needs a port: host:port, [v6]:port or \"off\"";
+		if (end == v)
+			return "has an empty host (write 0.0.0.0:port for "
+			    "every IPv4 address)";
+		if (memchr(v, ':', (size_t)(end - v)) != NULL)
+			return "has an IPv6 address without brackets (write "
+			    "[::1]:6874)";
+		port = end + 1;
+		for (const char *q = v; q < end; q++)
+			if (is_blank((unsigned char)*q) || *q == '[' ||
+			    *q == ']')
+				return "has a character not allowed in a host";
+	}
+	if (*port == '\0')
+		return "has an empty port";
+	for (const char *q = port; *q != '\0'; q++) {
+		if (!isdigit((unsigned char)*q) || q - port >= 5)
+			return "has a port that is not a number from 1 "
+			    "to 65535";
+		n = n * 10 + (unsigned long)(*q - '0');
+	}
+	if (n < 1 || n > 65535)
+		return "has a port that is not a number from 1 to 65535";
+	return NULL;
+}
+
+static void
+key_listen(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (strcmp(v, "off") == 0) {
+		set_string(p, &p->cfg->listen, NULL);
+		return;
+	}
+	if (*v == '\0')
+		why = "is empty (write \"off\" to listen on no TCP port)";
+	else
+		why = check_listen(v);
+	if (why != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->listen, v);
+}
+
+static void
+key_unix_socket(struct parser *p, const char *key, const char *v)
+{
+	size_t max = sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1;
+
+	if (strlen(v) > max) {
+		perror_at(p, p->lineno, "%s: \"%s\" is %zu bytes long; a "
+		    "socket path holds at most %zu", key, SHOW(v), strlen(v),
+		    max);
+		return;
+	}
+	set_string(p, &p->cfg->unix_socket, *v == '\0' ? NULL : v);
+}
+
+static void
+key_unix_socket_mode(struct parser *p, const char *key, const char *v)
+{
+	unsigned long m = 0;
+
+	for (const char *q = v; *q != '\0'; q++) {
+		if (*q < '0' || *q > '7' || m > 0777)
+			goto bad;
+		m = m * 8 + (unsigned long)(*q - '0');
+	}
+	if (*v == '\0' || m > 0777)
+		goto bad;
+	p->cfg->unix_socket_mode = (mode_t)m;
+	return;
+bad:
+	perror_at(p, p->lineno, "%s: \"%s\" is not an octal mode from 0 to "
+	    "0777 (e.g. 0660)", key, SHOW(v));
+}
+
+static void
+key_data_dir(struct parser *p, const char *key, const char *v)
+{
+	if (*v == '\0') {
+		perror_at(p, p->lineno, "%s: must not be empty", key);
+		return;
+	}
+	set_string(p, &p->cfg->data_dir, v);
+}
+
+static void
+key_snapshot_interval(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_SECONDS, 0, MAX_SECONDS, &n) == 0)
+		p->cfg->snapshot_interval = (unsigned)n;
+}
+
+static void
+key_default_filter(struct parser *p, const char *key, const char *v)
+{
+	/* it need not exist: requests routed to a missing filter get an
+	 * error reply, which is what a config without one asks for */
+	if (!config_valid_filter_name(v, strlen(v))) {
+		perror_at(p, p->lineno, "%s: \"%s\" is not a valid filter name "
+		    "(letters, digits, \"_\", \"-\" and, not first, \".\"; "
+		    "at most %d)", key, SHOW(v), CONFIG_NAME_MAX);
+		return;
+	}
+	set_string(p, &p->cfg->default_filter, v);
+}
+
+static void
+key_max_clients(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_COUNT, 1, 1000000, &n) == 0)
+		p->cfg->max_clients = (unsigned)n;
+}
+
+static void
+key_max_line(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_BYTES, 64, 64ULL << 20, &n) == 0)
+		p->cfg->max_line = (size_t)n;
+}
+
+static void
+key_output_buffer_limit(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_BYTES, 4096, 1ULL << 30, &n) == 0)
+		p->cfg->output_buffer_limit = (size_t)n;
+}
+
+static void
+key_idle_timeout(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_SECONDS, 0, MAX_SECONDS, &n) == 0)
+		p->cfg->idle_timeout = (unsigned)n;
+}
+
+/* A token travels as one protocol token: "AUTH <token>". */
+static int
+check_token(struct parser *p, const char *key, const char *t)
+{
+	for (const char *q = t; *q != '\0'; q++)
+		if (is_blank((unsigned char)*q) || (unsigned char)*q < 0x20 ||
+		    *q == 0x7f) {
+			perror_at(p, p->lineno, "%s: the token contains a "
+			    "space or control character, which AUTH cannot "
+			    "send",
+			    key);
+			return -1;
+		}
+	return 0;
+}
+
+static void
+key_auth_token(struct parser *p, const char *key, const char *v)
+{
+	if (*v == '\0')
+		return;
+	if (check_token(p, key, v) == -1)
+		return;
+	p->token_line = p->lineno;
+	set_string(p, &p->cfg->auth_token, v);
+}
+
+static void
+key_auth_token_file(struct parser *p, const char *key, const char *v)
+{
+	FILE	*fp;
+	char	 line[TOKEN_LINE_MAX];
+	size_t	 len;
+	int	 c = EOF;
+
+	if (*v == '\0')
+		return;
+	p->token_file_line = p->lineno;
+	if ((fp = fopen(v, "re")) == NULL) {
+		perror_at(p, p->lineno, "%s: cannot open \"%s\": %s", key,
+		    SHOW(v), strerror(errno));
+		return;
+	}
+	/* a bounded read: "/dev/zero" must not eat all memory */
+	errno = 0;
+	for (len = 0; (c = getc(fp)) != EOF && c != '\n'; line[len++] = (char)c)
+		if (c == '\0' || len == sizeof(line) - 1)
+			break;
+	line[len] = '\0';
+	if (ferror(fp)) {
+		perror_at(p, p->lineno, "%s: cannot read \"%s\": %s", key,
+		    SHOW(v), strerror(errno ? errno : EIO));
+		goto out;
+	}
+	if (c == '\0') {
+		perror_at(p, p->lineno, "%s: \"%s\" has a NUL byte in its "
+		    "first line", key, SHOW(v));
+		goto out;
+	}
+	if (len == sizeof(line) - 1) {
+		perror_at(p, p->lineno, "%s: the first line of \"%s\" is "
+		    "longer than %zu bytes", key, SHOW(v), sizeof(line) - 2);
+		goto out;
+	}
+	while (len > 0 && is_blank((unsigned char)line[len - 1]))
+		line[--len] = '\0';
+	if (len == 0) {
+		perror_at(p, p->lineno, "%s: \"%s\" is empty (the token is its "
+		    "first line)", key, SHOW(v));
+		goto out;
+	}
+	if (check_token(p, key, line) == 0)
+		set_string(p, &p->cfg->auth_token, line);
+out:
+	explicit_bzero(line, sizeof(line));
+	fclose(fp);
+}
+
+static void
+key_log_level(struct parser *p, const char *key, const char *v)
+{
+	enum log_level l;
+
+	if (log_level_parse(v, &l) == -1) {
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of error, warn, "
+		    "info, debug", key, SHOW(v));
+		return;
+	}
+	p->cfg->log_level = l;
+}
+
+/* ---- [filter.NAME] keys ---- */
+
+static struct filter_config *
+cur_filter(struct parser *p)
+{
+	return &p->cfg->filters[p->cur];
+}
+
+static void
+key_capacity(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_COUNT, 1, 1000000000000ULL, &n) == 0)
+		cur_filter(p)->capacity = n;
+	else
+		p->filter_bad = 1;
+}
+
+static void
+key_error_rate(struct parser *p, const char *key, const char *v)
+{
+	char	*end;
+	double	 d;
+
+	/* decimal only: strtod would also take "inf", "nan" and hex */
+	if (*v == '\0' || v[strspn(v, "0123456789.eE+-")] != '\0')
+		goto bad;
+	errno = 0;
+	d = strtod(v, &end);
+	if (*end != '\0' || end == v)
+		goto bad;
+	if (!(d >= MIN_ERROR_RATE && d <= MAX_ERROR_RATE)) {
+		perror_at(p, p->lineno, "%s: \"%s\" is out of range (1e-9 to "
+		    "0.5)", key, SHOW(v));
+		p->filter_bad = 1;
+		return;
+	}
+	cur_filter(p)->error_rate = d;
+	return;
+bad:
+	perror_at(p, p->lineno, "%s: \"%s\" is not a number (expected a "
+	    "decimal fraction such as 0.001 or 1e-4)", key, SHOW(v));
+	p->filter_bad = 1;
+}
+
+/* Calls fn for each whitespace-separated word of v. */
+static void
+each_word(struct parser *p, const char *key, const char *v,
+    void (*fn)(struct parser *, const char *, char *))
+{
+	char	*copy, *w, *save = NULL;
+
+	if ((copy = xstrdup(p, v)) == NULL)
+		return;
+	for (w = strtok_r(copy, " \t\r\n\v\f", &save); w != NULL;
+	    w = strtok_r(NULL, " \t\r\n\v\f", &save))
+		fn(p, key, w);
+	free(copy);
+}
+
+static void
+add_host(struct parser *p, const char *key, char *w)
+{
+	struct filter_config	*f = cur_filter(p);
+	char			 host[URL_HOST_MAX + 3];
+	const char		*why;
+
+	if ((why = normalize_host(w, host)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(w), why);
+		return;
+	}
+	push_string(p, &f->hosts, &f->nhosts, host);
+}
+
+static void
+add_prefix(struct parser *p, const char *key, char *w)
+{
+	struct filter_config *f = cur_filter(p);
+
+	(void)key;
+	push_string(p, &f->prefixes, &f->nprefixes, w);
+}
+
+static void
+key_hosts(struct parser *p, const char *key, const char *v)
+{
+	each_word(p, key, v, add_host);
+}
+
+static void
+key_prefixes(struct parser *p, const char *key, const char *v)
+{
+	each_word(p, key, v, add_prefix);
+}
+
+static const struct key_def server_keys[SK_COUNT] = {
+	[SK_LISTEN] = { "listen", key_listen, 0 },
+	[SK_UNIX_SOCKET] = { "unix_socket", key_unix_socket, 0 },
+	[SK_UNIX_SOCKET_MODE] = { "unix_socket_mode", key_unix_socket_mode, 0 },
+	[SK_DATA_DIR] = { "data_dir", key_data_dir, 0 },
+	[SK_SNAPSHOT_INTERVAL] = { "snapshot_interval", key_snapshot_interval,
+	    0 },
+	[SK_DEFAULT_FILTER] = { "default_filter", key_default_filter, 0 },
+	[SK_MAX_CLIENTS] = { "max_clients", key_max_clients, 0 },
+	[SK_MAX_LINE] = { "max_line", key_max_line, 0 },
+	[SK_OUTPUT_BUFFER_LIMIT] = { "output_buffer_limit",
+	    key_output_buffer_limit, 0 },
+	[SK_IDLE_TIMEOUT] = { "idle_timeout", key_idle_timeout, 0 },
+	[SK_AUTH_TOKEN] = { "auth_token", key_auth_token, 0 },
+	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
+	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
+};
+
+static const struct key_def filter_keys[FK_COUNT] = {
+	[FK_CAPACITY] = { "capacity", key_capacity, 0 },
+	[FK_ERROR_RATE] = { "error_rate", key_error_rate, 0 },
+	[FK_HOSTS] = { "hosts", key_hosts, 1 },
+	[FK_PREFIXES] = { "prefixes", key_prefixes, 1 },
+};
+
+/* ---- sections ---- */
+
+/* The end of a filter section: can its bits be allocated at all? */
+static void
+close_section(struct parser *p)
+{
+	struct filter_config	*f;
+	uint64_t		 nblocks;
+	uint32_t		 hashes;
+	int			 line;
+
+	if (p->kind != SEC_FILTER || p->filter_bad)
+		return;
+	f = cur_filter(p);
+	if (bloom_plan(f->capacity, f->error_rate, &nblocks, &hashes) == 0)
+		return;
+	line = p->filter_keys[FK_CAPACITY] ? p->filter_keys[FK_CAPACITY] :
+	    p->filter_keys[FK_ERROR_RATE] ? p->filter_keys[FK_ERROR_RATE] :
+	    f->line;
+	perror_at(p, line, "[filter.%s]: capacity %llu at error_rate %g needs "
+	    "more than 1 TiB of memory", f->name,
+	    (unsigned long long)f->capacity, f->error_rate);
+}
+
+static void
+open_filter(struct parser *p, const char *name, size_t len)
+{
+	struct config		*cfg = p->cfg;
+	struct filter_config	*f, *nf;
+	char			 shownbuf[SHOWN_VALUE_MAX], namebuf[256];
+
+	p->kind = SEC_SKIP;
+	snprintf(namebuf, sizeof(namebuf), "%.*s", (int)len, name);
+	if (!config_valid_filter_name(name, len)) {
+		perror_at(p, p->lineno, "[filter.%s]: invalid filter name "
+		    "(letters, digits, \"_\", \"-\" and, not first, \".\"; at "
+		    "most %d)", shown(namebuf, shownbuf, sizeof(shownbuf)),
+		    CONFIG_NAME_MAX);
+		return;
+	}
+	for (size_t i = 0; i < cfg->nfilters; i++)
+		if (strcmp(cfg->filters[i].name, namebuf) == 0) {
+			perror_at(p, p->lineno, "[filter.%s] defined twice, "
+			    "first at line %d", namebuf, cfg->filters[i].line);
+			return;
+		}
+	if (cfg->nfilters >= CONFIG_MAX_FILTERS) {
+		perror_at(p, p->lineno, "[filter.%s]: too many filters (at "
+		    "most %d)", namebuf, CONFIG_MAX_FILTERS);
+		return;
+	}
+	if (cfg->nfilters == 0 || (cfg->nfilters >= 8 &&
+	    (cfg->nfilters & (cfg->nfilters - 1)) == 0)) {
+		nf = reallocarray(cfg->filters, cfg->nfilters == 0 ? 8 :
+		    cfg->nfilters * 2, sizeof(*nf));
+		if (nf == NULL) {
+			p->oom = 1;
+			return;
+		}
+		cfg->filters = nf;
+	}
+	f = &cfg->filters[cfg->nfilters];
+	memset(f, 0, sizeof(*f));
+	memcpy(f->name, name, len);
+	f->line = p->lineno;
+	f->capacity = DEFAULT_CAPACITY;
+	f->error_rate = DEFAULT_ERROR_RATE;
+	p->cur = cfg->nfilters++;
+	p->kind = SEC_FILTER;
+	p->filter_bad = 0;
+	memset(p->filter_keys, 0, sizeof(p->filter_keys));
+}
+
+/* The line holds "[name]": the name is between the brackets, untrimmed. */
+static void
+open_section(struct parser *p, const char *name, size_t len)
+{
+	char shownbuf[SHOWN_VALUE_MAX], namebuf[256];
+
+	close_section(p);
+	while (len > 0 && is_blank((unsigned char)*name)) {
+		name++;
+		len--;
+	}
+	while (len > 0 && is_blank((unsigned char)name[len - 1]))
+		len--;
+	if (len == 6 && memcmp(name, "server", 6) == 0) {
+		if (p->server_line != 0)
+			perror_at(p, p->lineno, "[server] appears twice, first "
+			    "at line %d", p->server_line);
+		else
+			p->server_line = p->lineno;
+		p->kind = SEC_SERVER;
+		return;
+	}
+	if (len >= 7 && memcmp(name, "filter.", 7) == 0) {
+		open_filter(p, name + 7, len - 7);
+		return;
+	}
+	p->kind = SEC_SKIP;
+	snprintf(namebuf, sizeof(namebuf), "%.*s", (int)len, name);
+	perror_at(p, p->lineno, "unknown section [%s] (expected [server] or "
+	    "[filter.NAME])", shown(namebuf, shownbuf, sizeof(shownbuf)));
+}
+
+/* ---- inih's side ---- */
+
+static const struct key_def *
+find_key(const struct key_def *defs, size_t n, const char *name, size_t *idx)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(defs[i].name, name) == 0) {
+			*idx = i;
+			return &defs[i];
+		}
+	return NULL;
+}
+
+static int
+handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parser		*p = user;
+	const struct key_def	*defs, *d;
+	int			*seen;
+	size_t			 n, i;
+
+	(void)section;	/* cut at 49 bytes by inih; ours is whole */
+	if (p->kind == SEC_SKIP)
+		return 1;
+	if (p->kind == SEC_NONE) {
+		if (!p->cont)
+			perror_at(p, p->lineno, "%s: key outside any section "
+			    "(put it under [server] or [filter.NAME])",
+			    SHOW(name));
+		return 1;
+	}
+	if (p->kind == SEC_SERVER) {
+		defs = server_keys;
+		n = SK_COUNT;
+		seen = p->server_keys;
+	} else {
+		defs = filter_keys;
+		n = FK_COUNT;
+		seen = p->filter_keys;
+	}
+	if ((d = find_key(defs, n, name, &i)) == NULL) {
+		/* a continuation of an unknown key was reported with it */
+		if (!p->cont && *name == '\0')
+			perror_at(p, p->lineno, "missing key name before "
+			    "\"=\"");
+		else if (!p->cont && p->kind == SEC_SERVER)
+			perror_at(p, p->lineno, "unknown key \"%s\" in "
+			    "[server]", SHOW(name));
+		else if (!p->cont)
+			perror_at(p, p->lineno, "unknown key \"%s\" in "
+			    "[filter.%s]", SHOW(name), cur_filter(p)->name);
+		return 1;
+	}
+	if (p->cont && !d->multi) {
+		perror_at(p, p->lineno, "an indented line continues \"%s\", "
+		    "which takes a single value (remove the indentation)",
+		    d->name);
+		return 1;
+	}
+	if (!d->multi && seen[i] != 0) {
+		perror_at(p, p->lineno, "%s set twice, first at line %d",
+		    d->name, seen[i]);
+		return 1;
+	}
+	if (seen[i] == 0)
+		seen[i] = p->lineno;
+	d->fn(p, d->name, value);
+	/* keep going: every error is collected, and inih would only
+	 * remember the first line anyway */
+	return 1;
+}
+
+/* inih's find_chars_or_comment(), so that we split lines as it does. */
+static const char *
+find_chars_or_comment(const char *s, const char *chars)
+{
+	int was_space = 0;
+
+	while (*s != '\0' && (chars == NULL || strchr(chars, *s) == NULL) &&
+	    !(INI_ALLOW_INLINE_COMMENTS && was_space &&
+	    strchr(INI_INLINE_COMMENT_PREFIXES, *s) != NULL)) {
+		was_space = isspace((unsigned char)*s);
+		s++;
+	}
+	return s;
+}
+
+/*
+ * Decides what inih will make of line, which it is about to parse, and
+ * tracks the section. Mirrors ini_parse_stream() with the default options.
+ */
+static void
+classify(struct parser *p, const char *line)
+{
+	const char	*s = line, *end;
+	size_t		 len;
+
+	p->cont = 0;
+	if (INI_ALLOW_BOM && p->lineno == 1 &&
+	    strncmp(s, "\xef\xbb\xbf", 3) == 0)
+		s += 3;
+	while (isspace((unsigned char)*s))
+		s++;
+	len = strlen(s);
+	while (len > 0 && isspace((unsigned char)s[len - 1]))
+		len--;
+	if (len == 0 || strchr(INI_START_COMMENT_PREFIXES, *s) != NULL)
+		return;
+	if (INI_ALLOW_MULTILINE && p->have_prev && s > line) {
+		p->cont = 1;
+		return;
+	}
+	if (*s == '[') {
+		end = find_chars_or_comment(s + 1, "]");
+		if (*end != ']') {
+			perror_at(p, p->lineno, "syntax error: section header "
+			    "without \"]\"");
+			goto syntax;
+		}
+		p->have_prev = 0;
+		open_section(p, s + 1, (size_t)(end - s - 1));
+		for (end++; (size_t)(end - s) < len; end++) {
+			if (*end == ';' || *end == '#')
+				break;
+			if (!isspace((unsigned char)*end)) {
+				perror_at(p, p->lineno, "unexpected text after "
+				    "the section header");
+				break;
+			}
+		}
+		return;
+	}
+	end = find_chars_or_comment(s, "=:");
+	if (*end == '=' || *end == ':') {
+		p->have_prev = 1;
+		return;
+	}
+	perror_at(p, p->lineno, "syntax error: expected \"key = value\", "
+	    "\"[section]\" or a comment");
+syntax:
+	if (p->first_syntax == 0)
+		p->first_syntax = p->lineno;
+}
+
+/* The next whole line, with its newline if it has one. */
+static int
+next_line(struct parser *p, const char **line, size_t *len)
+{
+	const char	*nl;
+	ssize_t		 n;
+
+	if (p->text != NULL) {
+		if (*p->text == '\0')
+			return -1;
+		nl = strchr(p->text, '\n');
+		*line = p->text;
+		*len = nl != NULL ? (size_t)(nl - p->text) + 1 :
+		    strlen(p->text);
+		p->text += *len;
+		return 0;
+	}
+	errno = 0;
+	if ((n = getline(&p->buf, &p->bufsize, p->fp)) == -1) {
+		if (ferror(p->fp))
+			p->read_errno = errno ? errno : EIO;
+		return -1;
+	}
+	*line = p->buf;
+	*len = (size_t)n;
+	return 0;
+}
+
+/*
+ * Our ini_reader: reads whole lines ourselves so that a line too long for
+ * inih's buffer is reported, not split into two lines at a random byte.
+ */
+static char *
+reader(char *str, int num, void *stream)
+{
+	struct parser	*p = stream;
+	const char	*line;
+	size_t		 len, body;
+
+	if (num < 3 || next_line(p, &line, &len) == -1)
+		return NULL;
+	p->lineno++;
+	p->cont = 0;
+	body = len;
+	while (body > 0 && (line[body - 1] == '\n' || line[body - 1] == '\r'))
+		body--;
+	if (memchr(line, '\0', len) != NULL) {
+		perror_at(p, p->lineno, "the line contains a NUL byte");
+		strcpy(str, "\n");
+	} else if (body + 3 > (size_t)num) {
+		/* inih needs room for "\r\n\0" */
+		perror_at(p, p->lineno, "the line is longer than %d bytes "
+		    "(split a long hosts or prefixes list over several "
+		    "lines)", num - 3);
+		strcpy(str, "\n");
+	} else {
+		memcpy(str, line, len);
+		str[len] = '\0';
+		classify(p, str);
+	}
+	return str;
+}
+
+/* ---- loading ---- */
+
+static struct config *
+config_new(struct parser *p, const char *name)
+{
+	struct config *cfg;
+
+	if ((cfg = calloc(1, sizeof(*cfg))) == NULL) {
+		p->oom = 1;
+		return NULL;
+	}
+	cfg->path = xstrdup(p, name);
+	cfg->listen = xstrdup(p, DEFAULT_LISTEN);
+	cfg->unix_socket_mode = 0660;
+	cfg->data_dir = xstrdup(p, DEFAULT_DATA_DIR);
+	cfg->snapshot_interval = 60;
+	cfg->default_filter = xstrdup(p, DEFAULT_FILTER);
+	cfg->max_clients = 10000;
+	cfg->max_line = 65536;
+	cfg->output_buffer_limit = 1 << 20;
+	cfg->idle_timeout = 0;
+	cfg->auth_token = NULL;
+	cfg->log_level = LOG_LEVEL_INFO;
+	return cfg;
+}
+
+static void
+parser_init(struct parser *p, const char *name, struct config_errors *errs)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->errs = errs;
+	if (errs != NULL) {
+		errs->msgs = NULL;
+		errs->n = 0;
+	}
+}
+
+static struct config *
+parse(struct parser *p)
+{
+	int r;
+
+	if ((p->cfg = config_new(p, p->name)) == NULL || p->oom)
+		goto fail;
+	r = ini_parse_stream(reader, p, handler, p);
+	close_section(p);
+	if (p->read_errno != 0)
+		perror_at(p, 0, "read error: %s", strerror(p->read_errno));
+	if (r == -2)
+		p->oom = 1;
+	else if (r > 0 && r != p->first_syntax)
+		perror_at(p, r, "syntax error");
+	if (p->token_line != 0 && p->token_file_line != 0)
+		perror_at(p, p->token_line > p->token_file_line ?
+		    p->token_line : p->token_file_line, "auth_token and "
+		    "auth_token_file are both set (lines %d and %d); keep one",
+		    p->token_line, p->token_file_line);
+	if (p->nerrors == 0 && !p->oom)
+		return p->cfg;
+fail:
+	if (p->oom)
+		perror_at(p, 0, "out of memory");
+	sort_errors(p);
+	config_free(p->cfg);
+	p->cfg = NULL;
+	return NULL;
+}
+
+struct config *
+config_load(const char *path, struct config_errors *errs)
+{
+	struct parser	 p;
+	struct config	*cfg = NULL;
+
+	parser_init(&p, path, errs);
+	if ((p.fp = fopen(path, "re")) == NULL)
+		perror_at(&p, 0, "cannot open: %s", strerror(errno));
+	else {
+		cfg = parse(&p);
+		free(p.buf);
+		fclose(p.fp);
+	}
+	free(p.lines);
+	return cfg;
+}
+
+struct config *
+config_load_string(const char *text, const char *name,
+    struct config_errors *errs)
+{
+	struct parser	 p;
+	struct config	*cfg;
+
+	parser_init(&p, name != NULL ? name : "(string)", errs);
+	p.text = text != NULL ? text : "";
+	cfg = parse(&p);
+	free(p.lines);
+	return cfg;
+}
+
+static void
+free_list(char **list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+void
+config_free(struct config *cfg)
+{
+	if (cfg == NULL)
+		return;
+	for (size_t i = 0; i < cfg->nfilters; i++) {
+		free_list(cfg->filters[i].hosts, cfg->filters[i].nhosts);
+		free_list(cfg->filters[i].prefixes, cfg->filters[i].nprefixes);
+	}
+	free(cfg->filters);
+	free(cfg->path);
+	free(cfg->listen);
+	free(cfg->unix_socket);
+	free(cfg->data_dir);
+	free(cfg->default_filter);
+	if (cfg->auth_token != NULL) {
+		/* a secret: leave no copy in freed memory */
+		explicit_bzero(cfg->auth_token, strlen(cfg->auth_token));
+		free(cfg->auth_token);
+	}
+	free(cfg);
+}
+
+void
+config_errors_free(struct config_errors *errs)
+{
+	if (errs == NULL)
+		return;
+	free_list(errs->msgs, errs->n);
+	errs->msgs = NULL;
+	errs->n = 0;
+}
+
+const struct filter_config *
+config_find_filter(const struct config *cfg, const char *name)
+{
+	if (cfg == NULL || name == NULL)
+		return NULL;
+	for (size_t i = 0; i < cfg->nfilters; i++)
+		if (strcmp(cfg->filters[i].name, name) == 0)
+			return &cfg->filters[i];
+	return NULL;
+}
