@@ -142,7 +142,8 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 		return;
 	op->hash = bloom_hash(&op->filter->bloom, rq->argv[rq->argc - 1],
 	    rq->argl[rq->argc - 1]);
-	bloom_prefetch(&op->filter->bloom, op->hash);
+	/* no prefetch here: the caller issues a batch's prefetches back to
+	 * back once every key is hashed (see process_input) */
 }
 
 enum command_result
