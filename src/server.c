@@ -593,9 +593,12 @@ build_with_retired(struct server *srv, const struct config *ncfg, char *err,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	memcpy(known.filters, srv->reg->filters, n * sizeof(*known.filters));
-	memcpy(known.filters + n, srv->retired,
-	    srv->nretired * sizeof(*known.filters));
+	if (n > 0)
+		memcpy(known.filters, srv->reg->filters,
+		    n * sizeof(*known.filters));
+	if (srv->nretired > 0)
+		memcpy(known.filters + n, srv->retired,
+		    srv->nretired * sizeof(*known.filters));
 	known.nfilters = n + srv->nretired;
 	nreg = registry_build(ncfg, &known, log_warning_line, err, errlen);
 	free(known.filters);
