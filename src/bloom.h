@@ -99,6 +99,16 @@ bloom_prefetch(const struct bloom *b, uint64_t h)
 	__builtin_prefetch(bloom_block(b, h), 1, 3);
 }
 
+/* Fully unrolled word loops keep the masks and the block in registers
+ * (GCC at -O2 leaves them as loops over arrays on the stack). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BLOOM_UNROLL	_Pragma("GCC unroll 8")
+#elif defined(__clang__)
+#define BLOOM_UNROLL	_Pragma("unroll 8")
+#else
+#define BLOOM_UNROLL
+#endif
+
 /* A 64-bit finaliser (murmur3 fmix64): the in-block bits come from a
  * remix of the hash so that they are independent of the block choice. */
 static inline uint64_t
@@ -126,6 +136,7 @@ bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
 
 	switch (b->hashes) {
 	case 4:		/* 128-bit segments: segment i is words 2i, 2i+1 */
+		BLOOM_UNROLL
 		for (int i = 0; i < 4; i++) {
 			p = (bits >> (7 * i)) & 127;
 			mask[2 * i] = (uint64_t)(p < 64) << (p & 63);
@@ -133,6 +144,7 @@ bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
 		}
 		break;
 	case 8:		/* 64-bit segments: segment i is word i */
+		BLOOM_UNROLL
 		for (int i = 0; i < 8; i++)
 			mask[i] = 1ULL << ((bits >> (6 * i)) & 63);
 		break;
@@ -140,9 +152,11 @@ bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
 			 * the first mix (60 bits), 4 from the second */
 		uint64_t more = bloom_mix(h ^ 0x9e3779b97f4a7c15ULL);
 
+		BLOOM_UNROLL
 		for (int w = 0; w < 6; w++)
 			mask[w] = 1ULL << ((bits >> (10 * w)) & 31) |
 			    1ULL << (32 + ((bits >> (10 * w + 5)) & 31));
+		BLOOM_UNROLL
 		for (int w = 6; w < 8; w++)
 			mask[w] = 1ULL << ((more >> (10 * (w - 6))) & 31) |
 			    1ULL << (32 + ((more >> (10 * (w - 6) + 5)) & 31));
@@ -159,6 +173,7 @@ bloom_check(const struct bloom *b, uint64_t h)
 	uint64_t	 mask[BLOOM_BLOCK_WORDS], missing = 0;
 
 	bloom_masks(b, h, mask);
+	BLOOM_UNROLL
 	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
 		missing |= mask[w] & ~blk[w];
 	return missing == 0;
@@ -181,6 +196,7 @@ bloom_add(struct bloom *b, uint64_t h)
 	uint64_t	 added = 0;
 
 	bloom_masks(b, h, mask);
+	BLOOM_UNROLL
 	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
 		old[w] = blk[w];
 		fresh = mask[w] & ~old[w];
@@ -189,6 +205,7 @@ bloom_add(struct bloom *b, uint64_t h)
 	}
 	if (added == 0)
 		return 1;
+	BLOOM_UNROLL
 	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
 		__atomic_store_n(&blk[w], old[w] | mask[w], __ATOMIC_RELAXED);
 	b->bits_set += added;
