@@ -815,6 +815,15 @@ server_start(struct server *srv)
 	srv->last_reload_ok = -1;
 	if ((srv->saver = saver_start(srv->base)) == NULL)
 		return -1;
+	/* handlers before listeners: a client (or systemd) that sees the
+	 * port open may send SIGHUP at once, whose default action kills */
+	for (int i = 0; i < 4; i++) {
+		srv->ev_signals[i] = evsignal_new(srv->base, sigs[i], on_signal,
+		    srv);
+		if (srv->ev_signals[i] == NULL ||
+		    event_add(srv->ev_signals[i], NULL) == -1)
+			return -1;
+	}
 	if (srv->cfg->listen != NULL && (srv->tcp = listener_open_tcp(srv,
 	    srv->cfg->listen, srv->cfg->auth_token)) == NULL)
 		return -1;
@@ -825,13 +834,6 @@ server_start(struct server *srv)
 		log_error("nothing to listen on: listen is off and no "
 		    "unix_socket is set");
 		return -1;
-	}
-	for (int i = 0; i < 4; i++) {
-		srv->ev_signals[i] = evsignal_new(srv->base, sigs[i], on_signal,
-		    srv);
-		if (srv->ev_signals[i] == NULL ||
-		    event_add(srv->ev_signals[i], NULL) == -1)
-			return -1;
 	}
 	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
 	srv->ev_snapshot = event_new(srv->base, -1, EV_PERSIST,

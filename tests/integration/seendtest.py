@@ -147,6 +147,9 @@ class Server:
         if self.proc.poll() is not None:
             raise Failed("seend exited with %s; log:\n%s"
                          % (self.proc.returncode, self.read_log()))
+        # the Unix socket opens after the TCP listener
+        if self.sock and not os.path.exists(self.sock):
+            return False
         try:
             with socket.create_connection(("127.0.0.1", self.port), 0.5):
                 return True
