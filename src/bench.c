@@ -1071,18 +1071,6 @@ cleanup(struct worker *workers)
 	pthread_barrier_destroy(&start_barrier);
 }
 
-static char *
-strip_brackets(char *host)
-{
-	size_t	 len = strlen(host);
-
-	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
-		host[len - 1] = '\0';
-		return host + 1;
-	}
-	return host;
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -1112,7 +1100,7 @@ main(int argc, char *argv[])
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
-			B.target.host = strip_brackets(optarg);
+			B.target.host = client_strip_brackets(optarg);
 			break;
 		case 'p':
 			B.target.port = optarg;

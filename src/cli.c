@@ -563,18 +563,6 @@ out:
 }
 
 /* "[::1]" as given to -h is "::1" to getaddrinfo. */
-static char *
-strip_brackets(char *host)
-{
-	size_t	 len = strlen(host);
-
-	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
-		host[len - 1] = '\0';
-		return host + 1;
-	}
-	return host;
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -604,7 +592,7 @@ main(int argc, char *argv[])
 	    != -1) {
 		switch (ch) {
 		case 'h':
-			c.target.host = strip_brackets(optarg);
+			c.target.host = client_strip_brackets(optarg);
 			break;
 		case 'p':
 			c.target.port = optarg;

@@ -282,3 +282,15 @@ client_encode_key(char *dst, const char *src, size_t len)
 	}
 	return o;
 }
+
+char *
+client_strip_brackets(char *host)
+{
+	size_t	 len = strlen(host);
+
+	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
+		host[len - 1] = '\0';
+		return host + 1;
+	}
+	return host;
+}

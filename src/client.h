@@ -39,6 +39,8 @@ struct client_reader {
 
 /* Formats the target as "host:port", "[v6]:port" or the socket path. */
 void	client_target_name(const struct client_target *, char *, size_t);
+/* "[::1]" -> "::1" in place (the brackets a user types around IPv6). */
+char	*client_strip_brackets(char *host);
 /*
  * Connects (TCP through getaddrinfo, trying every address; or a Unix
  * socket). Returns a blocking socket, or -1 with a message such as
