@@ -19,6 +19,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@ enum server_key {
 	SK_LISTEN,
 	SK_UNIX_SOCKET,
 	SK_UNIX_SOCKET_MODE,
+	SK_UNIX_SOCKET_GROUP,
 	SK_DATA_DIR,
 	SK_SNAPSHOT_INTERVAL,
 	SK_DEFAULT_FILTER,
@@ -588,6 +590,36 @@ bad:
 	    "0777 (e.g. 0660)", key, SHOW(v));
 }
 
+/*
+ * A group name or a numeric gid, resolved now so that a typo is a config
+ * error with its line rather than a failure at bind time.
+ */
+static void
+key_unix_socket_group(struct parser *p, const char *key, const char *v)
+{
+	struct group	*gr;
+	char		*end;
+	unsigned long	 gid;
+
+	if (*v == '\0') {
+		p->cfg->unix_socket_group = (gid_t)-1;
+		return;
+	}
+	errno = 0;
+	gid = strtoul(v, &end, 10);
+	if (*v >= '0' && *v <= '9' && *end == '\0' && errno == 0 &&
+	    gid < (unsigned long)(gid_t)-1) {
+		p->cfg->unix_socket_group = (gid_t)gid;
+		return;
+	}
+	if ((gr = getgrnam(v)) == NULL) {
+		perror_at(p, p->lineno, "%s: no group \"%s\" on this system",
+		    key, SHOW(v));
+		return;
+	}
+	p->cfg->unix_socket_group = gr->gr_gid;
+}
+
 static void
 key_data_dir(struct parser *p, const char *key, const char *v)
 {
@@ -848,6 +880,8 @@ static const struct key_def server_keys[SK_COUNT] = {
 	[SK_LISTEN] = { "listen", key_listen, 0 },
 	[SK_UNIX_SOCKET] = { "unix_socket", key_unix_socket, 0 },
 	[SK_UNIX_SOCKET_MODE] = { "unix_socket_mode", key_unix_socket_mode, 0 },
+	[SK_UNIX_SOCKET_GROUP] = { "unix_socket_group", key_unix_socket_group,
+	    0 },
 	[SK_DATA_DIR] = { "data_dir", key_data_dir, 0 },
 	[SK_SNAPSHOT_INTERVAL] = { "snapshot_interval", key_snapshot_interval,
 	    0 },
@@ -1195,6 +1229,7 @@ config_new(struct parser *p, const char *name)
 	cfg->path = xstrdup(p, name);
 	cfg->listen = xstrdup(p, DEFAULT_LISTEN);
 	cfg->unix_socket_mode = 0660;
+	cfg->unix_socket_group = (gid_t)-1;
 	cfg->data_dir = xstrdup(p, DEFAULT_DATA_DIR);
 	cfg->snapshot_interval = 60;
 	cfg->default_filter = xstrdup(p, DEFAULT_FILTER);

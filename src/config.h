@@ -33,6 +33,7 @@ struct config {
 	char		*listen;		/* "host:port", "[v6]:port"; NULL = off */
 	char		*unix_socket;		/* NULL = none */
 	mode_t		 unix_socket_mode;	/* default 0660 */
+	gid_t		 unix_socket_group;	/* (gid_t)-1: the daemon's own */
 	char		*data_dir;		/* default /var/lib/seend */
 	unsigned	 snapshot_interval;	/* seconds, 0 = never periodic; default 60 */
 	char		*default_filter;	/* default "default" */

@@ -144,7 +144,7 @@ clear_stale_socket(const char *path, const struct sockaddr_un *sun)
 }
 
 static int
-open_unix(const char *path, mode_t mode)
+open_unix(const char *path, mode_t mode, gid_t group)
 {
 	struct sockaddr_un	sun;
 	mode_t			old;
@@ -169,6 +169,9 @@ open_unix(const char *path, mode_t mode)
 		goto fail;
 	}
 	umask(old);
+	/* the group lets crawler users in without opening it to "other" */
+	if (group != (gid_t)-1 && chown(path, (uid_t)-1, group) == -1)
+		goto fail;
 	if (chmod(path, mode) == -1 || listen(fd, LISTEN_BACKLOG) == -1)
 		goto fail;
 	return fd;
@@ -249,11 +252,12 @@ listener_open_tcp(struct server *srv, const char *spec, const char *token)
 }
 
 static struct listener *
-listener_open_unix(struct server *srv, const char *path, mode_t mode)
+listener_open_unix(struct server *srv, const char *path, mode_t mode,
+    gid_t group)
 {
 	int fd;
 
-	if ((fd = open_unix(path, mode)) == -1)
+	if ((fd = open_unix(path, mode, group)) == -1)
 		return NULL;
 	log_info("listening on %s (unix, mode %04o)", path, (unsigned)mode);
 	return listener_new(srv, fd, 1, path);
@@ -509,12 +513,18 @@ swap_listeners(struct server *srv, const struct config *ncfg,
 	if ((ncfg->unix_socket == NULL) != (ocfg->unix_socket == NULL) ||
 	    (ncfg->unix_socket &&
 	    (strcmp(ncfg->unix_socket, ocfg->unix_socket) != 0 ||
-	    ncfg->unix_socket_mode != ocfg->unix_socket_mode))) {
+	    ncfg->unix_socket_mode != ocfg->unix_socket_mode ||
+	    ncfg->unix_socket_group != ocfg->unix_socket_group))) {
 		int same_path = ncfg->unix_socket && ocfg->unix_socket &&
 		    strcmp(ncfg->unix_socket, ocfg->unix_socket) == 0;
 
 		if (same_path) {
-			/* only the mode changed: no need to rebind */
+			/* only the mode or group changed: no rebind */
+			if (ncfg->unix_socket_group != (gid_t)-1 &&
+			    chown(ncfg->unix_socket, (uid_t)-1,
+			    ncfg->unix_socket_group) == -1)
+				log_warn("chown %s: %s", ncfg->unix_socket,
+				    strerror(errno));
 			if (chmod(ncfg->unix_socket,
 			    ncfg->unix_socket_mode) == -1)
 				log_warn("chmod %s: %s", ncfg->unix_socket,
@@ -523,7 +533,8 @@ swap_listeners(struct server *srv, const struct config *ncfg,
 			*nunx = NULL;
 			if (ncfg->unix_socket != NULL &&
 			    (*nunx = listener_open_unix(srv, ncfg->unix_socket,
-			    ncfg->unix_socket_mode)) == NULL) {
+			    ncfg->unix_socket_mode,
+			    ncfg->unix_socket_group)) == NULL) {
 				if (*ntcp != srv->tcp)
 					listener_free(*ntcp);
 				return -1;
@@ -828,7 +839,8 @@ server_start(struct server *srv)
 	    srv->cfg->listen, srv->cfg->auth_token)) == NULL)
 		return -1;
 	if (srv->cfg->unix_socket != NULL && (srv->unx = listener_open_unix(srv,
-	    srv->cfg->unix_socket, srv->cfg->unix_socket_mode)) == NULL)
+	    srv->cfg->unix_socket, srv->cfg->unix_socket_mode,
+	    srv->cfg->unix_socket_group)) == NULL)
 		return -1;
 	if (srv->tcp == NULL && srv->unx == NULL) {
 		log_error("nothing to listen on: listen is off and no "

@@ -537,5 +537,29 @@ def keys_and_filter_arguments_never_touch_files_outside_data_dir(t):
         t.eq(c.cmd("PING"), "PONG")
 
 
+@test
+def unix_socket_group_is_applied_to_the_socket_file(t):
+    import grp
+    # a group that exists on every Debian system, other than our own
+    g = grp.getgrnam("daemon")
+    s = Server(t, server_extra="unix_socket_group = daemon", filters=SMALL)
+    with s:
+        st = os.stat(s.sock)
+        t.eq(st.st_gid, g.gr_gid, "socket group")
+        t.eq(stat.S_IMODE(st.st_mode), 0o660, "socket mode")
+        t.eq(s.client(unix=True).cmd("PING"), "PONG", "served over it")
+
+
+@test
+def unknown_unix_socket_group_is_a_config_error_with_its_line(t):
+    s = Server(t, server_extra="unix_socket_group = no-such-group-xyz",
+               filters=SMALL)
+    t.eq(s.start(expect_fail=True), 1, "exit status")
+    log = s.read_log()
+    t.contains(log, "no group", "the message")
+    t.ok(re.search(r"s\.conf:\d+: unix_socket_group", log) is not None,
+         "file:line in:\n" + log)
+
+
 if __name__ == "__main__":
     run()
