@@ -35,6 +35,7 @@ static void	on_read(evutil_socket_t, short, void *);
 static void	on_write(evutil_socket_t, short, void *);
 static void	process_input(struct conn *);
 static void	conn_service(struct conn *);
+static int	has_work(const struct conn *);
 
 /* Refused requests allowed before AUTH; the last one closes the client. */
 #define AUTH_STRIKES	3
@@ -150,9 +151,12 @@ conn_stop_reading(struct conn *c)
 static int
 may_read(const struct conn *c)
 {
+	/* and not while complete requests still wait for an answer: more
+	 * input would only pile up behind them */
 	return !c->eof && !c->quitting && c->wait == NULL &&
 	    !c->srv->stopping &&
-	    buf_used(&c->out) < c->srv->cfg->output_buffer_limit;
+	    buf_used(&c->out) < c->srv->cfg->output_buffer_limit &&
+	    !has_work(c);
 }
 
 void
@@ -282,16 +286,30 @@ process_input(struct conn *c)
 		buf_shrink(&c->in, KEEP_BYTES);
 }
 
+/*
+ * Reads what fits under the input bound: one line of max_line bytes (and
+ * its CR LF) plus one read. may_read keeps us below it; this is the
+ * backstop that makes the bound hold whatever the caller did.
+ */
 static int
 read_input(struct conn *c)
 {
-	ssize_t n;
+	size_t	bound = c->srv->cfg->max_line + 2 + READ_CHUNK;
+	size_t	used = buf_used(&c->in), room;
+	ssize_t	n;
 
+	if (used >= bound) {
+		set_reading(c, 0);
+		return 0;
+	}
 	if (buf_reserve(&c->in, READ_CHUNK) == -1) {
 		conn_close(c, "out of memory");
 		return -1;
 	}
-	n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+	room = c->in.cap - c->in.len;
+	if (room > bound - used)
+		room = bound - used;
+	n = read(c->fd, c->in.data + c->in.len, room);
 	if (n > 0) {
 		c->in.len += (size_t)n;
 		c->last_active = conn_clock_ms();

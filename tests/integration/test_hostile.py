@@ -896,5 +896,37 @@ def everything_at_once_the_daemon_survives_and_ping_answers(t):
         t.ok(s.proc.poll() is None, "seend exited")
 
 
+@test
+def a_slow_reader_of_large_replies_keeps_its_input_bounded(t):
+    # INFO replies are ~1 KB for a 5-byte request: a client that writes
+    # them as fast as it can and reads slowly must not make seend buffer
+    # its input without end (it did: 256 MiB in 8 s)
+    s = Server(t, filters=SMALL).start()
+    k = socket.create_connection(("127.0.0.1", s.port))
+    k.setblocking(False)
+    chunk = b"INFO\n" * 20000
+    sent = 0
+    t0 = time.time()
+    while time.time() - t0 < 4:
+        try:
+            sent += k.send(chunk)
+        except BlockingIOError:
+            pass
+        try:
+            k.recv(65536)
+        except BlockingIOError:
+            pass
+        time.sleep(0.001)
+    mem = int(s.client().info()["connection_memory_bytes"])
+    # per client: input <= 2 x (max_line + 2 + 16 KiB), output <=
+    # 2 x (output_buffer_limit + one reply), as buffers grow by doubling
+    bound = 2 * (65536 + 2 + 16384) + 2 * (1048576 + 4096) + 65536
+    diag("sent %.1f MB; connection_memory_bytes %d (bound %d)",
+         sent / 1e6, mem, bound)
+    t.ok(mem < bound, "connection memory %d over the bound %d" % (mem, bound))
+    t.eq(s.client().cmd("PING"), "PONG")
+    k.close()
+
+
 if __name__ == "__main__":
     run()
