@@ -68,7 +68,8 @@ int	bloom_create(struct bloom *, uint64_t capacity, double error_rate,
 void	bloom_free(struct bloom *);
 /* A random seed from getrandom(2), for a new filter. */
 uint64_t bloom_random_seed(void);
-/* Counts the 1 bits (for a loaded snapshot whose count is suspect). */
+/* Counts the 1 bits by reading the whole array (tests and tools; seend
+ * keeps bits_set up to date instead). */
 uint64_t bloom_popcount(const struct bloom *);
 
 static inline size_t

@@ -94,25 +94,6 @@ inspect(const char *path)
 	return 0;
 }
 
-static void
-ensure_data_dir(const char *dir)
-{
-	struct stat st;
-
-	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode))
-			log_warn("data_dir %s is not a directory: snapshots "
-			    "will fail", dir);
-		return;
-	}
-	if (mkdir(dir, 0750) == 0) {
-		log_info("created data_dir %s", dir);
-		return;
-	}
-	log_warn("data_dir %s: %s: snapshots will fail until it exists",
-	    dir, strerror(errno));
-}
-
 static double
 elapsed(const struct timespec *t0)
 {
@@ -200,7 +181,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	srv.config_path = (char *)path;
 	log_info("seend %s starting, config %s", PACKAGE_VERSION, path);
-	ensure_data_dir(srv.cfg->data_dir);
+	server_ensure_data_dir(srv.cfg->data_dir);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if ((srv.reg = registry_build(srv.cfg, NULL, NULL, err,

@@ -235,7 +235,7 @@ filter_unref(struct filter *f)
 int
 filter_dirty(const struct filter *f)
 {
-	return f->bloom.bits_set != f->saved_bits;
+	return f->bloom.bits_set != f->saved_bits || f->saved_gen != f->dir_gen;
 }
 
 /* A new filter: its snapshot if there is one, else an empty array. */

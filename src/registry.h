@@ -27,8 +27,12 @@ struct filter {
 	double		 error_rate;
 	int		 refs;
 	/* snapshots: bits_set only grows, so "changed since the last
-	 * snapshot" is bits_set != saved_bits */
+	 * snapshot" is bits_set != saved_bits; and a data_dir change makes
+	 * every filter owe a snapshot in the new directory: dir_gen counts
+	 * those changes, saved_gen is the one its last snapshot was for */
 	uint64_t	 saved_bits;
+	unsigned	 dir_gen;
+	unsigned	 saved_gen;
 	int		 saving;		/* jobs queued or running */
 	time_t		 last_save;		/* 0 = never */
 	double		 last_save_secs;
@@ -75,7 +79,8 @@ int		 registry_contains(const struct registry *, const struct filter *);
 
 void		 filter_ref(struct filter *);
 void		 filter_unref(struct filter *);
-/* 1 if bits were set since the last successful snapshot. */
+/* 1 if bits were set since the last successful snapshot, or the snapshot
+ * is not in the current data_dir. */
 int		 filter_dirty(const struct filter *);
 
 #endif

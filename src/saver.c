@@ -30,6 +30,7 @@ struct save_job {
 	char			*dir;
 	uint64_t		 count;
 	uint64_t		 bits;
+	unsigned		 gen;		/* f->dir_gen at submission */
 	struct save_wait	*wait;
 	int			 ok;
 	char			 err[256];
@@ -113,6 +114,9 @@ complete(struct save_job *job)
 		 * only what was there at submission counts as saved */
 		if (job->bits > f->saved_bits)
 			f->saved_bits = job->bits;
+		/* a file in a data_dir that has since changed does not count */
+		if (job->gen == f->dir_gen)
+			f->saved_gen = job->gen;
 		f->last_save = time(NULL);
 		f->last_save_ok = 1;
 		f->last_save_error[0] = '\0';
@@ -184,6 +188,7 @@ saver_start(struct event_base *base)
 	pthread_mutex_init(&sv->mtx, NULL);
 	pthread_cond_init(&sv->cond, NULL);
 	pthread_cond_init(&sv->idle, NULL);
+	sv->pipe[0] = sv->pipe[1] = -1;
 	if (pipe2(sv->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
 		goto fail;
 	sv->ev = event_new(base, sv->pipe[0], EV_READ | EV_PERSIST, on_pipe,
@@ -197,6 +202,10 @@ fail:
 	log_error("cannot start the snapshot thread: %s", strerror(errno));
 	if (sv->ev != NULL)
 		event_free(sv->ev);
+	if (sv->pipe[0] != -1) {
+		close(sv->pipe[0]);
+		close(sv->pipe[1]);
+	}
 	free(sv);
 	return NULL;
 }
@@ -217,6 +226,7 @@ saver_submit(struct saver *sv, struct filter *f, const char *dir,
 	job->filter = f;
 	job->count = f->bloom.count;
 	job->bits = f->bloom.bits_set;
+	job->gen = f->dir_gen;
 	job->wait = w;
 	if (w != NULL)
 		w->pending++;

@@ -183,6 +183,7 @@ fail:
 }
 
 static void	on_accept(evutil_socket_t, short, void *);
+static void	listener_free(struct listener *);
 
 static void
 on_accept_retry(evutil_socket_t fd, short what, void *arg)
@@ -212,7 +213,7 @@ listener_new(struct server *srv, int fd, int is_unix, const char *desc)
 	if (l->ev == NULL || l->ev_retry == NULL ||
 	    event_add(l->ev, NULL) == -1) {
 		log_error("%s: cannot watch the listener", desc);
-		free(l);
+		listener_free(l);
 		return NULL;
 	}
 	return l;
@@ -223,8 +224,10 @@ listener_free(struct listener *l)
 {
 	if (l == NULL)
 		return;
-	event_free(l->ev);
-	event_free(l->ev_retry);
+	if (l->ev != NULL)
+		event_free(l->ev);
+	if (l->ev_retry != NULL)
+		event_free(l->ev_retry);
 	close(l->fd);
 	if (l->path != NULL) {
 		unlink(l->path);
@@ -326,10 +329,6 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			}
 			return;
 		}
-		if (srv->stopping) {
-			close(fd);
-			continue;
-		}
 		if (srv->nconns >= srv->cfg->max_clients) {
 			refuse(srv, fd);
 			continue;
@@ -423,6 +422,25 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- snapshots ---- */
+
+void
+server_ensure_data_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			log_warn("data_dir %s is not a directory: snapshots "
+			    "will fail", dir);
+		return;
+	}
+	if (mkdir(dir, 0750) == 0) {
+		log_info("created data_dir %s", dir);
+		return;
+	}
+	log_warn("data_dir %s: %s: snapshots will fail until it exists",
+	    dir, strerror(errno));
+}
 
 static void
 snapshot_if_dirty(struct server *srv, struct filter *f, int all)
@@ -553,39 +571,44 @@ str_differs(const char *a, const char *b)
 }
 
 /*
- * What a reload changes for state that outlives the config: filters kept
- * across a data_dir change have no snapshot in the new directory yet, so
- * each gets one now (else a restart would find them empty); a new or changed
- * auth_token applies to connected TCP clients too, who must AUTH again.
+ * A new or changed auth_token applies to connected TCP clients too: they
+ * must AUTH again (or, once it is removed, are served).
  */
 static void
-apply_data_dir_and_auth(struct server *srv, const struct config *ncfg)
+apply_auth(struct server *srv, const struct config *ncfg)
 {
 	const struct config *ocfg = srv->cfg;
 
-	if (strcmp(ocfg->data_dir, ncfg->data_dir) != 0) {
-		log_info("data_dir changed to %s: saving every filter there",
-		    ncfg->data_dir);
-		for (size_t i = 0; i < srv->reg->nfilters; i++)
-			if (saver_submit(srv->saver, srv->reg->filters[i],
-			    ncfg->data_dir, NULL) == -1)
-				log_error("filter %s: cannot queue a snapshot",
-				    srv->reg->filters[i]->name);
-	}
-	if (str_differs(ocfg->auth_token, ncfg->auth_token)) {
-		for (struct conn *c = srv->conns; c != NULL; c = c->next)
-			if (!c->is_unix)
-				c->authed = ncfg->auth_token == NULL;
-		log_info("auth_token %s: TCP clients must AUTH%s",
-		    ncfg->auth_token ? "changed" : "removed",
-		    ncfg->auth_token ? " again" : " no more");
-		if (ncfg->auth_token == NULL && srv->tcp != NULL &&
-		    !srv->tcp->loopback)
-			log_warn("auth_token removed while listening on %s, "
-			    "which is not a loopback address: anyone who can "
-			    "reach this port can read and write every filter",
-			    srv->tcp->desc);
-	}
+	if (!str_differs(ocfg->auth_token, ncfg->auth_token))
+		return;
+	for (struct conn *c = srv->conns; c != NULL; c = c->next)
+		if (!c->is_unix)
+			c->authed = ncfg->auth_token == NULL;
+	log_info("auth_token %s: TCP clients must AUTH%s",
+	    ncfg->auth_token ? "changed" : "removed",
+	    ncfg->auth_token ? " again" : " no more");
+	if (ncfg->auth_token == NULL && srv->tcp != NULL && !srv->tcp->loopback)
+		log_warn("auth_token removed while listening on %s, which is "
+		    "not a loopback address: anyone who can reach this port "
+		    "can read and write every filter", srv->tcp->desc);
+}
+
+/*
+ * After a data_dir change every filter, running or retired, owes a snapshot
+ * in the new directory: until one is written there it counts as dirty, so
+ * a failed write is retried and shutdown still saves it.
+ */
+static void
+move_data_dir(struct server *srv)
+{
+	log_info("data_dir changed to %s: saving every filter there",
+	    srv->cfg->data_dir);
+	server_ensure_data_dir(srv->cfg->data_dir);
+	for (size_t i = 0; i < srv->reg->nfilters; i++)
+		srv->reg->filters[i]->dir_gen++;
+	for (size_t i = 0; i < srv->nretired; i++)
+		srv->retired[i]->dir_gen++;
+	server_snapshot_dirty(srv, 1);
 }
 
 /*
@@ -617,15 +640,16 @@ build_with_retired(struct server *srv, const struct config *ncfg, char *err,
 }
 
 /*
- * Filters the new registry dropped move to the retired list and get a last
- * snapshot; retired filters it took back leave the list.
+ * Filters the new registry dropped move to the retired list; retired
+ * filters it took back leave it. Returns the index of the first filter
+ * retired now (they are at the end of the list).
  */
-static void
+static size_t
 retire_removed(struct server *srv, const struct registry *oreg,
     const struct registry *nreg)
 {
 	struct filter	**grown;
-	size_t		  i = 0;
+	size_t		  i = 0, first;
 
 	while (i < srv->nretired) {
 		if (registry_contains(nreg, srv->retired[i])) {
@@ -635,25 +659,29 @@ retire_removed(struct server *srv, const struct registry *oreg,
 		} else
 			i++;
 	}
+	first = srv->nretired;
 	for (i = 0; i < oreg->nfilters; i++) {
 		struct filter *f = oreg->filters[i];
 
 		if (registry_contains(nreg, f))
 			continue;
+		log_info("filter %s removed; saving its last snapshot",
+		    f->name);
 		grown = realloc(srv->retired,
 		    (srv->nretired + 1) * sizeof(*srv->retired));
 		if (grown == NULL) {
+			/* not kept for a comeback, but its keys are still
+			 * saved: the saver holds its own reference */
 			log_error("filter %s: out of memory retiring it",
 			    f->name);
+			snapshot_if_dirty(srv, f, 1);
 			continue;
 		}
 		srv->retired = grown;
 		filter_ref(f);
 		srv->retired[srv->nretired++] = f;
-		log_info("filter %s removed; saving its last snapshot",
-		    f->name);
-		snapshot_if_dirty(srv, f, 1);
 	}
+	return first;
 }
 
 static void
@@ -675,6 +703,8 @@ server_reload(struct server *srv)
 	struct listener		*ntcp, *nunx;
 	struct timespec		 ts;
 	char			 err[512];
+	size_t			 first;
+	int			 moved;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	notify_send("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
@@ -714,20 +744,26 @@ server_reload(struct server *srv)
 		listener_free(srv->unx);
 	srv->tcp = ntcp;
 	srv->unx = nunx;
-	/* filters the new config dropped get a last snapshot; the saver's
-	 * reference keeps them alive until it is written */
-	retire_removed(srv, oreg, nreg);
 	for (size_t i = 0; i < nreg->nfilters; i++)
 		if (!registry_contains(oreg, nreg->filters[i]))
 			log_info("filter %s added: %zu bytes, %u hashes",
 			    nreg->filters[i]->name,
 			    bloom_bytes(&nreg->filters[i]->bloom),
 			    nreg->filters[i]->bloom.hashes);
-	registry_free(oreg);
 	srv->reg = nreg;
-	apply_data_dir_and_auth(srv, ncfg);
+	apply_auth(srv, ncfg);
+	moved = strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0;
 	config_free(srv->cfg);
 	srv->cfg = ncfg;
+	/* the config is swapped first, so that the last snapshots of the
+	 * filters it dropped go to the data_dir they would come back from */
+	first = retire_removed(srv, oreg, nreg);
+	registry_free(oreg);
+	if (moved)
+		move_data_dir(srv);
+	else
+		for (size_t i = first; i < srv->nretired; i++)
+			snapshot_if_dirty(srv, srv->retired[i], 1);
 	log_set_level(ncfg->log_level);
 	arm_snapshot_timer(srv);
 	/* new limits and auth apply to existing clients from now on */

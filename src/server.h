@@ -66,6 +66,8 @@ int	server_start(struct server *);
 int	server_run(struct server *);
 void	server_reload(struct server *);
 void	server_shutdown(struct server *);
+/* Creates data_dir if it is missing (one level); logs what fails. */
+void	server_ensure_data_dir(const char *dir);
 /* Snapshots every dirty filter (the periodic timer and SIGUSR1). */
 void	server_snapshot_dirty(struct server *, int all);
 void	server_free(struct server *);

@@ -567,5 +567,45 @@ def reloads_during_heavy_pipelined_load_lose_no_reply(t):
     t.eq(s.stop(), 0, "exit status")
 
 
+@test
+def a_data_dir_change_to_a_missing_dir_creates_it_and_saves_there(t):
+    # also the filters that were clean: their only snapshot is in the old
+    # directory, and a restart reads the new one
+    r = Reloader(t)
+    s = r.start()
+    c = s.client()
+    t.eq(c.cmd("SEEN https://a.example/1"), "0")
+    t.eq(c.cmd("SAVE"), "OK")
+    newdir = t.path("created-by-seend")
+    s.data_dir = newdir
+    t.eq(r.reload(filters=DEFAULT_FILTERS), "ok")
+    t.ok(wait_until(lambda: os.path.exists(os.path.join(newdir,
+                                                        "default.bloom"))),
+         "no snapshot in the new data_dir; log:\n" + s.read_log()[-2000:])
+    t.eq(s.stop(), 0, "exit status")
+    s.start()
+    t.eq(s.client().cmd("CHECK https://a.example/1"), "1", "after restart")
+
+
+@test
+def a_failed_save_into_a_new_data_dir_stays_dirty_and_fails_the_stop(t):
+    # a data_dir that cannot be created: the clean filter now owes a
+    # snapshot there, so it must show as dirty, and a stop that cannot
+    # write it must not claim success
+    r = Reloader(t)
+    s = r.start()
+    c = s.client()
+    t.eq(c.cmd("SEEN https://a.example/1"), "0")
+    t.eq(c.cmd("SAVE"), "OK")
+    blocker = t.path("a-file")
+    open(blocker, "w").close()
+    s.data_dir = os.path.join(blocker, "data")
+    t.eq(r.reload(filters=DEFAULT_FILTERS), "ok")
+    t.ok(wait_until(lambda: c.info("default").get("last_snapshot_status")
+                    == "failed"), "the save into the new data_dir failed")
+    t.eq(c.info("default")["dirty"], "1", "dirty after the failed save")
+    t.eq(s.stop(), 1, "exit status when a final snapshot fails")
+
+
 if __name__ == "__main__":
     run()
