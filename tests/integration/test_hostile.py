@@ -357,14 +357,19 @@ def idle_timeout_never_closes_a_client_silent_for_less_than_the_timeout(t):
         diag("skipped under %s: it places bytes to the millisecond",
              WRAPPER[0])
         return
-    for attempt in range(5):
+    # The sweep's phase follows the daemon's start time, so each attempt
+    # starts at a different point of the wall-clock second; the phase
+    # needs room for the gaps to stay < 0.95 s and clear of the coarse clock.
+    for attempt in range(6):
+        sleep_until_wall(int(time.time()) + 1 + 0.15 * attempt)
         s = Server(t, server_extra="idle_timeout = 1", filters=SMALL,
                    name="s%d" % attempt).start()
         p = sweep_phase(s)
-        # room for the gaps to stay < 0.95 s and clear of the coarse clock
         if 0.02 <= p <= 0.8:
             break
         s.stop()
+    else:
+        raise Failed("no start gave an idle sweep phase in [0.02, 0.8]")
     diag("idle sweep at wall-clock phase %.3f s", p)
     sk = raw(s, timeout=5)
     last = time.time()
