@@ -155,6 +155,25 @@ bloom_create(struct bloom *b, uint64_t capacity, double error_rate,
 	return bloom_init(b, nblocks, hashes, seed);
 }
 
+int
+bloom_populate(struct bloom *b)
+{
+	size_t	 page = (size_t)sysconf(_SC_PAGESIZE);
+	char	*p = (char *)b->words;
+
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(p, b->map_bytes, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -1;	/* ENOMEM: not enough memory for the filter */
+#endif
+	/* kernels before 5.14: a write per page faults it in (the pages are
+	 * zero, so writing zero changes nothing) */
+	for (size_t off = 0; off < b->map_bytes; off += page)
+		__atomic_store_n(p + off, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
 void
 bloom_free(struct bloom *b)
 {

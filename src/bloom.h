@@ -66,6 +66,13 @@ int	bloom_init(struct bloom *, uint64_t nblocks, uint32_t hashes,
 int	bloom_create(struct bloom *, uint64_t capacity, double error_rate,
 	    uint64_t seed);
 void	bloom_free(struct bloom *);
+/*
+ * Faults in the whole array now (as huge pages where the kernel gives
+ * them): a new filter's first keys would otherwise stall while the kernel
+ * zeroes its pages, and a machine short of memory fails here, at start,
+ * rather than under traffic. Returns 0, or -1 with errno set.
+ */
+int	bloom_populate(struct bloom *);
 /* A random seed from getrandom(2), for a new filter. */
 uint64_t bloom_random_seed(void);
 /* Counts the 1 bits by reading the whole array (tests and tools; seend

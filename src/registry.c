@@ -246,6 +246,8 @@ filter_open(const struct filter_config *fc, const char *dir, char *err,
 	struct filter		*f;
 	struct snapshot_header	 hdr;
 	char			 path[PATH_MAX];
+	uint64_t		 nblocks = 0;
+	uint32_t		 hashes;
 	int			 r;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
@@ -276,10 +278,14 @@ filter_open(const struct filter_config *fc, const char *dir, char *err,
 		f->last_save_ok = 1;
 		return f;
 	}
-	if (bloom_create(&f->bloom, fc->capacity, fc->error_rate,
-	    bloom_random_seed()) == -1) {
-		snprintf(err, errlen, "filter %s: cannot allocate %s: %s",
-		    fc->name, "its bit array", strerror(errno));
+	if (bloom_plan(fc->capacity, fc->error_rate, &nblocks, &hashes) == -1 ||
+	    bloom_init(&f->bloom, nblocks, hashes, bloom_random_seed()) == -1 ||
+	    bloom_populate(&f->bloom) == -1) {
+		snprintf(err, errlen, "filter %s: cannot allocate its %llu-byte "
+		    "bit array: %s", fc->name,
+		    (unsigned long long)nblocks * BLOOM_BLOCK_BYTES,
+		    strerror(errno));
+		bloom_free(&f->bloom);
 		free(f);
 		return NULL;
 	}
