@@ -136,7 +136,6 @@ bloom_init(struct bloom *b, uint64_t nblocks, uint32_t hashes, uint64_t seed)
 	b->map_bytes = len;
 	b->nblocks = nblocks;
 	b->hashes = hashes;
-	b->seg_shift = (uint32_t)__builtin_ctz(BLOOM_BLOCK_BITS / hashes);
 	b->seed = seed;
 	return 0;
 }

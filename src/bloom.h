@@ -44,7 +44,6 @@ struct bloom {
 	uint64_t	*words;		/* nblocks * 8, 64-byte aligned, mmap'd */
 	uint64_t	 nblocks;
 	uint32_t	 hashes;	/* k: segments per block, bits per key */
-	uint32_t	 seg_shift;	/* log2(512 / k): hash bits per segment */
 	uint64_t	 seed;		/* XXH3 seed, kept in the snapshot */
 	uint64_t	 count;		/* keys added (answers of 0) */
 	uint64_t	 bits_set;	/* bits that are 1 */
@@ -132,8 +131,9 @@ bloom_mix(uint64_t x)
 
 /*
  * The k bits of hash h as one mask per word of the block: the same bits as
- * the segment loop (segment i takes the next seg_shift bits of bloom_mix(h),
- * then of bloom_mix(h ^ golden) once fewer than seg_shift are left), but
+ * segment loop that defines the layout (segment i takes the next log2(512/k)
+ * bits of bloom_mix(h), then of bloom_mix(h ^ golden) once too few are
+ * left), but
  * each word is computed on its own, with no read-modify-write of mask[] at
  * a data-dependent index (a store-forwarding chain of ~4 cycles per bit).
  */
