@@ -1098,19 +1098,9 @@ main(int argc, char *argv[])
 
 	while ((ch = getopt_long(argc, argv, "h:p:s:a:c:P:n:k:f:r:t:qV",
 	    longopts, NULL)) != -1) {
+		if (client_target_option(ch, optarg, &B.target, &B.token))
+			continue;
 		switch (ch) {
-		case 'h':
-			B.target.host = client_strip_brackets(optarg);
-			break;
-		case 'p':
-			B.target.port = optarg;
-			break;
-		case 's':
-			B.target.path = optarg;
-			break;
-		case 'a':
-			B.token = optarg;
-			break;
 		case 'c':
 			B.nconns = (size_t)parse_count("-c", optarg, 1);
 			break;

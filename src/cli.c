@@ -590,19 +590,9 @@ main(int argc, char *argv[])
 	 * with "-" */
 	while ((ch = getopt_long(argc, argv, "+h:p:s:a:f:V", longopts, NULL))
 	    != -1) {
+		if (client_target_option(ch, optarg, &c.target, &c.token))
+			continue;
 		switch (ch) {
-		case 'h':
-			c.target.host = client_strip_brackets(optarg);
-			break;
-		case 'p':
-			c.target.port = optarg;
-			break;
-		case 's':
-			c.target.path = optarg;
-			break;
-		case 'a':
-			c.token = optarg;
-			break;
 		case 'f':
 			c.filter = optarg;
 			break;

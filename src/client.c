@@ -294,3 +294,24 @@ client_strip_brackets(char *host)
 	}
 	return host;
 }
+
+int
+client_target_option(int ch, char *arg, struct client_target *t,
+    const char **token)
+{
+	switch (ch) {
+	case 'h':
+		t->host = client_strip_brackets(arg);
+		return 1;
+	case 'p':
+		t->port = arg;
+		return 1;
+	case 's':
+		t->path = arg;
+		return 1;
+	case 'a':
+		*token = arg;
+		return 1;
+	}
+	return 0;
+}

@@ -42,6 +42,12 @@ void	client_target_name(const struct client_target *, char *, size_t);
 /* "[::1]" -> "::1" in place (the brackets a user types around IPv6). */
 char	*client_strip_brackets(char *host);
 /*
+ * The connection flags both clients share: -h host, -p port, -s socket,
+ * -a token. Returns 1 if ch was one of them (and stores optarg), else 0.
+ */
+int	client_target_option(int ch, char *optarg, struct client_target *,
+	    const char **token);
+/*
  * Connects (TCP through getaddrinfo, trying every address; or a Unix
  * socket). Returns a blocking socket, or -1 with a message such as
  * "cannot connect to 127.0.0.1:6874: Connection refused" in err.
