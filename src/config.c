@@ -1208,8 +1208,11 @@ reader(char *str, int num, void *stream)
 		    "lines)", num - 3);
 		strcpy(str, "\n");
 	} else {
-		memcpy(str, line, len);
-		str[len] = '\0';
+		/* only the body, whose length was checked: a short line
+		 * followed by hundreds of CRs must not overrun inih's buffer */
+		memcpy(str, line, body);
+		str[body] = '\n';
+		str[body + 1] = '\0';
 		classify(p, str);
 	}
 	return str;

@@ -727,6 +727,28 @@ test_shipped(void)
 	config_errors_free(&errs);
 }
 
+/*
+ * A short line followed by many CRs: the reader once checked the length
+ * without them and copied them all, overrunning inih's ~200-byte line
+ * buffer (found by fuzz_config; the input is kept in tests/fuzz/regressions).
+ */
+static void
+test_trailing_crs(void)
+{
+	char		 text[1024];
+	struct config	*cfg;
+	int		 n;
+
+	n = snprintf(text, sizeof(text), "[server]\nmax_clients = 77");
+	memset(text + n, '\r', 600);
+	strcpy(text + n + 600, "\nidle_timeout = 5\r\r\r\n");
+	cfg = load(text);
+	ok(cfg != NULL, "a line with 600 trailing CRs loads");
+	ok(cfg && cfg->max_clients == 77, "its value is read without the CRs");
+	ok(cfg && cfg->idle_timeout == 5, "the next line is read too");
+	config_free(cfg);
+}
+
 int
 main(void)
 {
@@ -739,6 +761,7 @@ main(void)
 	test_names();
 	test_files();
 	test_shipped();
+	test_trailing_crs();
 	config_errors_free(&errs);
 	return done_testing();
 }
