@@ -174,7 +174,7 @@ bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
 }
 
 /* 1 if every bit of the key is set (seen, or a false positive), else 0. */
-static inline int
+static inline __attribute__((always_inline)) int
 bloom_check(const struct bloom *b, uint64_t h)
 {
 	const uint64_t	*blk = bloom_block(b, h);
@@ -196,7 +196,7 @@ bloom_check(const struct bloom *b, uint64_t h)
  * the key's bits in each 32-bit half, so counting non-zero halves counts
  * the new bits.
  */
-static inline int
+static inline __attribute__((always_inline)) int
 bloom_add(struct bloom *b, uint64_t h)
 {
 	uint64_t	*blk = bloom_block(b, h);

@@ -37,6 +37,16 @@ enum command_result {
 void		command_prepare(struct conn *, const char *line, size_t len,
 		    struct op *);
 enum command_result command_run(struct conn *, struct op *);
+/*
+ * Answers up to max simple requests ("SEEN <key>" and "CHECK <key>" lines,
+ * see proto_simple_key) at the head of the connection's input, in order,
+ * and consumes them: every key routed and hashed, then every block
+ * prefetched, then every test-and-set, with the replies written straight
+ * into the output buffer. Stops at the first other line. Returns how many
+ * it answered (0: the head line needs command_prepare and command_run).
+ * The caller has checked that the connection may run commands.
+ */
+int		command_run_simple(struct conn *, int max);
 /* The name of a command id, for INFO. */
 const char	*command_name(enum cmd_id);
 

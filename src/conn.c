@@ -209,8 +209,12 @@ refuse_long_line(struct conn *c)
 /*
  * Answers as many complete lines as limits allow, BATCH at a time: first
  * every line of the batch is prepared (its key hashed, its block
- * prefetched), then each is run in order. Input is consumed only as
- * requests are answered, so one that must wait is prepared again later.
+ * prefetched), then each is run in order. Runs of plain SEEN/CHECK lines
+ * take command_run_simple, which does the same in one pass per line and
+ * no per-request bookkeeping; any other line takes command_prepare and
+ * command_run. Input is consumed only as requests are answered, so one
+ * that must wait is prepared again later. The output limit is checked
+ * before each batch, so it may be passed by a batch of replies.
  */
 static void
 process_input(struct conn *c)
@@ -227,6 +231,9 @@ process_input(struct conn *c)
 			break;
 		if (c->discarding && !skip_long_line(c))
 			break;
+		/* plain SEEN/CHECK lines, nearly all traffic, in one pass */
+		if (c->authed && command_run_simple(c, BATCH) > 0)
+			continue;
 		const char *p = buf_head(&c->in);
 		size_t left = buf_used(&c->in), off = 0, next;
 		long ll;

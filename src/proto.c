@@ -1,9 +1,84 @@
 /*
  * proto.c - framing and tokenising of request lines; see proto.h.
  */
+#include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "proto.h"
+
+/*
+ * The offset of the first byte below 0x21 (space, tab, CR, LF, NUL and the
+ * other controls) in p[0..len), or len. One compare per 16 bytes: a key
+ * ends at such a byte, and all of them but the terminator send the line to
+ * the general path.
+ */
+static inline size_t
+first_low_byte(const char *p, size_t len)
+{
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i top = _mm_set1_epi8(0x20);
+
+	for (; i + 16 <= len; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)
+		    (p + i));
+		/* v <= 0x20 unsigned exactly where min(v, 0x20) == v */
+		int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, top),
+		    v));
+
+		if (m != 0)
+			return i + (size_t)__builtin_ctz((unsigned)m);
+	}
+#endif
+	for (; i < len; i++)
+		if ((unsigned char)p[i] <= 0x20)
+			return i;
+	return len;
+}
+
+long
+proto_simple_key(const char *p, size_t len, size_t max, const char **key,
+    int *check, size_t *next)
+{
+	size_t	 start, end, limit;
+	uint32_t w;
+
+	if (len < 6)
+		return -1;
+	memcpy(&w, p, 4);
+	w |= 0x20202020u;	/* lower case, as proto_token_is compares */
+	if (w == ('s' | 'e' << 8 | 'e' << 16 | (uint32_t)'n' << 24) &&
+	    p[4] == ' ') {
+		start = 5;
+		*check = 0;
+	} else if (w == ('c' | 'h' << 8 | 'e' << 16 | (uint32_t)'c' << 24) &&
+	    (p[4] | 0x20) == 'k' && p[5] == ' ') {
+		start = 6;
+		*check = 1;
+	} else
+		return -1;
+	/* a line of max bytes plus its CR LF is all that need be looked at */
+	limit = len < max + 2 ? len : max + 2;
+	if (start >= limit)
+		return -1;
+	end = start + first_low_byte(p + start, limit - start);
+	if (end == start || end >= limit)
+		return -1;	/* no key, or no terminator in reach */
+	if (p[end] == '\n')
+		*next = end + 1;
+	else if (p[end] == '\r' && end + 1 < len && p[end + 1] == '\n')
+		*next = end + 2;
+	else
+		return -1;
+	if (end > max)
+		return -1;
+	*key = p + start;
+	return (long)(end - start);
+}
 
 long
 proto_frame(const char *p, size_t len, size_t *next)

@@ -38,6 +38,18 @@ long	proto_frame(const char *p, size_t len, size_t *next);
 /* Splits a framed line into tokens. */
 enum proto_status proto_split(const char *line, size_t len, struct request *);
 
+/*
+ * The request nearly every client sends, recognised in one pass: a whole
+ * line "SEEN <key>" or "CHECK <key>" (command in any case, one space, CR LF
+ * or LF) whose key has no byte below 0x21, and at most max bytes long
+ * without its terminator. Returns the key's length and sets *key, *check
+ * (1 for CHECK) and *next (the bytes the line takes); returns -1 for
+ * anything else, which proto_frame and proto_split then handle: the same
+ * tokens, found more slowly.
+ */
+long	proto_simple_key(const char *p, size_t len, size_t max,
+	    const char **key, int *check, size_t *next);
+
 /* Case-insensitive compare of a token with an upper-case ASCII word. */
 int	proto_token_is(const char *tok, size_t len, const char *word);
 

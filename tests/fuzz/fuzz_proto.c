@@ -12,6 +12,9 @@
  *     between tokens are blanks; PROTO_EMPTY means a line of blanks only;
  *     PROTO_NUL iff the line holds a NUL byte;
  *   - proto_token_is agrees with a plain ASCII case-insensitive compare;
+ *   - proto_simple_key, where it accepts a line, reads it as proto_frame
+ *     and proto_split do (same next, two tokens, SEEN or CHECK, the same
+ *     key, no byte below 0x21 in it, within max);
  *   - url_host returns -1 or 1..URL_HOST_MAX bytes, lower-case, NUL
  *     terminated, no write past URL_HOST_MAX + 1 bytes.
  *
@@ -135,6 +138,35 @@ check_line(const char *line, size_t len)
 	check_host(line, len);
 }
 
+/* The fast recogniser against the general path, at the head of p. */
+static void
+check_simple(const char *p, size_t left)
+{
+	struct request	 req;
+	const char	*key = NULL;
+	size_t		 next = 0, fnext = 0;
+	size_t		 max = left > 0 ? (unsigned char)p[0] % 64 + 6 : 6;
+	int		 check = -1;
+	long		 n, fl;
+
+	for (int pass = 0; pass < 2; pass++, max = 100000) {
+		n = proto_simple_key(p, left, max, &key, &check, &next);
+		if (n < 0) {
+			CHECK(n == -1);
+			continue;
+		}
+		fl = proto_frame(p, left, &fnext);
+		CHECK(fl >= 0 && (size_t)fl <= max && fnext == next);
+		CHECK(proto_split(p, (size_t)fl, &req) == PROTO_OK);
+		CHECK(req.argc == 2);
+		CHECK(proto_token_is(req.argv[0], req.argl[0],
+		    check ? "CHECK" : "SEEN"));
+		CHECK(req.argv[1] == key && req.argl[1] == (size_t)n);
+		for (long i = 0; i < n; i++)
+			CHECK((unsigned char)key[i] > 0x20);
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -143,6 +175,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long		 n;
 
 	while (left > 0) {
+		check_simple(p, left);
 		n = proto_frame(p, left, &next);
 		if (n < 0) {
 			CHECK(n == -1);

@@ -182,6 +182,41 @@ def mixed_commands_in_a_pipeline_are_answered_in_order(t):
 
 
 @test
+def info_counters_match_the_answers_of_a_long_pipeline(t):
+    # plain SEEN/CHECK lines are answered many at a time and counted a
+    # batch at a time; the counters must still be exact, and a line the
+    # batch cannot take (a tab, a filter name) must land in order
+    with Server(t, filters=SMALL) as s:
+        c = s.client()
+        keys = ["https://count.example/%d" % (i % 700) for i in range(1000)]
+        reqs = ["SEEN %s\r\n" % k for k in keys]
+        reqs += ["CHECK %s\n" % k for k in keys[:400]]
+        reqs += ["check https://none.example/%d\n" % i for i in range(100)]
+        reqs.insert(500, "SEEN\thttps://count.example/tab\n")
+        reqs.insert(900, "SEEN default https://count.example/named\n")
+        c.send("".join(reqs))
+        got = [c.line() for _ in range(len(reqs))]
+        t.eq(got[500], "0", "the SEEN with a tab, in its place")
+        t.eq(got[900], "0", "the SEEN with a filter name, in its place")
+        seen = got[:1002]
+        # 700 distinct keys (the last 300 SEENs repeat the first 300),
+        # the tab key and the named key
+        t.eq(seen.count("0"), 702, "SEEN answered 0 once per new key")
+        t.eq(got[1002:1402], ["1"] * 400, "CHECK of keys seen")
+        info = c.info()
+        t.eq(info.get("cmd_seen"), "1002", "cmd_seen")
+        t.eq(info.get("cmd_check"), "500", "cmd_check")
+        t.eq(info.get("commands_total"), str(len(reqs) + 1),
+             "commands_total (with the INFO)")
+        t.eq(info.get("keys_new"), str(seen.count("0")), "keys_new")
+        t.eq(info.get("keys_seen"), str(seen.count("1")), "keys_seen")
+        checks = got[1002:]
+        t.eq(info.get("check_hits"), str(checks.count("1")), "check_hits")
+        t.eq(info.get("check_misses"), str(checks.count("0")),
+             "check_misses")
+
+
+@test
 def save_in_a_pipeline_keeps_replies_in_order(t):
     with Server(t, filters=SMALL) as s:
         c = s.client()

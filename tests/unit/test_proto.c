@@ -1,7 +1,10 @@
 /*
- * test_proto.c - request framing (proto_frame), tokenising (proto_split) and
- * command-name matching (proto_token_is).
+ * test_proto.c - request framing (proto_frame), tokenising (proto_split),
+ * command-name matching (proto_token_is) and the one-pass recogniser of
+ * plain SEEN/CHECK lines (proto_simple_key).
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto.h"
@@ -267,11 +270,144 @@ test_token_is(void)
 	    proto_token_is(S("quit"), "QUIT"), "token_is: other commands fold");
 }
 
+/* proto_simple_key on a literal: its return, and key/check/next if >= 0. */
+static long
+simple(const char *p, size_t len, size_t max, size_t *keyoff, int *check,
+    size_t *next)
+{
+	const char	*key = NULL;
+	long		 n;
+
+	*check = -1;
+	*next = 0;
+	n = proto_simple_key(p, len, max, &key, check, next);
+	*keyoff = key != NULL ? (size_t)(key - p) : SIZE_MAX;
+	return n;
+}
+
+static void
+test_simple_key(void)
+{
+	size_t	 ko, next;
+	int	 chk;
+	long	 n;
+
+	n = simple(S("SEEN abc\r\n"), 100, &ko, &chk, &next);
+	ok(n == 3 && ko == 5 && chk == 0 && next == 10,
+	    "simple: SEEN key CRLF (got %ld, key at %zu, check %d, next %zu)",
+	    n, ko, chk, next);
+	n = simple(S("SEEN abc\n"), 100, &ko, &chk, &next);
+	ok(n == 3 && ko == 5 && chk == 0 && next == 9, "simple: SEEN key LF");
+	n = simple(S("CHECK abc\r\n"), 100, &ko, &chk, &next);
+	ok(n == 3 && ko == 6 && chk == 1 && next == 11, "simple: CHECK key");
+	n = simple(S("sEeN x\n"), 100, &ko, &chk, &next);
+	ok(n == 1 && chk == 0, "simple: the command in any case");
+	n = simple(S("check x\n"), 100, &ko, &chk, &next);
+	ok(n == 1 && chk == 1, "simple: check in lower case");
+	n = simple(S("SEEN h\xc3\xa9\n"), 100, &ko, &chk, &next);
+	ok(n == 3, "simple: bytes above 0x7f are key bytes (UTF-8)");
+	n = simple(S("SEEN a\nSEEN bb\n"), 100, &ko, &chk, &next);
+	ok(n == 1 && next == 7, "simple: the first line of a pipeline");
+
+	/* everything else goes to the general path */
+	ok(simple(S("SEEN abc"), 100, &ko, &chk, &next) == -1,
+	    "simple: no terminator yet -> -1");
+	ok(simple(S("SEEN abc\r"), 100, &ko, &chk, &next) == -1,
+	    "simple: CR without its LF yet -> -1");
+	ok(simple(S("SEEN  abc\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: two spaces -> -1");
+	ok(simple(S("SEEN\tabc\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: a tab -> -1");
+	ok(simple(S("SEEN a b\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: two arguments -> -1");
+	ok(simple(S("SEEN abc \n"), 100, &ko, &chk, &next) == -1,
+	    "simple: a trailing space -> -1");
+	ok(simple(S("SEEN a\0b\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: a NUL -> -1");
+	ok(simple(S("SEEN a\rb\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: a CR inside the key -> -1");
+	ok(simple(S("SEEN a\r\r\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: CR CR LF -> -1");
+	ok(simple(S("SEEN a\x01b\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: a control byte -> -1");
+	ok(simple(S("SEEN \n"), 100, &ko, &chk, &next) == -1,
+	    "simple: an empty key -> -1");
+	ok(simple(S("SEEN\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: no key -> -1");
+	ok(simple(S("SEENX abc\n"), 100, &ko, &chk, &next) == -1 &&
+	    simple(S("SEEM abc\n"), 100, &ko, &chk, &next) == -1 &&
+	    simple(S("CHECKS a\n"), 100, &ko, &chk, &next) == -1 &&
+	    simple(S("\xd3" "EEN a\n"), 100, &ko, &chk, &next) == -1 &&
+	    simple(S("PING\n"), 100, &ko, &chk, &next) == -1,
+	    "simple: other words -> -1");
+	ok(simple(S("SEEN\n"), 3, &ko, &chk, &next) == -1 &&
+	    simple("", 0, 100, &ko, &chk, &next) == -1,
+	    "simple: short input -> -1");
+	/* max counts the line without its terminator, as proto_frame does */
+	n = simple(S("SEEN abc\r\n"), 8, &ko, &chk, &next);
+	ok(n == 3, "simple: a line of exactly max bytes is simple");
+	ok(simple(S("SEEN abcd\r\n"), 8, &ko, &chk, &next) == -1,
+	    "simple: a line of max + 1 bytes -> -1 (the error path)");
+	ok(simple(S("SEEN abcdefghij\n"), 8, &ko, &chk, &next) == -1,
+	    "simple: the terminator beyond max is not looked for");
+}
+
+/*
+ * Every line proto_simple_key accepts, proto_frame and proto_split read
+ * the same way (the same key, the same next), for lines of every length
+ * across the 16-byte steps and with a blank or a control byte at every
+ * position; and every plain one it is shown, it accepts.
+ */
+static void
+test_simple_agrees(void)
+{
+	static const char odd[] = { ' ', '\t', '\0', '\r', '\x01', '\x7f' };
+	char		 line[300];
+	size_t		 bad = 0, accepted = 0, ko, next, fnext;
+	int		 chk;
+
+	for (size_t klen = 1; klen <= 150; klen++) {
+		for (size_t at = 0; at <= klen; at++) {
+			for (size_t o = 0; o < sizeof(odd); o++) {
+				struct request	 rq;
+				long		 n, fl;
+				size_t		 len;
+
+				memcpy(line, "SEEN ", 5);
+				for (size_t i = 0; i < klen; i++)
+					line[5 + i] = (char)('a' + i % 26);
+				if (at < klen)	/* at == klen: a plain line */
+					line[5 + at] = odd[o];
+				len = 5 + klen;
+				line[len++] = '\r';
+				line[len++] = '\n';
+				n = simple(line, len, 1000, &ko, &chk, &next);
+				if (at == klen && n != (long)klen)
+					bad++;
+				if (n < 0)
+					continue;
+				accepted++;
+				fl = proto_frame(line, len, &fnext);
+				if (fl < 0 || fnext != next ||
+				    proto_split(line, (size_t)fl, &rq) !=
+				    PROTO_OK || rq.argc != 2 ||
+				    rq.argl[1] != (size_t)n ||
+				    rq.argv[1] != line + ko)
+					bad++;
+			}
+		}
+	}
+	ok(bad == 0 && accepted > 0, "simple: agrees with frame + split on "
+	    "%zu accepted lines (%zu disagreements)", accepted, bad);
+}
+
 int
 main(void)
 {
 	test_frame();
 	test_split();
 	test_token_is();
+	test_simple_key();
+	test_simple_agrees();
 	return done_testing();
 }
