@@ -401,6 +401,8 @@ main(int argc, char **argv)
 	run("bloom_add, batch 16 + prefetch", pass_add_batch, 16, FRESH, 0);
 	run("bloom_add, batch 32 + prefetch", pass_add_batch, 32, FRESH, 0);
 	run("bloom_add, batch 64 + prefetch", pass_add_batch, 64, FRESH, 0);
+	run("bloom_add, batch 128 + prefetch", pass_add_batch, 128, FRESH, 0);
+	run("bloom_add, batch 256 + prefetch", pass_add_batch, 256, FRESH, 0);
 	run("bloom_add, window 16 + prefetch", pass_add_window, 16, FRESH, 0);
 	run("bloom_add, batch 32, hash then prefetch", pass_add_grouped, 32,
 	    FRESH, 0);
