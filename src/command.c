@@ -362,10 +362,11 @@ command_run_simple(struct conn *c, int max)
 	if (n == 0 || buf_reserve(&c->out, 3 * (size_t)n) == -1)
 		return 0;
 	/*
-	 * The prefetches back to back, after all of the hashing: on this
-	 * VM a prefetch holds up retirement until its page walk is done, so
-	 * one issued between two hashes leaves a single walk in flight;
-	 * issued together, the walks overlap.
+	 * The prefetches back to back, after all of the hashing. Measured
+	 * in seend (bench/RESULTS.md): a prefetch right after each hash, or
+	 * a sliding window of them, cost 60% more CPU per request; a stalled
+	 * prefetch holds up the hashing behind it, and together the misses
+	 * overlap each other instead.
 	 */
 	for (i = 0; i < n; i++)
 		bloom_prefetch(&q[i].f->bloom, q[i].h);

@@ -249,9 +249,7 @@ process_input(struct conn *c)
 			off += next;
 		}
 		/* All the batch's prefetches back to back, after all of its
-		 * hashing: on this VM a prefetch holds up retirement until its
-		 * page walk is done, so one issued between two hashes leaves
-		 * a single miss in flight; issued together, they overlap. */
+		 * hashing, as command_run_simple does and for its reason. */
 		for (i = 0; i < n; i++)
 			if (ops[i].filter != NULL)
 				bloom_prefetch(&ops[i].filter->bloom,
