@@ -192,30 +192,39 @@ bloom_check(const struct bloom *b, uint64_t h)
  * returned before; a repeated key stores nothing, so its line stays clean.
  * No branch on the loaded words but "anything new?" (a data-dependent
  * branch per word mispredicts while the line is in flight), and no
- * popcount (a libgcc call without -mpopcnt): a word holds at most one of
- * the key's bits in each 32-bit half, so counting non-zero halves counts
- * the new bits.
+ * popcount (a libgcc call without -mpopcnt): with k = 4 or 8 a word holds
+ * at most one of the key's bits, so the words that change count the new
+ * bits; with k = 16 each 32-bit half holds one, so the halves that change
+ * do.
  */
 static inline __attribute__((always_inline)) int
 bloom_add(struct bloom *b, uint64_t h)
 {
 	uint64_t	*blk = bloom_block(b, h);
-	uint64_t	 mask[BLOOM_BLOCK_WORDS], old[BLOOM_BLOCK_WORDS], fresh;
-	uint64_t	 added = 0;
+	uint64_t	 mask[BLOOM_BLOCK_WORDS], word[BLOOM_BLOCK_WORDS];
+	uint64_t	 added = 0, fresh;
 
 	bloom_masks(b, h, mask);
-	BLOOM_UNROLL
-	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
-		old[w] = blk[w];
-		fresh = mask[w] & ~old[w];
-		added += (uint64_t)((uint32_t)fresh != 0) +
-		    (uint64_t)((fresh >> 32) != 0);
+	if (b->hashes == 16) {
+		BLOOM_UNROLL
+		for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
+			fresh = mask[w] & ~blk[w];
+			word[w] = blk[w] | mask[w];
+			added += (uint64_t)((uint32_t)fresh != 0) +
+			    (uint64_t)((fresh >> 32) != 0);
+		}
+	} else {
+		BLOOM_UNROLL
+		for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
+			word[w] = blk[w] | mask[w];
+			added += (uint64_t)(word[w] != blk[w]);
+		}
 	}
 	if (added == 0)
 		return 1;
 	BLOOM_UNROLL
 	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
-		__atomic_store_n(&blk[w], old[w] | mask[w], __ATOMIC_RELAXED);
+		__atomic_store_n(&blk[w], word[w], __ATOMIC_RELAXED);
 	b->bits_set += added;
 	b->count++;
 	return 0;

@@ -295,6 +295,41 @@ test_masks(void)
 	}
 }
 
+/*
+ * Every k: bits_set, which bloom_add counts without a popcount, is the
+ * number of 1 bits, from empty to nearly full (where most keys find some
+ * of their bits already set); and a key's second add changes nothing.
+ */
+static void
+test_bits_set_every_k(void)
+{
+	static const uint32_t ks[] = { 4, 8, 16 };
+
+	for (size_t i = 0; i < 3; i++) {
+		struct bloom	 b;
+		uint64_t	 s = 7, h, before;
+		uint32_t	 k = ks[i];
+		int		 good = 1;
+
+		if (bloom_init(&b, 4, k, 1) != 0) {
+			ok(0, "bloom_init(4, %u)", k);
+			continue;
+		}
+		for (int t = 0; t < 3000; t++) {
+			h = splitmix64(&s);
+			bloom_add(&b, h);
+			if (t % 100 == 0)
+				good &= b.bits_set == bloom_popcount(&b);
+			before = b.bits_set;
+			good &= bloom_add(&b, h) == 1 && b.bits_set == before;
+		}
+		ok(good && b.bits_set == bloom_popcount(&b),
+		    "k=%u: bits_set == popcount while 4 blocks fill (%llu of "
+		    "2048 bits)", k, (unsigned long long)b.bits_set);
+		bloom_free(&b);
+	}
+}
+
 /* Block choice is uniform, for a block count that is not a power of 2. */
 static void
 test_block_uniform(void)
@@ -532,6 +567,7 @@ main(void)
 	test_fp_rate_grid();
 	test_init_rejects();
 	test_masks();
+	test_bits_set_every_k();
 	test_block_uniform();
 	test_add_semantics();
 	test_seeds();
