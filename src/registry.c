@@ -182,7 +182,8 @@ routes_match(const struct route_table *rt, const char *key, size_t len)
 }
 
 struct filter *
-registry_route(const struct registry *reg, const char *key, size_t len)
+registry_route_rules(const struct registry *reg, const char *key,
+    size_t len)
 {
 	size_t i;
 

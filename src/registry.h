@@ -70,10 +70,20 @@ void		 registry_free(struct registry *);
 
 struct filter	*registry_find(const struct registry *, const char *name,
 		    size_t len);
+/* registry_route's work when some filter has hosts or prefixes. */
+struct filter	*registry_route_rules(const struct registry *,
+		    const char *key, size_t len);
+
 /* The filter for a key: the first by config order whose hosts or prefixes
- * match, else the default filter (may be NULL). */
-struct filter	*registry_route(const struct registry *, const char *key,
-		    size_t len);
+ * match, else the default filter (may be NULL). Inline because it runs for
+ * every key, and with no rules it is one load. */
+static inline struct filter *
+registry_route(const struct registry *reg, const char *key, size_t len)
+{
+	if (reg->routes == NULL)
+		return reg->default_filter;
+	return registry_route_rules(reg, key, len);
+}
 /* 1 if f is in reg. */
 int		 registry_contains(const struct registry *, const struct filter *);
 
