@@ -23,13 +23,6 @@
 #include "saver.h"
 #include "server.h"
 
-/* The most simple requests command_run_simple hashes before it
- * prefetches their blocks and answers them (64 and 128 measured no better
- * than 32: bench/RESULTS.md). */
-#ifndef SIMPLE_BATCH
-#define SIMPLE_BATCH	32
-#endif
-
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
 #endif
@@ -337,7 +330,7 @@ simple_run(struct simple *s, uint64_t *checks, uint64_t *check_hits,
 int
 command_run_simple(struct conn *c, int max)
 {
-	struct simple	 q[SIMPLE_BATCH];
+	struct simple	 q[COMMAND_SIMPLE_BATCH];
 	const struct registry *reg = c->srv->reg;
 	struct stats	*st = &c->srv->stats;
 	const char	*p = buf_head(&c->in), *key;
@@ -348,8 +341,8 @@ command_run_simple(struct conn *c, int max)
 	char		*out;
 
 	maxl = c->srv->cfg->max_line;
-	if (max > SIMPLE_BATCH)
-		max = SIMPLE_BATCH;
+	if (max > COMMAND_SIMPLE_BATCH)
+		max = COMMAND_SIMPLE_BATCH;
 	for (n = 0; n < max; n++) {
 		klen = proto_simple_key(p + off, left - off, maxl, &key,
 		    &q[n].check, &next);

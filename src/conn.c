@@ -232,7 +232,8 @@ process_input(struct conn *c)
 		if (c->discarding && !skip_long_line(c))
 			break;
 		/* plain SEEN/CHECK lines, nearly all traffic, in one pass */
-		if (c->authed && command_run_simple(c, BATCH) > 0)
+		if (c->authed &&
+		    command_run_simple(c, COMMAND_SIMPLE_BATCH) > 0)
 			continue;
 		const char *p = buf_head(&c->in);
 		size_t left = buf_used(&c->in), off = 0, next;
