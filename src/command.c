@@ -356,10 +356,10 @@ command_run_simple(struct conn *c, int max)
 		return 0;
 	/*
 	 * The prefetches back to back, after all of the hashing. Measured
-	 * in seend (bench/RESULTS.md): a prefetch right after each hash, or
-	 * a sliding window of them, cost 60% more CPU per request; a stalled
-	 * prefetch holds up the hashing behind it, and together the misses
-	 * overlap each other instead.
+	 * in seend (bench/RESULTS.md): a prefetch right after each hash cost
+	 * 60% more CPU per request, a sliding window of them 66-113% more,
+	 * double-buffered batches no less. Why this CPU prefers bursts was
+	 * not measured (no PMU counters in this VM).
 	 */
 	for (i = 0; i < n; i++)
 		bloom_prefetch(&q[i].f->bloom, q[i].h);

@@ -42,7 +42,8 @@ enum command_result command_run(struct conn *, struct op *);
  * see proto_simple_key) at the head of the connection's input, in order,
  * and consumes them: every key routed and hashed, then every block
  * prefetched, then every test-and-set, with the replies written straight
- * into the output buffer. Stops at the first other line. Returns how many
+ * into the output buffer. Stops at the first other line, or at one whose
+ * key no filter takes (the general path explains). Returns how many
  * it answered (0: the head line needs command_prepare and command_run).
  * The caller has checked that the connection may run commands.
  */

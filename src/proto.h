@@ -110,18 +110,20 @@ proto_simple_key(const char *p, size_t len, size_t max, const char **key,
     int *check, size_t *next)
 {
 	size_t	 start, end, limit;
-	uint32_t w;
+	uint32_t w, seen, chec;
 
 	if (len < 6)
 		return -1;
+	/* the words as loaded from memory, whatever the byte order; the
+	 * compiler folds these copies into constants */
+	memcpy(&seen, "seen", 4);
+	memcpy(&chec, "chec", 4);
 	memcpy(&w, p, 4);
 	w |= 0x20202020u;	/* lower case, as proto_token_is compares */
-	if (w == ('s' | 'e' << 8 | 'e' << 16 | (uint32_t)'n' << 24) &&
-	    p[4] == ' ') {
+	if (w == seen && p[4] == ' ') {
 		start = 5;
 		*check = 0;
-	} else if (w == ('c' | 'h' << 8 | 'e' << 16 | (uint32_t)'c' << 24) &&
-	    (p[4] | 0x20) == 'k' && p[5] == ' ') {
+	} else if (w == chec && (p[4] | 0x20) == 'k' && p[5] == ' ') {
 		start = 6;
 		*check = 1;
 	} else

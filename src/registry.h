@@ -76,7 +76,7 @@ struct filter	*registry_route_rules(const struct registry *,
 
 /* The filter for a key: the first by config order whose hosts or prefixes
  * match, else the default filter (may be NULL). Inline because it runs for
- * every key, and with no rules it is one load. */
+ * every key, and with no rules it is two loads and no call. */
 static inline struct filter *
 registry_route(const struct registry *reg, const char *key, size_t len)
 {
