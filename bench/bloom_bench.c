@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "bloom.h"
 
 #define REPS	3
@@ -32,21 +33,6 @@ static char		*text;		/* the keys, packed */
 static uint64_t		*off;		/* key i is text[off[i] .. off[i+1]) */
 static uint64_t		 nkeys;
 static uint64_t		 next_seed = 0x5eed000000000001ULL;
-
-static double
-clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double
-now(void)
-{
-	return clock_s(CLOCK_MONOTONIC);
-}
 
 static uint64_t
 splitmix64(uint64_t *s)
@@ -264,11 +250,11 @@ run(const char *name, uint64_t (*pass)(size_t), size_t arg,
 		double t0, c0;
 
 		bf.seed = mode == FRESH ? next_seed++ : reuse_seed;
-		c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+		c0 = bench_clock(CLOCK_THREAD_CPUTIME_ID);
 		t0 = now();
 		r = pass(arg);
 		t[rep] = now() - t0;
-		c0 = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+		c0 = bench_clock(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (c0 < cpu)
 			cpu = c0;
 	}
@@ -315,23 +301,6 @@ print_machine(int argc, char **argv)
 			printf("THP: %s", line);
 		fclose(f);
 	}
-}
-
-/* The process's anonymous memory in transparent huge pages, in MiB. */
-static long
-thp_mib(void)
-{
-	char	 line[256];
-	long	 kb = -1;
-	FILE	*f = fopen("/proc/self/smaps_rollup", "r");
-
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb < 0 ? -1 : kb / 1024;
 }
 
 int

@@ -30,17 +30,10 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define SPACE	(1UL << 30)
 #define LINE	64
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
@@ -133,23 +126,6 @@ rmw(uint64_t *words, size_t b)
 	if (sink == 42)		/* keeps the stores; never true */
 		puts("");
 	return best * 1e9 / (double)n;
-}
-
-/* AnonHugePages of this process, in MiB: whether THP took. */
-static long
-thp_mib(void)
-{
-	FILE	*f = fopen("/proc/self/smaps_rollup", "r");
-	char	 line[256];
-	long	 kb = -1;
-
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb < 0 ? -1 : kb / 1024;
 }
 
 int

@@ -16,19 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "bloom.h"
 #include "snapshot.h"
 
 #define RATE	0.01
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int
 main(int argc, char *argv[])
