@@ -10,9 +10,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "bloom.h"
 #include "command.h"
@@ -129,74 +126,15 @@ printable(const char *tok, size_t len, char *out, size_t outlen)
 	return out;
 }
 
-/* Whether p[0..n) holds a space, a tab or a NUL: 16 bytes at a time. */
-static inline int
-has_sep_or_nul(const char *p, size_t n)
-{
-	size_t i = 0;
-
-#ifdef __SSE2__
-	if (n >= 16) {
-		const __m128i sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t');
-		const __m128i nul = _mm_setzero_si128();
-		__m128i v, m;
-
-		for (;; i += 16) {
-			/* the last block overlaps the one before it */
-			if (i + 16 > n)
-				i = n - 16;
-			v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-			m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp),
-			    _mm_cmpeq_epi8(v, tab)), _mm_cmpeq_epi8(v, nul));
-			if (_mm_movemask_epi8(m) != 0)
-				return 1;
-			if (i + 16 == n)
-				return 0;
-		}
-	}
-#endif
-	for (; i < n; i++)
-		if (p[i] == ' ' || p[i] == '\t' || p[i] == '\0')
-			return 1;
-	return 0;
-}
-
-/*
- * "SEEN <key>" with single spaces, nearly every request, in one pass: the
- * same tokens proto_split would give. Anything else (other commands, a
- * filter name, runs of blanks, tabs, NUL) takes the general path.
- */
-static inline int
-split_seen(const char *line, size_t len, struct request *rq)
-{
-	if (len < 6 || (line[0] | 0x20) != 's' || (line[1] | 0x20) != 'e' ||
-	    (line[2] | 0x20) != 'e' || (line[3] | 0x20) != 'n' ||
-	    line[4] != ' ' || has_sep_or_nul(line + 5, len - 5))
-		return 0;
-	rq->argc = 2;
-	rq->argv[0] = line;
-	rq->argl[0] = 4;
-	rq->argv[1] = line + 5;
-	rq->argl[1] = len - 5;
-	return 1;
-}
-
 void
 command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 {
 	const struct registry	*reg = c->srv->reg;
 	struct request		*rq = &op->req;
 
+	/* plain SEEN/CHECK lines from clients that may run commands never
+	 * get here: command_run_simple answers them */
 	op->filter = NULL;
-	if (split_seen(line, len, rq)) {
-		op->status = PROTO_OK;
-		op->cmd = &commands[0];
-		if ((op->filter = registry_route(reg, rq->argv[1],
-		    rq->argl[1])) != NULL)
-			op->hash = bloom_hash(&op->filter->bloom, rq->argv[1],
-			    rq->argl[1]);
-		return;
-	}
 	op->cmd = NULL;
 	op->status = proto_split(line, len, rq);
 	if (op->status != PROTO_OK)
@@ -257,6 +195,28 @@ need_auth:
 	return reply_err(c, "authentication required");
 }
 
+/*
+ * CHECK (check = 1) or SEEN of a hashed key in filter f, counted in the
+ * filter's own traffic counters; returns the answer. The server-wide
+ * counters are the caller's: cmd_seen adds them per request, the simple
+ * batch once per batch.
+ */
+static inline __attribute__((always_inline)) int
+filter_answer(struct filter *f, uint64_t h, int check)
+{
+	int hit;
+
+	if (check) {
+		hit = bloom_check(&f->bloom, h);
+		f->checks++;
+	} else {
+		hit = bloom_add(&f->bloom, h);
+		f->seen_old += (uint64_t)hit;
+		f->seen_new += (uint64_t)!hit;
+	}
+	return hit;
+}
+
 static enum command_result
 cmd_seen(struct conn *c, struct op *op)
 {
@@ -277,21 +237,17 @@ cmd_seen(struct conn *c, struct op *op)
 		    "");
 	}
 	if (op->cmd->id == CMD_CHECK) {
-		hit = bloom_check(&f->bloom, op->hash);
-		f->checks++;
+		hit = filter_answer(f, op->hash, 1);
 		if (hit)
 			st->check_hits++;
 		else
 			st->check_misses++;
 	} else {
-		hit = bloom_add(&f->bloom, op->hash);
-		if (hit) {
-			f->seen_old++;
+		hit = filter_answer(f, op->hash, 0);
+		if (hit)
 			st->keys_seen++;
-		} else {
-			f->seen_new++;
+		else
 			st->keys_new++;
-		}
 	}
 	reply(c, hit ? "1\r\n" : "0\r\n", 3);
 	return COMMAND_DONE;
@@ -303,29 +259,6 @@ struct simple {
 	uint64_t	 h;
 	int		 check;
 };
-
-/* Answers one simple request whose block has been prefetched; returns the
- * answer. */
-static inline int
-simple_run(struct simple *s, uint64_t *checks, uint64_t *check_hits,
-    uint64_t *seen_hits)
-{
-	struct filter	*f = s->f;
-	int		 hit;
-
-	if (s->check) {
-		hit = bloom_check(&f->bloom, s->h);
-		f->checks++;
-		(*checks)++;
-		*check_hits += (uint64_t)hit;
-	} else {
-		hit = bloom_add(&f->bloom, s->h);
-		f->seen_old += (uint64_t)hit;
-		f->seen_new += (uint64_t)!hit;
-		*seen_hits += (uint64_t)hit;
-	}
-	return hit;
-}
 
 int
 command_run_simple(struct conn *c, int max)
@@ -365,8 +298,15 @@ command_run_simple(struct conn *c, int max)
 		bloom_prefetch(&q[i].f->bloom, q[i].h);
 	out = c->out.data + c->out.len;
 	for (i = 0; i < n; i++) {
-		out[0] = (char)('0' + simple_run(&q[i], &checks, &check_hits,
-		    &seen_hits));
+		uint64_t hit = (uint64_t)filter_answer(q[i].f, q[i].h,
+		    q[i].check);
+
+		if (q[i].check) {
+			checks++;
+			check_hits += hit;
+		} else
+			seen_hits += hit;
+		out[0] = (char)('0' + hit);
 		out[1] = '\r';
 		out[2] = '\n';
 		out += 3;
