@@ -410,6 +410,10 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		send_status(srv);
 	}
 	release_retired(srv);
+	/* windows drop their old slices even without traffic */
+	filter_clock_update();
+	for (size_t i = 0; i < srv->reg->nfilters; i++)
+		filter_expire(srv->reg->filters[i], filter_now_ms);
 	if (limit == 0)
 		return;
 	for (c = srv->conns; c != NULL; c = next) {
@@ -506,6 +510,12 @@ static void
 log_warning_line(const char *msg)
 {
 	log_warn("%s", msg);
+}
+
+static void
+log_info_line(const char *msg)
+{
+	log_info("%s", msg);
 }
 
 /*
@@ -746,11 +756,13 @@ server_reload(struct server *srv)
 	srv->unx = nunx;
 	for (size_t i = 0; i < nreg->nfilters; i++)
 		if (!registry_contains(oreg, nreg->filters[i]))
-			log_info("filter %s added: %zu bytes, %u hashes",
-			    nreg->filters[i]->name,
-			    bloom_bytes(&nreg->filters[i]->bloom),
-			    nreg->filters[i]->bloom.hashes);
+			log_info("filter %s added: %llu bytes, %zu slice(s)",
+			    nreg->filters[i]->name, (unsigned long long)
+			    filter_bytes(nreg->filters[i]),
+			    nreg->filters[i]->nslices);
 	srv->reg = nreg;
+	filter_memory_limit = ncfg->max_memory;
+	registry_apply_settings(nreg, ncfg, log_info_line);
 	apply_auth(srv, ncfg);
 	moved = strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0;
 	config_free(srv->cfg);
