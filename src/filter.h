@@ -46,7 +46,9 @@
 #include "config.h"
 
 /* r: each grown slice is planned for this times the previous one's rate. */
+#ifndef FILTER_TIGHTENING
 #define FILTER_TIGHTENING	0.8
+#endif
 /* Periods of a window, and periods live at once (the current one too). */
 #define FILTER_PERIODS		8
 #define FILTER_LIVE_PERIODS	(FILTER_PERIODS + 1)
