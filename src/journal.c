@@ -64,6 +64,7 @@ struct segment {
 struct name_slot {
 	uint8_t		 len;		/* 0: unbound in this segment */
 	char		 name[JOURNAL_NAME_MAX];
+	uint64_t	 seed;
 };
 
 struct journal {
@@ -442,11 +443,12 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		    len > JOURNAL_NAME_MAX || p[5] || p[6] || p[7])
 			return damage(r, off, "bad name record");
 		for (unsigned i = len; i < JOURNAL_NAME_MAX; i++)
-			if (p[8 + i] != 0)
+			if (p[16 + i] != 0)
 				return damage(r, off, "bad name record");
 		s = &r->names[id];
 		s->len = (uint8_t)len;
-		memcpy(s->name, p + 8, len);
+		s->seed = get_le64(p + 8);
+		memcpy(s->name, p + 16, len);
 		return 0;
 	case JOURNAL_REC_TIME:
 		if (p[2] || p[3])
@@ -465,6 +467,7 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		return damage(r, off, "key record before any time record");
 	k.name = r->names[id].name;
 	k.namelen = r->names[id].len;
+	k.seed = r->names[id].seed;
 	k.hash = get_le64(p + 4);
 	k.time = r->time;
 	k.seq = r->seq;
@@ -878,7 +881,7 @@ journal_pending(const struct journal *j)
  */
 int
 journal_append(struct journal *j, const char *name, size_t namelen,
-    uint64_t hash, uint64_t time)
+    uint64_t seed, uint64_t hash, uint64_t time)
 {
 	struct name_slot	*s;
 	unsigned char		*p;
@@ -892,11 +895,13 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 	}
 	slot = j->last_slot;
 	s = &j->slots[slot];
-	if (s->len != namelen || memcmp(s->name, name, namelen) != 0) {
+	if (s->len != namelen || s->seed != seed ||
+	    memcmp(s->name, name, namelen) != 0) {
 		slot = (uint32_t)XXH3_64bits(name, namelen) &
 		    (JOURNAL_NAME_SLOTS - 1);
 		s = &j->slots[slot];
-		if (s->len != namelen || memcmp(s->name, name, namelen) != 0) {
+		if (s->len != namelen || s->seed != seed ||
+		    memcmp(s->name, name, namelen) != 0) {
 			need_name = 1;
 			need += JOURNAL_NAME_SIZE;
 		}
@@ -921,10 +926,12 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 		p[1] = JOURNAL_NAME_SIZE;
 		put_le16(p + 2, (uint16_t)slot);
 		p[4] = (unsigned char)namelen;
-		memcpy(p + 8, name, namelen);
+		put_le64(p + 8, seed);
+		memcpy(p + 16, name, namelen);
 		seal(p, JOURNAL_NAME_SIZE);
 		p += JOURNAL_NAME_SIZE;
 		s->len = (uint8_t)namelen;
+		s->seed = seed;
 		memcpy(s->name, name, namelen);
 	}
 	j->last_slot = slot;
@@ -1091,7 +1098,7 @@ int
 journal_drop_upto(struct journal *j, uint64_t seq, char *err, size_t errlen)
 {
 	char	 path[PATH_MAX];
-	size_t	 i, keep = 0;
+	size_t	 i, keep = 0, removed = 0;
 	int	 rc = 0;
 
 	for (i = 0; i < j->nold; i++) {
@@ -1100,6 +1107,7 @@ journal_drop_upto(struct journal *j, uint64_t seq, char *err, size_t errlen)
 			    j->old[i].seq) == 0 && (unlink(path) == 0 ||
 			    errno == ENOENT)) {
 				j->old_bytes -= j->old[i].size;
+				removed++;
 				continue;
 			}
 			snprintf(err, errlen, "remove %s: %s", path,
@@ -1109,7 +1117,7 @@ journal_drop_upto(struct journal *j, uint64_t seq, char *err, size_t errlen)
 		j->old[keep++] = j->old[i];
 	}
 	j->nold = keep;
-	if (sync_dir(j->dir) == -1 && rc == 0) {
+	if (removed > 0 && sync_dir(j->dir) == -1 && rc == 0) {
 		snprintf(err, errlen, "fsync directory %s: %s", j->dir,
 		    strerror(errno));
 		rc = -1;

@@ -18,9 +18,10 @@
  * 4-byte checksum, the low 32 bits of XXH3-64 (seed 0) of the record's bytes
  * before it. Each type has one fixed length, which the length byte repeats:
  *
- *   'N' (0x4E) name, 76 bytes: binds a name id to a filter name
- *     0 1 type, 1 1 length (76), 2 2 name id, 4 1 name length (1-64),
- *     5 3 reserved zero, 8 64 the name, zero padded, 72 4 checksum
+ *   'N' (0x4E) name, 84 bytes: binds a name id to a filter
+ *     0 1 type, 1 1 length (84), 2 2 name id (0-4095),
+ *     4 1 name length (1-64), 5 3 reserved zero, 8 8 the filter's hash
+ *     seed, 16 64 the name, zero padded, 80 4 checksum
  *   'T' (0x54) time, 16 bytes: the time of the keys that follow
  *     0 1 type, 1 1 length (16), 2 2 reserved zero,
  *     4 8 Unix seconds, 12 4 checksum
@@ -33,6 +34,12 @@
  * record refers to the latest 'N' record with its id and the latest 'T'
  * record before it in the same segment; an id may be bound again to
  * another name (the writer's name cache is direct-mapped).
+ *
+ * Why the seed: a hash means nothing without it, and a filter's seed is
+ * drawn at random when it is created. A filter created after the last
+ * start has no snapshot until its first one succeeds; replay must create
+ * it with the seed its keys were hashed with. And a record whose seed is
+ * not the filter's belongs to an earlier filter of the same name.
  *
  * Why fixed lengths and these type codes: the three codes differ from each
  * other in at least two bits and the length byte must match the type, so
@@ -67,7 +74,7 @@
 #define JOURNAL_REC_NAME	0x4E	/* 'N' */
 #define JOURNAL_REC_TIME	0x54	/* 'T' */
 #define JOURNAL_REC_KEY		0x4B	/* 'K' */
-#define JOURNAL_NAME_SIZE	76
+#define JOURNAL_NAME_SIZE	84
 #define JOURNAL_TIME_SIZE	16
 #define JOURNAL_KEY_SIZE	16
 /* The most bytes one journal_append can add: a name, a time and a key. */
@@ -84,6 +91,7 @@ struct journal;
 struct journal_key {
 	const char	*name;
 	size_t		 namelen;
+	uint64_t	 seed;		/* the filter's hash seed */
 	uint64_t	 hash;
 	uint64_t	 time;		/* Unix seconds */
 	uint64_t	 seq;		/* segment */
@@ -143,12 +151,14 @@ void		 journal_close(struct journal *);
 
 /*
  * Copies one key's record (and a name or time record when the segment
- * needs one) into the buffer: no system call. Returns 0, or -1 with errno
+ * needs one) into the buffer: no system call. seed is the filter's hash
+ * seed, hash the key's hash with it, time when it was answered new. Returns 0, or -1 with errno
  * EINVAL (namelen not 1-64) or ENOBUFS (fewer than JOURNAL_APPEND_MAX
  * bytes free in the buffer: nothing was added).
  */
 int		 journal_append(struct journal *, const char *name,
-		    size_t namelen, uint64_t hash, uint64_t time);
+		    size_t namelen, uint64_t seed, uint64_t hash,
+		    uint64_t time);
 /* Whether the next journal_append could fail with ENOBUFS; a caller that
  * must not acknowledge an unjournalled key asks before it sets the key. */
 int		 journal_full(const struct journal *);

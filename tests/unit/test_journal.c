@@ -123,6 +123,7 @@ rm_dir(const char *dir)
 
 struct rec {
 	char		 name[JOURNAL_NAME_MAX + 1];
+	uint64_t	 seed;
 	uint64_t	 hash;
 	uint64_t	 time;
 };
@@ -152,6 +153,7 @@ collect(void *arg, const struct journal_key *k, char *e, size_t elen)
 	}
 	memcpy(s->v[s->n].name, k->name, k->namelen);
 	s->v[s->n].name[k->namelen] = '\0';
+	s->v[s->n].seed = k->seed;
 	s->v[s->n].hash = k->hash;
 	s->v[s->n].time = k->time;
 	s->n++;
@@ -165,12 +167,15 @@ seen_free(struct seen *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* The i-th test record: names from a set of nnames, a time every 7. */
+/* The i-th test record: names (and their seeds) from a set of nnames, a
+ * new time every 7 records. */
 static void
 gen(struct rec *r, uint64_t i, unsigned nnames)
 {
-	snprintf(r->name, sizeof(r->name), "filter-%u",
-	    (unsigned)(i * 2654435761u % nnames));
+	unsigned name = (unsigned)(i * 2654435761u % nnames);
+
+	snprintf(r->name, sizeof(r->name), "filter-%u", name);
+	r->seed = 0x9e3779b97f4a7c15ULL * (name + 1);
 	r->hash = XXH3_64bits(&i, sizeof(i));
 	r->time = T0 + i / 7;
 }
@@ -182,8 +187,8 @@ append_gen(struct journal *j, uint64_t from, uint64_t to, unsigned nnames)
 
 	for (uint64_t i = from; i < to; i++) {
 		gen(&r, i, nnames);
-		if (journal_append(j, r.name, strlen(r.name), r.hash, r.time)
-		    == -1)
+		if (journal_append(j, r.name, strlen(r.name), r.seed, r.hash,
+		    r.time) == -1)
 			return -1;
 	}
 	return 0;
@@ -200,6 +205,7 @@ matches(const struct seen *s, uint64_t from, uint64_t to, unsigned nnames)
 	for (uint64_t i = from; i < to; i++) {
 		gen(&r, i, nnames);
 		if (strcmp(r.name, s->v[i - from].name) != 0 ||
+		    r.seed != s->v[i - from].seed ||
 		    r.hash != s->v[i - from].hash ||
 		    r.time != s->v[i - from].time)
 			return 0;
@@ -344,7 +350,7 @@ one_segment(const char *dir, uint64_t n, int last_name)
 	start = journal_bytes(j);
 	if (last_name)
 		/* a new name and the same time: a name record, then a key */
-		journal_append(j, "another", 7, 42, T0 + (n - 2) / 7);
+		journal_append(j, "another", 7, 5, 42, T0 + (n - 2) / 7);
 	else
 		append_gen(j, n - 1, n, 3);
 	journal_write(j, err, sizeof(err));
@@ -694,29 +700,31 @@ test_buffer_bound(void)
 	if ((j = open_j(dir, 1024)) == NULL)
 		return;
 	while (!journal_full(j) && n < 1000) {
-		if (journal_append(j, "f", 1, n, T0) == -1)
+		if (journal_append(j, "f", 1, 5, n, T0) == -1)
 			break;
 		n++;
 	}
 	ok(journal_full(j) && n < 1000, "buffer: full after %u records in "
 	    "1024 bytes", n);
 	errno = 0;
-	ok(journal_append(j, "a-new-name", 10, 1, T0 + 1) == -1 &&
+	ok(journal_append(j, "a-new-name", 10, 5, 1, T0 + 1) == -1 &&
 	    errno == ENOBUFS, "buffer: a full buffer refuses with ENOBUFS");
 	ok(journal_write(j, err, sizeof(err)) == 0 && !journal_full(j) &&
-	    journal_append(j, "f", 1, 1, T0) == 0, "buffer: room again "
+	    journal_append(j, "f", 1, 5, 1, T0) == 0, "buffer: room again "
 	    "once written");
 	errno = 0;
-	ok(journal_append(j, "", 0, 1, T0) == -1 && errno == EINVAL,
+	ok(journal_append(j, "", 0, 5, 1, T0) == -1 && errno == EINVAL,
 	    "append refuses an empty name");
 	{
 		char long_name[JOURNAL_NAME_MAX + 1];
 
 		memset(long_name, 'x', sizeof(long_name));
 		errno = 0;
-		ok(journal_append(j, long_name, sizeof(long_name), 1, T0)
+		ok(journal_append(j, long_name, sizeof(long_name), 5, 1,
+		    T0)
 		    == -1 && errno == EINVAL, "append refuses a 65-byte name");
-		ok(journal_append(j, long_name, JOURNAL_NAME_MAX, 1, T0) == 0,
+		ok(journal_append(j, long_name, JOURNAL_NAME_MAX, 5, 1, T0)
+		    == 0,
 		    "append takes a 64-byte name");
 	}
 	journal_close(j);
@@ -734,15 +742,47 @@ test_record_sizes(void)
 	if ((j = open_j(dir, 0)) == NULL)
 		return;
 	b0 = journal_bytes(j);
-	journal_append(j, "f", 1, 1, T0);
-	ok(journal_bytes(j) - b0 == 76 + 16 + 16, "size: the first key of a "
-	    "segment costs a name, a time and a key record (108 bytes)");
+	journal_append(j, "f", 1, 5, 1, T0);
+	ok(journal_bytes(j) - b0 == 84 + 16 + 16, "size: the first key of a "
+	    "segment costs a name, a time and a key record (116 bytes)");
 	b0 = journal_bytes(j);
 	for (int i = 0; i < 100; i++)
-		journal_append(j, "f", 1, (uint64_t)i, T0);
+		journal_append(j, "f", 1, 5, (uint64_t)i, T0);
 	ok(journal_bytes(j) - b0 == 1600, "size: later keys of the same "
 	    "filter and second cost 16 bytes each");
 	journal_close(j);
+	rm_dir(dir);
+}
+
+/* A filter removed and created again under the same name has a new seed:
+ * its keys must replay with that seed, the earlier ones with theirs. */
+static void
+test_new_seed(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64];
+	uint64_t			 b0;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	journal_append(j, "news", 4, 111, 1, T0);
+	journal_append(j, "news", 4, 111, 2, T0);
+	b0 = journal_bytes(j);
+	journal_append(j, "news", 4, 222, 3, T0);
+	ok(journal_bytes(j) - b0 == JOURNAL_NAME_SIZE + JOURNAL_KEY_SIZE,
+	    "a new seed for a known name binds the name again");
+	journal_append(j, "news", 4, 111, 4, T0);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    s.n == 4 && s.v[0].seed == 111 && s.v[1].seed == 111 &&
+	    s.v[2].seed == 222 && s.v[2].hash == 3 && s.v[3].seed == 111 &&
+	    strcmp(s.v[2].name, "news") == 0, "each key replays with the "
+	    "seed it was hashed with");
+	seen_free(&s);
 	rm_dir(dir);
 }
 
@@ -921,7 +961,7 @@ write_corpus(const char *out)
 		exit(2);
 	append_gen(j, 0, 30, 4);
 	journal_append(j, "a-much-longer-filter-name-for-the-name-record", 45,
-	    7, T0 + 99);
+	    3, 7, T0 + 99);
 	journal_write(j, err, sizeof(err));
 	journal_close(j);
 	seg(p1, sizeof(p1), dir, 1);
@@ -957,6 +997,7 @@ main(void)
 	test_enospc();
 	test_buffer_bound();
 	test_record_sizes();
+	test_new_seed();
 	test_empty_segments();
 	test_header_checks();
 	test_callback_stops();
