@@ -53,6 +53,7 @@
 
 #define READ_CHUNK	(64 * 1024)
 #define SUM_SIZE	4
+#define NAME_PROBES	8	/* slots tried for a name's id */
 
 uint64_t journal_fault_write_limit;
 
@@ -82,6 +83,7 @@ struct journal {
 	/* the current segment's name ids and time, as appended so far */
 	struct name_slot *slots;
 	uint32_t	 last_slot;
+	uint32_t	 used;		/* slots bound */
 	int		 have_time;
 	uint64_t	 time;
 
@@ -734,6 +736,7 @@ reset_writer(struct journal *j)
 	for (size_t i = 0; i < JOURNAL_NAME_SLOTS; i++)
 		j->slots[i].len = 0;
 	j->last_slot = 0;
+	j->used = 0;
 	j->have_time = 0;
 }
 
@@ -874,12 +877,52 @@ journal_pending(const struct journal *j)
 	return j->len - j->off;
 }
 
+static inline int
+slot_is(const struct name_slot *s, const char *name, size_t namelen,
+    uint64_t seed)
+{
+	return s->len == namelen && s->seed == seed &&
+	    memcmp(s->name, name, namelen) == 0;
+}
+
+/*
+ * The name id of (name, seed) in the current segment: its slot if it is
+ * bound (*bind = 0), else the slot to bind it in (*bind = 1). Linear
+ * probing over a few slots from the name's hash, so that a few thousand
+ * filters keep their ids for the whole segment; once the table is 3/4
+ * full, or the probes find no free slot, the home slot is bound again to
+ * this name (the one it held gets a new name record when next used).
+ * Nothing is changed here: the caller binds once the records fit.
+ */
+static __attribute__((noinline)) uint32_t
+find_slot(const struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, int *bind)
+{
+	uint32_t	 home, slot;
+
+	home = (uint32_t)XXH3_64bits(name, namelen) & (JOURNAL_NAME_SLOTS - 1);
+	*bind = 1;
+	for (uint32_t i = 0; i < NAME_PROBES; i++) {
+		slot = (home + i) & (JOURNAL_NAME_SLOTS - 1);
+		if (j->slots[slot].len == 0)
+			return j->used < JOURNAL_NAME_SLOTS / 4 * 3 ? slot :
+			    home;
+		if (slot_is(&j->slots[slot], name, namelen, seed)) {
+			*bind = 0;
+			return slot;
+		}
+	}
+	return home;
+}
+
 /*
  * The hot path: a name cache hit (the same filter as last time, or its
  * slot) and a time equal to the last one's cost a memcmp, a hash of the
  * name at worst, and a 16-byte record with its checksum.
  */
-int
+/* flatten: XXH3 inlined with the record's constant length is the 12-byte
+ * path alone, not a call through the length dispatch */
+__attribute__((flatten)) int
 journal_append(struct journal *j, const char *name, size_t namelen,
     uint64_t seed, uint64_t hash, uint64_t time)
 {
@@ -894,18 +937,11 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 		return -1;
 	}
 	slot = j->last_slot;
+	if (!slot_is(&j->slots[slot], name, namelen, seed) &&
+	    (slot = find_slot(j, name, namelen, seed, &need_name),
+	    need_name))
+		need += JOURNAL_NAME_SIZE;
 	s = &j->slots[slot];
-	if (s->len != namelen || s->seed != seed ||
-	    memcmp(s->name, name, namelen) != 0) {
-		slot = (uint32_t)XXH3_64bits(name, namelen) &
-		    (JOURNAL_NAME_SLOTS - 1);
-		s = &j->slots[slot];
-		if (s->len != namelen || s->seed != seed ||
-		    memcmp(s->name, name, namelen) != 0) {
-			need_name = 1;
-			need += JOURNAL_NAME_SIZE;
-		}
-	}
 	need_time = !j->have_time || j->time != time;
 	if (need_time)
 		need += JOURNAL_TIME_SIZE;
@@ -930,6 +966,7 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 		memcpy(p + 16, name, namelen);
 		seal(p, JOURNAL_NAME_SIZE);
 		p += JOURNAL_NAME_SIZE;
+		j->used += s->len == 0;
 		s->len = (uint8_t)namelen;
 		s->seed = seed;
 		memcpy(s->name, name, namelen);

@@ -33,7 +33,7 @@
  * means, so any other segment may be removed without changing it. A 'K'
  * record refers to the latest 'N' record with its id and the latest 'T'
  * record before it in the same segment; an id may be bound again to
- * another name (the writer's name cache is direct-mapped).
+ * another name (the writer keeps a bounded table of names).
  *
  * Why the seed: a hash means nothing without it, and a filter's seed is
  * drawn at random when it is created. A filter created after the last
