@@ -72,6 +72,7 @@ enum server_key {
 	SK_AUTH_TOKEN,
 	SK_AUTH_TOKEN_FILE,
 	SK_LOG_LEVEL,
+	SK_METRICS_LISTEN,
 	SK_COUNT
 };
 
@@ -557,6 +558,23 @@ key_listen(struct parser *p, const char *key, const char *v)
 	set_string(p, &p->cfg->listen, v);
 }
 
+/* The Prometheus endpoint: host:port like listen; empty or "off" = none. */
+static void
+key_metrics_listen(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0' || strcmp(v, "off") == 0) {
+		set_string(p, &p->cfg->metrics_listen, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->metrics_listen, v);
+}
+
 static void
 key_unix_socket(struct parser *p, const char *key, const char *v)
 {
@@ -894,6 +912,7 @@ static const struct key_def server_keys[SK_COUNT] = {
 	[SK_AUTH_TOKEN] = { "auth_token", key_auth_token, 0 },
 	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
 	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
+	[SK_METRICS_LISTEN] = { "metrics_listen", key_metrics_listen, 0 },
 };
 
 static const struct key_def filter_keys[FK_COUNT] = {
@@ -1340,6 +1359,7 @@ config_free(struct config *cfg)
 	free(cfg->filters);
 	free(cfg->path);
 	free(cfg->listen);
+	free(cfg->metrics_listen);
 	free(cfg->unix_socket);
 	free(cfg->data_dir);
 	free(cfg->default_filter);

@@ -46,6 +46,7 @@ struct config {
 	enum log_level	 log_level;		/* default info */
 	struct filter_config *filters;		/* in file order */
 	size_t		 nfilters;
+	char		*metrics_listen;	/* Prometheus "host:port"; NULL = off */
 };
 
 /* Problems found while loading, each "file:line: message". */

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "registry.h"
 #include "saver.h"
@@ -570,6 +571,22 @@ str_differs(const char *a, const char *b)
 	return strcmp(a, b) != 0;
 }
 
+/* A changed metrics_listen: the new endpoint opens before the old one
+ * closes, and a failure to bind fails the reload. Returns 0 or -1. */
+static int
+swap_metrics(struct server *srv, const struct config *ncfg,
+    struct metrics **nmet)
+{
+	*nmet = srv->metrics;
+	if (!str_differs(srv->cfg->metrics_listen, ncfg->metrics_listen))
+		return 0;
+	*nmet = NULL;
+	if (ncfg->metrics_listen != NULL && (*nmet = metrics_open(srv,
+	    ncfg->metrics_listen)) == NULL)
+		return -1;
+	return 0;
+}
+
 /*
  * A new or changed auth_token applies to connected TCP clients too: they
  * must AUTH again (or, once it is removed, are served).
@@ -701,6 +718,7 @@ server_reload(struct server *srv)
 	struct config		*ncfg;
 	struct registry		*nreg, *oreg = srv->reg;
 	struct listener		*ntcp, *nunx;
+	struct metrics		*nmet;
 	struct timespec		 ts;
 	char			 err[512];
 	size_t			 first;
@@ -731,13 +749,24 @@ server_reload(struct server *srv)
 		reload_failed(srv, err);
 		goto out;
 	}
+	if (swap_metrics(srv, ncfg, &nmet) == -1) {
+		registry_free(nreg);
+		config_free(ncfg);
+		reload_failed(srv, "cannot open the new metrics_listen");
+		goto out;
+	}
 	if (swap_listeners(srv, ncfg, &ntcp, &nunx) == -1) {
+		if (nmet != srv->metrics)
+			metrics_free(nmet);
 		registry_free(nreg);
 		config_free(ncfg);
 		reload_failed(srv, "cannot open the new listener");
 		goto out;
 	}
 	/* committed from here on */
+	if (srv->metrics != nmet)
+		metrics_free(srv->metrics);
+	srv->metrics = nmet;
 	if (srv->tcp != ntcp)
 		listener_free(srv->tcp);
 	if (srv->unx != nunx)
@@ -816,6 +845,8 @@ server_shutdown(struct server *srv)
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
 	srv->tcp = srv->unx = NULL;
+	metrics_free(srv->metrics);
+	srv->metrics = NULL;
 	/* no more input: the keys acknowledged so far are all we save */
 	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
 		next = c->next;
@@ -883,6 +914,9 @@ server_start(struct server *srv)
 		    "unix_socket is set");
 		return -1;
 	}
+	if (srv->cfg->metrics_listen != NULL && (srv->metrics =
+	    metrics_open(srv, srv->cfg->metrics_listen)) == NULL)
+		return -1;
 	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
 	srv->ev_snapshot = event_new(srv->base, -1, EV_PERSIST,
 	    on_snapshot_timer, srv);
@@ -924,6 +958,7 @@ server_free(struct server *srv)
 	saver_stop(srv->saver);
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
+	metrics_free(srv->metrics);
 	for (int i = 0; i < 4; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);

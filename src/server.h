@@ -55,6 +55,7 @@ struct server {
 	int			 stopping;
 	time_t			 stop_deadline;
 	int			 final_save_failed;
+	struct metrics		*metrics;	/* metrics_listen, or NULL */
 };
 
 /*
