@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -267,14 +269,53 @@ listener_open_unix(struct server *srv, const char *path, mode_t mode,
 	return listener_new(srv, fd, 1, path);
 }
 
-static void
-refuse(struct server *srv, int fd)
+/*
+ * 1 if a line may be logged now; otherwise counts it as left out. The
+ * line logged next says how many were (log_limit_take).
+ */
+static int
+log_limit_ok(struct log_limit *ll)
 {
-	static const char msg[] = "ERR max clients reached\r\n";
+	time_t now = time(NULL);
+
+	if (now == ll->last) {
+		ll->suppressed++;
+		return 0;
+	}
+	ll->last = now;
+	return 1;
+}
+
+static unsigned long
+log_limit_take(struct log_limit *ll)
+{
+	unsigned long n = ll->suppressed;
+
+	ll->suppressed = 0;
+	return n;
+}
+
+/*
+ * The client learns why before the close. What it already sent is read
+ * and dropped first: closing with unread input sends a reset, which can
+ * destroy the ERR line before the client reads it.
+ */
+static void
+refuse(struct server *srv, int fd, const char *peer)
+{
+	static const char	msg[] = "ERR max clients reached\r\n";
+	char			sink[4096];
 
 	srv->stats.conns_refused++;
 	(void)!write(fd, msg, sizeof(msg) - 1);
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 16 && read(fd, sink, sizeof(sink)) > 0; i++)
+		;
 	close(fd);
+	if (log_limit_ok(&srv->refuse_log))
+		log_warn("refused %s: max clients reached (max_clients %u; "
+		    "%lu more refused since the last such line)", peer,
+		    srv->cfg->max_clients, log_limit_take(&srv->refuse_log));
 }
 
 static void
@@ -323,21 +364,24 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 				 * rather than spin on a ready listener */
 				struct timeval tv = { 0, 100000 };
 
-				log_warn("accept on %s: %s", l->desc,
-				    strerror(errno));
+				if (log_limit_ok(&srv->accept_log))
+					log_warn("accept on %s: %s (%lu more "
+					    "since the last such line)", l->desc,
+					    strerror(errno), log_limit_take(
+					    &srv->accept_log));
 				event_del(l->ev);
 				evtimer_add(l->ev_retry, &tv);
 			}
 			return;
 		}
+		describe_peer(&ss, l->is_unix, peer, sizeof(peer));
 		if (srv->nconns >= srv->cfg->max_clients) {
-			refuse(srv, fd);
+			refuse(srv, fd, peer);
 			continue;
 		}
 		if (!l->is_unix)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on,
 			    sizeof(on));
-		describe_peer(&ss, l->is_unix, peer, sizeof(peer));
 		if (conn_new(srv, fd, l->is_unix, peer) == NULL) {
 			log_warn("accept %s: out of memory", peer);
 			close(fd);
@@ -345,6 +389,41 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		}
 		srv->stats.conns_total++;
 	}
+}
+
+/* ---- descriptor limit ---- */
+
+unsigned
+server_fit_fd_limit(struct config *cfg)
+{
+	struct rlimit	rl;
+	unsigned	want = cfg->max_clients;
+	rlim_t		need = (rlim_t)want + SERVER_RESERVED_FDS, fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY
+	    || rl.rlim_cur >= need)
+		return want;
+	/* as Redis does: the soft limit up to the hard one, which only
+	 * root could raise */
+	fit = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need :
+	    rl.rlim_max;
+	rl.rlim_cur = fit;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && fit >= need) {
+		log_info("raised the open files limit to %llu for max_clients "
+		    "%u", (unsigned long long)fit, want);
+		return want;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return want;
+	fit = rl.rlim_cur > SERVER_RESERVED_FDS ?
+	    rl.rlim_cur - SERVER_RESERVED_FDS : 1;
+	cfg->max_clients = (unsigned)fit;
+	log_warn("max_clients %u needs %llu open files but the limit is %llu "
+	    "(hard %llu): serving at most %u clients; raise the limit "
+	    "(ulimit -n, LimitNOFILE=) or lower max_clients", want,
+	    (unsigned long long)need, (unsigned long long)rl.rlim_cur,
+	    (unsigned long long)rl.rlim_max, cfg->max_clients);
+	return want;
 }
 
 /* ---- connections ---- */
@@ -391,6 +470,22 @@ send_status(struct server *srv)
 }
 
 /*
+ * 1 if the client's input is waiting to be read: it is not idle, the loop
+ * has not got to it yet (this timer can run before its read event in the
+ * same turn). Its last activity becomes now.
+ */
+static int
+input_pending(struct conn *c, uint64_t now_ms)
+{
+	int n = 0;
+
+	if (c->fd < 0 || ioctl(c->fd, FIONREAD, &n) == -1 || n <= 0)
+		return 0;
+	c->last_active = now_ms;
+	return 1;
+}
+
+/*
  * Every second: close connections idle longer than idle_timeout; every
  * STATUS_EVERY seconds, tell systemd how we are doing.
  */
@@ -411,11 +506,19 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		send_status(srv);
 	}
 	release_retired(srv);
+	/* a time when the daemon did not run (SIGSTOP, a frozen VM) is not
+	 * its clients' idleness: a sweep that comes late moves every
+	 * client's last activity forward by the delay */
+	if (srv->last_sweep_ms != 0 && now_ms - srv->last_sweep_ms > 2000)
+		for (c = srv->conns; c != NULL; c = c->next)
+			c->last_active += now_ms - srv->last_sweep_ms - 1000;
+	srv->last_sweep_ms = now_ms;
 	if (limit == 0)
 		return;
 	for (c = srv->conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->wait == NULL && now_ms - c->last_active >= limit) {
+		if (c->wait == NULL && now_ms - c->last_active >= limit &&
+		    !input_pending(c, now_ms)) {
 			srv->stats.idle_closed++;
 			conn_close(c, "idle timeout");
 		}
@@ -767,6 +870,7 @@ server_reload(struct server *srv)
 	if (srv->metrics != nmet)
 		metrics_free(srv->metrics);
 	srv->metrics = nmet;
+	srv->max_clients_wanted = server_fit_fd_limit(ncfg);
 	if (srv->tcp != ntcp)
 		listener_free(srv->tcp);
 	if (srv->unx != nunx)
@@ -891,6 +995,7 @@ server_start(struct server *srv)
 
 	srv->started = time(NULL);
 	srv->last_reload_ok = -1;
+	srv->max_clients_wanted = server_fit_fd_limit(srv->cfg);
 	if ((srv->saver = saver_start(srv->base)) == NULL)
 		return -1;
 	/* handlers before listeners: a client (or systemd) that sees the
