@@ -60,14 +60,17 @@ def low_fd_limit_lowers_max_clients(t):
         c = s.client()
         settle(t, c, 1)
         info = c.info()
-        t.eq(info["max_clients"], "32", "INFO max_clients, lowered")
+        # valgrind keeps a few descriptors of the limit for itself
+        n = 32 if not WRAPPER else int(info["max_clients"])
+        t.ok(0 < n < 32 or not WRAPPER, "lowered under valgrind too")
+        t.eq(info["max_clients"], str(n), "INFO max_clients, lowered")
         warn = log_lines(s, "max_clients 1000 needs")
         t.eq(len(warn), 1, "one warning about the limit")
-        t.contains(warn[0], "serving at most 32", "the warning says why")
-        clients = [c] + [s.client() for _ in range(31)]
+        t.contains(warn[0], "serving at most %d" % n, "the warning says why")
+        clients = [c] + [s.client() for _ in range(n - 1)]
         for i, x in enumerate(clients):
-            t.eq(x.cmd("PING"), "PONG", "client %d of 32 served" % i)
-        t.ok(refused(s), "the 33rd is refused and closed")
+            t.eq(x.cmd("PING"), "PONG", "client %d of %d served" % (i, n))
+        t.ok(refused(s), "one more is refused and closed")
         t.eq(clients[0].cmd("PING"), "PONG", "the others stay served")
         for x in clients:
             x.close()
@@ -76,6 +79,10 @@ def low_fd_limit_lowers_max_clients(t):
 @test
 def fd_limit_raised_to_fit(t):
     # soft 64, hard 4096: the daemon raises its soft limit itself
+    if WRAPPER:
+        # valgrind refuses to raise RLIMIT_NOFILE above the soft limit
+        # it started with: nothing of seend's to check there
+        return
     s = LimitedServer(t, 64, 4096, "max_clients = 500", unix=False)
     with s:
         c = s.client()

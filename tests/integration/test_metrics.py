@@ -25,12 +25,21 @@ PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
 
-def metrics_server(t, extra=""):
-    mport = free_port()
-    s = Server(t, "metrics_listen = 127.0.0.1:%d\n%s" % (mport, extra),
-               filters=TWO)
-    s.mport = mport
-    return s
+class MetricsServer(Server):
+    """A seend with metrics_listen on a free port; ready once that port
+    is open too (it opens after the client listeners)."""
+
+    def __init__(self, t):
+        self.mport = free_port()
+        Server.__init__(self, t, "metrics_listen = 127.0.0.1:%d\n"
+                        % self.mport, filters=TWO)
+
+    def ready(self):
+        return Server.ready(self) and port_open(self.mport)
+
+
+def metrics_server(t):
+    return MetricsServer(t)
 
 
 def http(url, method="GET", data=None):
