@@ -11,6 +11,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -410,6 +413,24 @@ metrics_render(struct server *srv, struct evbuffer *out)
 
 /* ---- HTTP ---- */
 
+/*
+ * evhttp writes the headers and the body apart: with Nagle's algorithm the
+ * last piece waits for the client's delayed ACK, 40 ms a scrape.
+ */
+static void
+no_delay(struct evhttp_request *req)
+{
+	struct evhttp_connection	*evcon;
+	struct bufferevent		*bev;
+	int				 on = 1;
+
+	if ((evcon = evhttp_request_get_connection(req)) == NULL ||
+	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
+		return;
+	(void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &on,
+	    sizeof(on));
+}
+
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
@@ -428,6 +449,7 @@ on_request(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
 	}
+	no_delay(req);
 	/* not evhttp_send_error, which drops the Allow header */
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(hdrs, "Allow", "GET, HEAD");
