@@ -2,6 +2,7 @@
 max_clients, and the idle sweep after the daemon was stopped."""
 import resource
 import signal
+import socket
 import subprocess
 import time
 
@@ -92,6 +93,50 @@ def fd_limit_raised_to_fit(t):
         t.eq(int(row.split()[3]), 532, "soft limit raised to 500 + 32")
         t.contains(s.read_log(), "raised the open files limit to 532")
         c.close()
+
+
+@test
+def out_of_descriptors_does_not_flood_the_log(t):
+    # metrics connections are not clients: enough of them use up the
+    # descriptors, and then accept fails (EMFILE) on both listeners
+    mport = free_port()
+    s = LimitedServer(t, 64, 64, "metrics_listen = 127.0.0.1:%d" % mport,
+                      unix=False)
+    with s:
+        t.ok(wait_until(lambda: port_open(mport)), "metrics listening")
+        c = s.client()
+        t.eq(c.cmd("PING"), "PONG")
+        hogs = []
+        try:
+            for _ in range(80):
+                hogs.append(socket.create_connection(("127.0.0.1", mport)))
+            # queued in the kernel's backlog, not accepted while out of
+            # descriptors
+            late = [socket.create_connection(("127.0.0.1", s.port))
+                    for _ in range(5)]
+            time.sleep(3)
+            lines = log_lines(s, "Too many open files")
+            t.ok(2 <= len(lines) <= 12, "accept failures logged at most "
+                 "once a second per listener: %d line(s)" % len(lines))
+        finally:
+            for h in hogs:
+                h.close()
+        for x in late:
+            x.settimeout(10 * SLOW)
+            x.sendall(b"PING\n")
+            t.eq(x.recv(100), b"PONG\r\n", "served once descriptors are "
+                 "free again")
+            x.close()
+        t.eq(c.cmd("PING"), "PONG", "the first client was served all along")
+        c.close()
+
+
+def port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), 0.5):
+            return True
+    except OSError:
+        return False
 
 
 @test
