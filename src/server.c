@@ -286,13 +286,16 @@ log_limit_ok(struct log_limit *ll)
 	return 1;
 }
 
-static unsigned long
-log_limit_take(struct log_limit *ll)
+/* "" or " (N more since the last such line)", for the line logged now. */
+static const char *
+log_limit_take(struct log_limit *ll, char *buf, size_t len)
 {
-	unsigned long n = ll->suppressed;
-
+	buf[0] = '\0';
+	if (ll->suppressed > 0)
+		snprintf(buf, len, " (%lu more since the last such line)",
+		    ll->suppressed);
 	ll->suppressed = 0;
-	return n;
+	return buf;
 }
 
 /*
@@ -304,7 +307,7 @@ static void
 refuse(struct server *srv, int fd, const char *peer)
 {
 	static const char	msg[] = "ERR max clients reached\r\n";
-	char			sink[4096];
+	char			sink[4096], more[64];
 
 	srv->stats.conns_refused++;
 	(void)!write(fd, msg, sizeof(msg) - 1);
@@ -313,9 +316,9 @@ refuse(struct server *srv, int fd, const char *peer)
 		;
 	close(fd);
 	if (log_limit_ok(&srv->refuse_log))
-		log_warn("refused %s: max clients reached (max_clients %u; "
-		    "%lu more refused since the last such line)", peer,
-		    srv->cfg->max_clients, log_limit_take(&srv->refuse_log));
+		log_warn("refused %s: max clients reached (max_clients "
+		    "%u)%s", peer, srv->cfg->max_clients,
+		    log_limit_take(&srv->refuse_log, more, sizeof(more)));
 }
 
 static void
@@ -363,12 +366,13 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 				/* out of descriptors: stop accepting briefly
 				 * rather than spin on a ready listener */
 				struct timeval tv = { 0, 100000 };
+				char more[64];
 
 				if (log_limit_ok(&srv->accept_log))
-					log_warn("accept on %s: %s (%lu more "
-					    "since the last such line)", l->desc,
+					log_warn("accept on %s: %s%s", l->desc,
 					    strerror(errno), log_limit_take(
-					    &srv->accept_log));
+					    &srv->accept_log, more,
+					    sizeof(more)));
 				event_del(l->ev);
 				evtimer_add(l->ev_retry, &tv);
 			}
@@ -393,7 +397,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 
 /* ---- descriptor limit ---- */
 
-unsigned
+void
 server_fit_fd_limit(struct config *cfg)
 {
 	struct rlimit	rl;
@@ -402,7 +406,7 @@ server_fit_fd_limit(struct config *cfg)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY
 	    || rl.rlim_cur >= need)
-		return want;
+		return;
 	/* as Redis does: the soft limit up to the hard one, which only
 	 * root could raise */
 	fit = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need :
@@ -411,10 +415,10 @@ server_fit_fd_limit(struct config *cfg)
 	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && fit >= need) {
 		log_info("raised the open files limit to %llu for max_clients "
 		    "%u", (unsigned long long)fit, want);
-		return want;
+		return;
 	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
-		return want;
+		return;
 	fit = rl.rlim_cur > SERVER_RESERVED_FDS ?
 	    rl.rlim_cur - SERVER_RESERVED_FDS : 1;
 	cfg->max_clients = (unsigned)fit;
@@ -423,7 +427,6 @@ server_fit_fd_limit(struct config *cfg)
 	    "(ulimit -n, LimitNOFILE=) or lower max_clients", want,
 	    (unsigned long long)need, (unsigned long long)rl.rlim_cur,
 	    (unsigned long long)rl.rlim_max, cfg->max_clients);
-	return want;
 }
 
 /* ---- connections ---- */
@@ -870,7 +873,7 @@ server_reload(struct server *srv)
 	if (srv->metrics != nmet)
 		metrics_free(srv->metrics);
 	srv->metrics = nmet;
-	srv->max_clients_wanted = server_fit_fd_limit(ncfg);
+	server_fit_fd_limit(ncfg);
 	if (srv->tcp != ntcp)
 		listener_free(srv->tcp);
 	if (srv->unx != nunx)
@@ -995,7 +998,7 @@ server_start(struct server *srv)
 
 	srv->started = time(NULL);
 	srv->last_reload_ok = -1;
-	srv->max_clients_wanted = server_fit_fd_limit(srv->cfg);
+	server_fit_fd_limit(srv->cfg);
 	if ((srv->saver = saver_start(srv->base)) == NULL)
 		return -1;
 	/* handlers before listeners: a client (or systemd) that sees the

@@ -63,7 +63,6 @@ struct server {
 	time_t			 stop_deadline;
 	int			 final_save_failed;
 	struct metrics		*metrics;	/* metrics_listen, or NULL */
-	unsigned		 max_clients_wanted;	/* as configured */
 	struct log_limit	 refuse_log, accept_log;
 	uint64_t		 last_sweep_ms;
 };
@@ -89,9 +88,9 @@ size_t	server_conn_memory(const struct server *);
 /*
  * Raises RLIMIT_NOFILE (soft, up to hard) to fit cfg->max_clients plus
  * SERVER_RESERVED_FDS; if the hard limit is too low, lowers
- * cfg->max_clients to what fits and warns. Returns the configured value.
+ * cfg->max_clients to what fits and warns (a config not yet in use).
  */
 #define SERVER_RESERVED_FDS	32
-unsigned server_fit_fd_limit(struct config *);
+void	server_fit_fd_limit(struct config *);
 
 #endif
