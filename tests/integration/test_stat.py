@@ -92,7 +92,8 @@ def stat_prints_live_figures(t):
         t.ok(keys == sorted(keys) and keys[-1] > keys[0], "keys grow: "
              + out)
         info = c.info("default")
-        t.ok(float(data[-1]["fill"]) <= float(info["fill_ratio"]),
+        # fill only grows; stat prints it to 4 decimals (rounded)
+        t.ok(float(data[-1]["fill"]) <= float(info["fill_ratio"]) + 5e-5,
              "fill no more than INFO's now")
         c.close()
 
