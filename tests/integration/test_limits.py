@@ -121,11 +121,15 @@ def out_of_descriptors_does_not_flood_the_log(t):
         finally:
             for h in hogs:
                 h.close()
-        for x in late:
+        # under valgrind accept(2) succeeds and valgrind closes the
+        # descriptor over its own limit: those clients are lost there
+        for x in late if not WRAPPER else []:
             x.settimeout(10 * SLOW)
             x.sendall(b"PING\n")
             t.eq(x.recv(100), b"PONG\r\n", "served once descriptors are "
                  "free again")
+            x.close()
+        for x in late:
             x.close()
         t.eq(c.cmd("PING"), "PONG", "the first client was served all along")
         c.close()
