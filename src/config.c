@@ -76,6 +76,7 @@ enum server_key {
 	SK_AUTH_TOKEN_FILE,
 	SK_LOG_LEVEL,
 	SK_MAX_MEMORY,
+	SK_METRICS_LISTEN,
 	SK_COUNT
 };
 
@@ -563,6 +564,23 @@ key_listen(struct parser *p, const char *key, const char *v)
 	set_string(p, &p->cfg->listen, v);
 }
 
+/* The Prometheus endpoint: host:port like listen; empty or "off" = none. */
+static void
+key_metrics_listen(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0' || strcmp(v, "off") == 0) {
+		set_string(p, &p->cfg->metrics_listen, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->metrics_listen, v);
+}
+
 static void
 key_unix_socket(struct parser *p, const char *key, const char *v)
 {
@@ -952,6 +970,7 @@ static const struct key_def server_keys[SK_COUNT] = {
 	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
 	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
 	[SK_MAX_MEMORY] = { "max_memory", key_max_memory, 0 },
+	[SK_METRICS_LISTEN] = { "metrics_listen", key_metrics_listen, 0 },
 };
 
 static const struct key_def filter_keys[FK_COUNT] = {
@@ -1404,6 +1423,7 @@ config_free(struct config *cfg)
 	free(cfg->filters);
 	free(cfg->path);
 	free(cfg->listen);
+	free(cfg->metrics_listen);
 	free(cfg->unix_socket);
 	free(cfg->data_dir);
 	free(cfg->default_filter);

@@ -49,6 +49,7 @@ struct config {
 	uint64_t	 max_memory;		/* bytes of all filters, 0 = no cap */
 	struct filter_config *filters;		/* in file order */
 	size_t		 nfilters;
+	char		*metrics_listen;	/* Prometheus "host:port"; NULL = off */
 };
 
 /* Problems found while loading, each "file:line: message". */
