@@ -550,11 +550,13 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 		if (check_shape(name, "slice ", i, s->bloom.nblocks,
 		    s->bloom.hashes, err, errlen) == -1)
 			return -1;
-		if (s->capacity == 0 ||
+		if (s->capacity == 0 || s->start_ms < 0 ||
+		    s->start_ms > SNAPSHOT_MAX_TIME_MS ||
 		    !(s->error_rate > 0 && s->error_rate < 1) ||
 		    s->bits_set > s->bloom.nblocks * BLOOM_BLOCK_BITS) {
 			snprintf(err, errlen, "%s: slice %" PRIu32 ": bad "
-			    "capacity, error rate or bit count", name, i);
+			    "capacity, error rate, start time or bit count",
+			    name, i);
 			return -1;
 		}
 		m->h.nblocks += s->bloom.nblocks;
@@ -641,6 +643,12 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		    "0 to %d)", name, h->nslices, SNAPSHOT_MAX_SLICES);
 		goto fail;
 	}
+	if (h->version == SNAPSHOT_VERSION &&
+	    (h->growth > 1024 || h->expire_ms > SNAPSHOT_MAX_TIME_MS)) {
+		snprintf(err, errlen, "%s: bad growth %" PRIu32 " or expire %"
+		    PRIu64 " ms", name, h->growth, h->expire_ms);
+		goto fail;
+	}
 	/* the table's size is known from the header: check it fits first */
 	if (h->version == SNAPSHOT_VERSION && size < SNAPSHOT_HEADER_SIZE +
 	    (uint64_t)h->nslices * SLICE_ENTRY + TRAILER_SIZE) {
@@ -663,7 +671,10 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		m->sl[0].error_rate = h->error_rate;
 		m->sl[0].count = h->count;
 		m->sl[0].bits_set = h->bits_set;
-		m->sl[0].start_ms = (int64_t)h->created * 1000;
+		/* a creation time past any real clock is damage, but the
+		 * file's checksum decides that; keep the arithmetic sane */
+		m->sl[0].start_ms = h->created < SNAPSHOT_MAX_TIME_MS / 1000 ?
+		    (int64_t)h->created * 1000 : SNAPSHOT_MAX_TIME_MS;
 	} else if (read_table(fd, name, m, err, errlen) == -1)
 		goto fail;
 	/* cannot overflow: at most 4096 arrays of at most 1 TiB */

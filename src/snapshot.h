@@ -47,6 +47,8 @@
 #define SNAPSHOT_MAGIC		"SEENDBF\n"
 #define SNAPSHOT_VERSION	2
 #define SNAPSHOT_MAX_SLICES	4096
+/* Slice start times are Unix milliseconds up to the year ~33000. */
+#define SNAPSHOT_MAX_TIME_MS	1000000000000000LL
 #define SNAPSHOT_HEADER_SIZE	128
 #define SNAPSHOT_SUFFIX		".bloom"
 
