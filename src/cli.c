@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli_plan.h"
 #include "cli_stat.h"
 #include "client.h"
 
@@ -65,6 +66,8 @@ usage(FILE *fp)
 	    "                [-f filter] < urls\n"
 	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
 	    "stat [-i seconds] [-n count]\n"
+	    "       seen-cli plan CAPACITY ERROR_RATE [--growth G|off] "
+	    "[--expire DURATION]\n"
 	    "\n"
 	    "  -h host       server host name or address (default %s)\n"
 	    "  -p port       server TCP port (default %s)\n"
@@ -638,6 +641,8 @@ main(int argc, char *argv[])
 		return 2;
 	}
 	client_target_name(&c.target, c.name, sizeof(c.name));
+	if (c.mode == MODE_COMMAND && argc > 0 && strcmp(argv[0], "plan") == 0)
+		return cli_plan(argc, argv);	/* no server needed */
 	if (c.mode == MODE_COMMAND && argc > 0 && strcmp(argv[0], "stat") == 0)
 		return cli_stat(&c.target, c.token, c.name, argc, argv);
 	if (client_reader_init(&c.rd, -1, READ_BUF) == -1) {

@@ -344,6 +344,18 @@ parse_number(const char *s, enum unit u, uint64_t *out)
 	return 0;
 }
 
+int
+config_parse_count(const char *s, uint64_t *out)
+{
+	return parse_number(s, UNIT_COUNT, out) == 0 ? 0 : -1;
+}
+
+int
+config_parse_duration(const char *s, uint64_t *out)
+{
+	return parse_number(s, UNIT_SECONDS, out) == 0 ? 0 : -1;
+}
+
 /* "64M" for a round number of bytes, else plain digits; for range texts. */
 static const char *
 amount(uint64_t v, enum unit u, char *buf, size_t size)

@@ -70,6 +70,11 @@ void		 config_free(struct config *);
 void		 config_errors_free(struct config_errors *);
 const struct filter_config *config_find_filter(const struct config *,
 		    const char *name);
+/* A count with an optional k/M/G/T suffix (10^3..), and a duration in
+ * seconds with an optional s/m/h/d suffix, as the config file takes them;
+ * 0, or -1 if s is not one. */
+int		 config_parse_count(const char *s, uint64_t *out);
+int		 config_parse_duration(const char *s, uint64_t *out);
 /* 1 if name is a valid filter name: [A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}. */
 int		 config_valid_filter_name(const char *name, size_t len);
 
