@@ -153,6 +153,19 @@ put_escape(struct sink *o, unsigned char c)
 }
 
 /*
+ * 1 if o ends in a "%" or "%h" that is not an escape (WHATWG keeps those):
+ * a hex digit decoded after it would make one, and the second
+ * normalisation would read what the first did not.
+ */
+static int
+stray_escape(const struct sink *o)
+{
+	return (o->len >= 1 && o->p[o->len - 1] == '%') || (o->len >= 2 &&
+	    o->p[o->len - 2] == '%' &&
+	    hex_value((unsigned char)o->p[o->len - 1]) >= 0);
+}
+
+/*
  * Appends s[i] (and, for an escape, the two hex digits after it) to o as
  * WHATWG encodes it with percent-encode set `set`, with escapes normalised
  * as RFC 3986 says. Returns the number of input bytes used.
@@ -168,7 +181,7 @@ put_encoded(struct sink *o, const char *s, size_t i, size_t n,
 	    (hi = hex_value((unsigned char)s[i + 1])) >= 0 &&
 	    (lo = hex_value((unsigned char)s[i + 2])) >= 0) {
 		c = (unsigned char)(hi << 4 | lo);
-		if (is_unreserved(c))
+		if (is_unreserved(c) && !(hex_value(c) >= 0 && stray_escape(o)))
 			sink_put(o, (char)c);
 		else
 			put_escape(o, c);
@@ -712,7 +725,9 @@ url_host(const char *key, size_t len, char out[URL_HOST_MAX + 1])
 	if (n == 0 || n > URL_HOST_MAX ||
 	    (h.file && n == 9 && memcmp(host, "localhost", 9) == 0))
 		return -1;
-	memcpy(out, host, n);
+	/* the hex of an escape in an opaque host too: rules are lower case */
+	for (size_t i = 0; i < n; i++)
+		out[i] = to_lower(host[i]);
 	out[n] = '\0';
 	return (int)n;
 }

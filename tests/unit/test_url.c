@@ -99,7 +99,7 @@ static const struct url_case cases[] = {
 	{ "http://a.b.c.xn--pokxncvks", NULL, NULL },		/* [wpt] */
 	{ "http://10.0.0.XN--pokxncvks", NULL, NULL },		/* [wpt] */
 	{ "sc://fa\xc3\x9f.ExAmPlE/", "sc://fa%C3%9F.example/",
-	    "fa%C3%9F.example" },	/* [wpt] (seend: lower case) */
+	    "fa%c3%9f.example" },	/* [wpt] (seend: lower case) */
 
 	/* [wpt] schemes, ports, slashes */
 	{ "http://f:00000000000000/c", "http://f:0/c", "f" },
@@ -168,6 +168,10 @@ static const struct url_case cases[] = {
 	    "example.com" },				/* (seend) */
 	{ "http://example.com/%3A%3a%3C%3c", "http://example.com/%3A%3A%3C%3C",
 	    "example.com" },				/* (seend) */
+	/* (seend) a decoded hex digit never completes a stray "%" */
+	{ "http://h/%%65%39", "http://h/%%659", "h" },
+	{ "http://h/%e%39", "http://h/%e%39", "h" },
+	{ "sc://%%416", "sc://%%416", "%%416" },
 	{ "http://example.com/\xe2\x80\xa5/foo",
 	    "http://example.com/%E2%80%A5/foo", "example.com" },
 	{ "http://example.com\\\\foo\\\\bar", "http://example.com//foo//bar",
@@ -192,7 +196,7 @@ static const struct url_case cases[] = {
 	{ "blob:https://example.com:443/", "blob:https://example.com:443/",
 	    NULL },
 	{ "urn:ietf:rfc:2648", "urn:ietf:rfc:2648", NULL },
-	{ "sc://\xc3\xb1?x", "sc://%C3%B1?x", "%C3%B1" },
+	{ "sc://\xc3\xb1?x", "sc://%C3%B1?x", "%c3%b1" },
 	{ "sc://?", "sc://?", NULL },
 
 	/* [wpt] hosts: forbidden code points, IPv4, IPv6 */
