@@ -23,7 +23,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include <idn2.h>
 
@@ -75,37 +74,94 @@ struct url_head {
 	size_t		 rest;		/* path, query, fragment start here */
 };
 
+/* A scheme of up to 5 bytes as one number, its first byte highest. */
+#define SCHEME_KEY(a, b, c, d, e) \
+	((uint64_t)(a) << 32 | (uint64_t)(b) << 24 | (uint64_t)(c) << 16 | \
+	    (uint64_t)(d) << 8 | (uint64_t)(e))
+
 static const struct special_scheme {
-	const char	*name;
-	size_t		 len;
-	int		 port;
+	uint64_t	 key;		/* SCHEME_KEY of the name, lower case */
+	int		 port;		/* -1: none (file) */
 } special_schemes[] = {
-	{ "http", 4, 80 }, { "https", 5, 443 }, { "ws", 2, 80 },
-	{ "wss", 3, 443 }, { "ftp", 3, 21 }, { "file", 4, -1 },
+	{ SCHEME_KEY(0, 'h', 't', 't', 'p'), 80 },
+	{ SCHEME_KEY('h', 't', 't', 'p', 's'), 443 },
+	{ SCHEME_KEY(0, 0, 0, 'w', 's'), 80 },
+	{ SCHEME_KEY(0, 0, 'w', 's', 's'), 443 },
+	{ SCHEME_KEY(0, 0, 'f', 't', 'p'), 21 },
+	{ SCHEME_KEY(0, 'f', 'i', 'l', 'e'), -1 },
 };
 
-/* Percent-encode sets (WHATWG 1.3): bit 0 C0 control (and all bytes above
- * 0x7e, which every set holds), 1 fragment (unused), 2 query, 3 special
- * query, 4 path, 5 userinfo. Each set holds the ones before it. */
-enum { PE_C0 = 1, PE_QUERY = 4, PE_SQUERY = 8, PE_PATH = 16, PE_USERINFO = 32 };
+/*
+ * Byte classes, one table lookup per byte on the request path. The
+ * percent-encode sets of WHATWG 1.3 (C0 control, which also holds every
+ * byte above 0x7e; query; special query; path; userinfo: each holds the
+ * one before, but special query the "'" only), its forbidden host and
+ * domain code points (3.2), RFC 3986's unreserved characters, and the
+ * bytes a path or query copies through unchanged.
+ */
+enum {
+	PE_C0 = 1 << 0, PE_QUERY = 1 << 1, PE_SQUERY = 1 << 2,
+	PE_PATH = 1 << 3, PE_USERINFO = 1 << 4,
+	FORBIDDEN_HOST = 1 << 5, FORBIDDEN_DOMAIN = 1 << 6,
+	UNRESERVED = 1 << 7, PLAIN_PATH = 1 << 8, PLAIN_QUERY = 1 << 9,
+	TAB_NL = 1 << 10, SCHEME = 1 << 11, AUTH_STOP = 1 << 12,
+	HOST_PLAIN = 1 << 13,
+};
 
-static unsigned char
-pe_sets(unsigned char c)
+#define B_C0(c)		((c) < 0x20 || (c) > 0x7e)
+#define B_QUERY(c)	((c) == ' ' || (c) == '"' || (c) == '#' || \
+			    (c) == '<' || (c) == '>')
+#define B_PATH(c)	((c) == '?' || (c) == '^' || (c) == '`' || \
+			    (c) == '{' || (c) == '}')
+#define B_USERINFO(c)	((c) == '/' || (c) == ':' || (c) == ';' || \
+			    (c) == '=' || (c) == '@' || \
+			    ((c) >= '[' && (c) <= '^') || (c) == '|')
+#define B_FHOST(c)	((c) == 0 || (c) == '\t' || (c) == '\n' || \
+			    (c) == '\r' || (c) == ' ' || (c) == '#' || \
+			    (c) == '/' || (c) == ':' || (c) == '<' || \
+			    (c) == '>' || (c) == '?' || (c) == '@' || \
+			    (c) == '[' || (c) == '\\' || (c) == ']' || \
+			    (c) == '^' || (c) == '|')
+#define B_FDOMAIN(c)	(B_FHOST(c) || (c) < 0x20 || (c) == '%' || \
+			    (c) == 0x7f)
+#define B_UNRES(c)	(((c) >= 'a' && (c) <= 'z') || \
+			    ((c) >= 'A' && (c) <= 'Z') || \
+			    ((c) >= '0' && (c) <= '9') || (c) == '-' || \
+			    (c) == '.' || (c) == '_' || (c) == '~')
+#define B_CLASS(c) ( \
+	(B_C0(c) ? PE_C0 | PE_QUERY | PE_SQUERY | PE_PATH | PE_USERINFO : 0) | \
+	(B_QUERY(c) ? PE_QUERY | PE_SQUERY | PE_PATH | PE_USERINFO : 0) | \
+	((c) == '\'' ? PE_SQUERY : 0) | \
+	(B_PATH(c) ? PE_PATH | PE_USERINFO : 0) | \
+	(B_USERINFO(c) ? PE_USERINFO : 0) | \
+	(B_FHOST(c) ? FORBIDDEN_HOST : 0) | \
+	(B_FDOMAIN(c) ? FORBIDDEN_DOMAIN : 0) | \
+	(B_UNRES(c) ? UNRESERVED : 0) | \
+	(!B_C0(c) && !B_QUERY(c) && !B_PATH(c) && (c) != '%' && \
+	    (c) != '/' && (c) != '\\' ? PLAIN_PATH : 0) | \
+	(!B_C0(c) && !B_QUERY(c) && (c) != '\'' && (c) != '%' ? \
+	    PLAIN_QUERY : 0) | \
+	((c) == '\t' || (c) == '\n' || (c) == '\r' ? TAB_NL : 0) | \
+	(((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
+	    ((c) >= '0' && (c) <= '9') || (c) == '+' || (c) == '-' || \
+	    (c) == '.' ? SCHEME : 0) | \
+	((c) == '/' || (c) == '\\' || (c) == '?' || (c) == '#' || \
+	    (c) == '@' ? AUTH_STOP : 0) | \
+	((c) < 0x80 && !B_FDOMAIN(c) ? HOST_PLAIN : 0))
+#define B_4(c)		B_CLASS(c), B_CLASS((c) + 1), B_CLASS((c) + 2), \
+			    B_CLASS((c) + 3)
+#define B_16(c)		B_4(c), B_4((c) + 4), B_4((c) + 8), B_4((c) + 12)
+#define B_64(c)		B_16(c), B_16((c) + 16), B_16((c) + 32), \
+			    B_16((c) + 48)
+
+static const uint16_t byte_class[256] = {
+	B_64(0), B_64(64), B_64(128), B_64(192)
+};
+
+static int
+is_class(unsigned char c, unsigned bits)
 {
-	if (c < 0x20 || c > 0x7e)
-		return 0xff;
-	switch (c) {
-	case ' ': case '"': case '#': case '<': case '>':
-		return PE_QUERY | PE_SQUERY | PE_PATH | PE_USERINFO;
-	case '\'':
-		return PE_SQUERY;
-	case '?': case '^': case '`': case '{': case '}':
-		return PE_PATH | PE_USERINFO;
-	case '/': case ':': case ';': case '=': case '@': case '[': case '\\':
-	case ']': case '|':
-		return PE_USERINFO;
-	}
-	return 0;
+	return (byte_class[c] & bits) != 0;
 }
 
 static int
@@ -135,12 +191,6 @@ to_lower(char c)
 	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
 }
 
-static int
-is_unreserved(unsigned char c)
-{
-	return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
-}
 
 static void
 put_escape(struct sink *o, unsigned char c)
@@ -171,8 +221,7 @@ stray_escape(const struct sink *o)
  * as RFC 3986 says. Returns the number of input bytes used.
  */
 static size_t
-put_encoded(struct sink *o, const char *s, size_t i, size_t n,
-    unsigned char set)
+put_encoded(struct sink *o, const char *s, size_t i, size_t n, unsigned set)
 {
 	unsigned char	 c = (unsigned char)s[i];
 	int		 hi, lo;
@@ -181,35 +230,35 @@ put_encoded(struct sink *o, const char *s, size_t i, size_t n,
 	    (hi = hex_value((unsigned char)s[i + 1])) >= 0 &&
 	    (lo = hex_value((unsigned char)s[i + 2])) >= 0) {
 		c = (unsigned char)(hi << 4 | lo);
-		if (is_unreserved(c) && !(hex_value(c) >= 0 && stray_escape(o)))
+		if (is_class(c, UNRESERVED) &&
+		    !(hex_value(c) >= 0 && stray_escape(o)))
 			sink_put(o, (char)c);
 		else
 			put_escape(o, c);
 		return 3;
 	}
-	if (pe_sets(c) & set)
+	if (is_class(c, set))
 		put_escape(o, c);
 	else
 		sink_put(o, (char)c);
 	return 1;
 }
 
+/* Copies the bytes of class plain from s[p] on, as they are; returns
+ * where the first other one is. */
+static size_t
+put_run(struct sink *o, const char *s, size_t p, size_t n, unsigned plain)
+{
+	size_t q = p;
+
+	while (q < n && is_class((unsigned char)s[q], plain))
+		q++;
+	sink_write(o, s + p, q - p);
+	return q;
+}
+
 /* ---- hosts ---- */
 
-static int
-is_forbidden_host(unsigned char c)
-{
-	return c == 0 || c == '\t' || c == '\n' || c == '\r' || c == ' ' ||
-	    c == '#' || c == '/' || c == ':' || c == '<' || c == '>' ||
-	    c == '?' || c == '@' || c == '[' || c == '\\' || c == ']' ||
-	    c == '^' || c == '|';
-}
-
-static int
-is_forbidden_domain(unsigned char c)
-{
-	return is_forbidden_host(c) || c < 0x20 || c == '%' || c == 0x7f;
-}
 
 /* The IPv6 parser of WHATWG 3.5, on s[0..n) (inside the brackets). */
 static int
@@ -390,6 +439,10 @@ ends_in_number(const char *s, size_t n)
 
 	if (end > 0 && s[end - 1] == '.')
 		end--;
+	/* a number ends in a digit of its base, or is "0x" */
+	if (end == 0 || (hex_value((unsigned char)s[end - 1]) < 0 &&
+	    (s[end - 1] | 0x20) != 'x'))
+		return 0;
 	for (start = end; start > 0 && s[start - 1] != '.'; start--)
 		;
 	for (size_t i = start; i < end; i++)
@@ -405,8 +458,6 @@ ipv4_parse(struct sink *o, const char *s, size_t n)
 {
 	uint64_t	 part[4], addr = 0;
 	size_t		 nparts = 0, start = 0;
-	char		 buf[16];
-	int		 len;
 
 	if (n > 0 && s[n - 1] == '.')
 		n--;		/* one trailing dot is allowed */
@@ -427,10 +478,17 @@ ipv4_parse(struct sink *o, const char *s, size_t n)
 	if (part[nparts - 1] >= (1ULL << (8 * (5 - nparts))))
 		return -1;
 	addr = addr << (8 * (5 - nparts)) | part[nparts - 1];
-	len = snprintf(buf, sizeof(buf), "%u.%u.%u.%u",
-	    (unsigned)(addr >> 24 & 255), (unsigned)(addr >> 16 & 255),
-	    (unsigned)(addr >> 8 & 255), (unsigned)(addr & 255));
-	sink_write(o, buf, (size_t)len);
+	for (int shift = 24; shift >= 0; shift -= 8) {
+		unsigned b = (unsigned)(addr >> shift & 255);
+
+		if (b >= 100)
+			sink_put(o, (char)('0' + b / 100));
+		if (b >= 10)
+			sink_put(o, (char)('0' + b / 10 % 10));
+		sink_put(o, (char)('0' + b % 10));
+		if (shift > 0)
+			sink_put(o, '.');
+	}
 	return 0;
 }
 
@@ -457,6 +515,14 @@ label_to_ascii(struct sink *o, const char *s, size_t n)
 	return 0;
 }
 
+/* 1 if s[i..n) starts with "xn--" in any case (an IDNA label). */
+static int
+is_xn_label(const char *s, size_t i, size_t n)
+{
+	return i + 4 <= n && to_lower(s[i]) == 'x' && to_lower(s[i + 1]) == 'n' &&
+	    s[i + 2] == '-' && s[i + 3] == '-';
+}
+
 /*
  * WHATWG "domain to ASCII", label by label: an ASCII label that does not
  * start with "xn--" is only lower-cased (the standard's own fast path);
@@ -474,9 +540,7 @@ domain_to_ascii(struct sink *o, const char *s, size_t n)
 			continue;
 		for (size_t j = start; j < i; j++)
 			ascii &= (unsigned char)s[j] < 0x80;
-		if (ascii && !(i - start >= 4 && to_lower(s[start]) == 'x' &&
-		    to_lower(s[start + 1]) == 'n' && s[start + 2] == '-' &&
-		    s[start + 3] == '-')) {
+		if (ascii && !is_xn_label(s, start, i)) {
 			for (size_t j = start; j < i; j++)
 				sink_put(o, to_lower(s[j]));
 		} else if (label_to_ascii(o, s + start, i - start) == -1)
@@ -489,40 +553,18 @@ domain_to_ascii(struct sink *o, const char *s, size_t n)
 }
 
 /*
- * The WHATWG host parser on s[0..n), serialised into o: "[v6]", IPv4, a
- * domain in ASCII (special schemes), or an opaque host (others).
+ * A domain of a special URL the slow way: percent-decoded, then "domain to
+ * ASCII", then checked for forbidden code points and read as IPv4 if it
+ * ends in a number. Out of line: its buffers stay off the fast path's
+ * stack.
  */
-static int
-host_parse(struct sink *o, const char *s, size_t n, int special)
+static __attribute__((noinline)) int
+domain_parse(struct sink *o, const char *s, size_t n)
 {
 	char		 dec[URL_HOSTBUF], asc[URL_HOSTBUF];
 	struct sink	 a = { asc, 0, sizeof(asc), 0 };
 	size_t		 dn = 0;
-	uint16_t	 v6[8];
 
-	if (n > 0 && s[0] == '[') {
-		if (n < 2 || s[n - 1] != ']' || ipv6_parse(s + 1, n - 2, v6) == -1)
-			return -1;
-		sink_put(o, '[');
-		ipv6_serialize(o, v6);
-		sink_put(o, ']');
-		return 0;
-	}
-	if (!special) {
-		/* opaque host: C0 control set; lower case is seend's */
-		for (size_t i = 0; i < n; i++)
-			if (is_forbidden_host((unsigned char)s[i]))
-				return -1;
-		for (size_t i = 0; i < n;) {
-			size_t at = o->len;
-
-			/* a letter, written or decoded; never an escape's hex */
-			i += put_encoded(o, s, i, n, PE_C0);
-			if (o->len == at + 1)
-				o->p[at] = to_lower(o->p[at]);
-		}
-		return 0;
-	}
 	for (size_t i = 0; i < n; i++) {
 		int hi, lo;
 
@@ -542,7 +584,7 @@ host_parse(struct sink *o, const char *s, size_t n, int special)
 	if (a.len == 0)
 		return -1;
 	for (size_t i = 0; i < a.len; i++)
-		if (is_forbidden_domain((unsigned char)asc[i]))
+		if (is_class((unsigned char)asc[i], FORBIDDEN_DOMAIN))
 			return -1;
 	if (ends_in_number(asc, a.len))
 		return ipv4_parse(o, asc, a.len);
@@ -550,37 +592,117 @@ host_parse(struct sink *o, const char *s, size_t n, int special)
 	return 0;
 }
 
+/*
+ * The WHATWG host parser on s[0..n), serialised into o: "[v6]", IPv4, a
+ * domain in ASCII (special schemes), or an opaque host (others).
+ */
+static int
+host_parse(struct sink *o, const char *s, size_t n, int special)
+{
+	uint16_t	 v6[8];
+	char		*d;
+
+	if (n > 0 && s[0] == '[') {
+		if (n < 2 || s[n - 1] != ']' || ipv6_parse(s + 1, n - 2, v6) == -1)
+			return -1;
+		sink_put(o, '[');
+		ipv6_serialize(o, v6);
+		sink_put(o, ']');
+		return 0;
+	}
+	if (!special) {
+		/* opaque host: C0 control set; lower case is seend's */
+		for (size_t i = 0; i < n; i++)
+			if (is_class((unsigned char)s[i], FORBIDDEN_HOST))
+				return -1;
+		for (size_t i = 0; i < n;) {
+			size_t at = o->len;
+
+			/* a letter, written or decoded; never an escape's hex */
+			i += put_encoded(o, s, i, n, PE_C0);
+			if (o->len == at + 1)
+				o->p[at] = to_lower(o->p[at]);
+		}
+		return 0;
+	}
+	/* The common case, and WHATWG's own shortcut: ASCII with nothing to
+	 * decode and no "xn--" label is only lower-cased. */
+	if (n == 0)
+		return -1;
+	if (n > o->cap - o->len)	/* decoding might make it fit */
+		return domain_parse(o, s, n);
+	d = o->p + o->len;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!is_class(c, HOST_PLAIN)) {
+			if (c >= 0x80 || c == '%')
+				return domain_parse(o, s, n);
+			return -1;	/* a forbidden domain code point */
+		}
+		if ((c | 0x20) == 'x' && (i == 0 || s[i - 1] == '.') &&
+		    is_xn_label(s, i, n))
+			return domain_parse(o, s, n);
+		d[i] = to_lower((char)c);
+	}
+	if (ends_in_number(d, n))
+		return ipv4_parse(o, s, n);
+	o->len += n;
+	return 0;
+}
+
 /* ---- scheme and authority ---- */
 
-/*
- * Trims C0 controls and spaces at both ends and, if there are any, copies
- * the rest without tab, CR and LF into scratch (URL_SCRATCH bytes), as
- * WHATWG does before parsing. Returns the text to parse, or NULL.
- */
+/* WHATWG's first step: C0 controls and spaces at both ends go. */
 static const char *
-url_clean(const char *in, size_t len, char *scratch, size_t *n)
+url_trim(const char *in, size_t *len)
 {
-	size_t	 k = 0;
+	size_t n = *len;
 
-	while (len > 0 && (unsigned char)in[0] <= 0x20) {
+	while (n > 0 && (unsigned char)in[0] <= 0x20) {
 		in++;
-		len--;
+		n--;
 	}
-	while (len > 0 && (unsigned char)in[len - 1] <= 0x20)
-		len--;
-	*n = len;
-	for (size_t i = 0; i < len; i++)
-		if (in[i] == '\t' || in[i] == '\n' || in[i] == '\r')
-			goto copy;
+	while (n > 0 && (unsigned char)in[n - 1] <= 0x20)
+		n--;
+	*len = n;
 	return in;
-copy:
-	if (len > URL_SCRATCH)
-		return NULL;
-	for (size_t i = 0; i < len; i++)
-		if (in[i] != '\t' && in[i] != '\n' && in[i] != '\r')
-			scratch[k++] = in[i];
-	*n = k;
-	return scratch;
+}
+
+/* 1 if s holds a tab, CR or LF, which WHATWG removes anywhere. */
+static int
+has_tab_nl(const char *s, size_t n)
+{
+	const uint64_t	 ones = 0x0101010101010101ULL;
+	size_t		 i = 0;
+	uint64_t	 x;
+
+	/* eight bytes at a time: is any below 14 (CR)? Only then look
+	 * closer, as a key with control bytes is rare */
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, s + i, 8);
+		if (((x - ones * 14) & ~x & ones * 0x80) != 0)
+			goto closer;
+	}
+	for (; i < n; i++)
+		if ((unsigned char)s[i] < 14)
+			goto closer;
+	return 0;
+closer:
+	return memchr(s, '\t', n) != NULL || memchr(s, '\n', n) != NULL ||
+	    memchr(s, '\r', n) != NULL;
+}
+
+/* s without tab, CR and LF in scratch (URL_SCRATCH bytes, n at most). */
+static size_t
+strip_tab_nl(const char *s, size_t n, char *scratch)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!is_class((unsigned char)s[i], TAB_NL))
+			scratch[k++] = s[i];
+	return k;
 }
 
 static int
@@ -606,24 +728,24 @@ url_parse_head(struct url_head *h, const char *s, size_t n)
 	h->port = -1;
 	if (n == 0 || !is_alpha((unsigned char)s[0]))
 		return -1;
-	for (p = 1; p < n && s[p] != ':'; p++)
-		if (!is_alpha((unsigned char)s[p]) &&
-		    !is_digit((unsigned char)s[p]) &&
-		    s[p] != '+' && s[p] != '-' && s[p] != '.')
-			return -1;
-	if (p == n)
+	for (p = 1; p < n && is_class((unsigned char)s[p], SCHEME); p++)
+		;
+	if (p == n || s[p] != ':')
 		return -1;
 	h->scheme_len = p++;
-	for (size_t i = 0; i < sizeof(special_schemes) /
-	    sizeof(special_schemes[0]); i++) {
-		const struct special_scheme *ss = &special_schemes[i];
+	if (h->scheme_len <= 5) {
+		uint64_t key = 0;
 
-		if (ss->len == h->scheme_len &&
-		    strncasecmp(ss->name, s, ss->len) == 0) {
-			h->special = 1;
-			h->file = ss->port == -1;
-			h->default_port = ss->port;
-		}
+		for (size_t i = 0; i < h->scheme_len; i++)
+			key = key << 8 | (unsigned char)to_lower(s[i]);
+		for (size_t i = 0; i < sizeof(special_schemes) /
+		    sizeof(special_schemes[0]); i++)
+			if (special_schemes[i].key == key) {
+				h->special = 1;
+				h->file = special_schemes[i].port == -1;
+				h->default_port = special_schemes[i].port;
+				break;
+			}
 	}
 	if (h->file) {
 		/* file state, file slash state, file host state */
@@ -660,18 +782,21 @@ url_parse_head(struct url_head *h, const char *s, size_t n)
 	/* authority state: up to the first separator; userinfo ends at the
 	 * last "@" before it */
 	h->has_host = 1;
-	for (end = p; end < n && !is_special_sep(h, s[end]) && s[end] != '?' &&
-	    s[end] != '#'; end++)
-		;
-	h->rest = end;
 	h->user = h->user_end = p;
 	h->host = p;
-	for (at = p; at < end; at++)
-		if (s[at] == '@') {
-			h->has_user = 1;
-			h->user_end = at;
-			h->host = at + 1;
+	for (end = p;; end++) {
+		while (end < n && !is_class((unsigned char)s[end], AUTH_STOP))
+			end++;
+		if (end == n || s[end] != '@') {
+			if (end == n || !(s[end] == '\\' && !h->special))
+				break;
+			continue;	/* a "\" of another scheme */
 		}
+		h->has_user = 1;
+		h->user_end = end;
+		h->host = end + 1;
+	}
+	h->rest = end;
 	if (h->has_user && h->host == end)
 		return -1;		/* "u@" and no host */
 	/* host state: the port starts at a ":" outside brackets */
@@ -700,19 +825,17 @@ url_parse_head(struct url_head *h, const char *s, size_t n)
 
 /* ---- the public functions ---- */
 
-int
-url_host(const char *key, size_t len, char out[URL_HOST_MAX + 1])
+static int
+host_of(const char *s, size_t n, char out[URL_HOST_MAX + 1])
 {
-	char		 scratch[URL_SCRATCH], buf[URL_HOST_MAX + 3];
+	char		 buf[URL_HOST_MAX + 3];
 	struct sink	 o = { buf, 0, sizeof(buf), 0 };
 	struct url_head	 h;
-	const char	*s, *host;
-	size_t		 n;
+	const char	*host;
 
-	if ((s = url_clean(key, len, scratch, &n)) == NULL ||
-	    url_parse_head(&h, s, n) == -1 || !h.has_host ||
-	    h.host_end == h.host || host_parse(&o, s + h.host, h.host_end - h.host, h.special) == -1 ||
-	    o.full)
+	if (url_parse_head(&h, s, n) == -1 || !h.has_host ||
+	    h.host_end == h.host || host_parse(&o, s + h.host,
+	    h.host_end - h.host, h.special) == -1 || o.full)
 		return -1;
 	host = buf;
 	n = o.len;
@@ -726,10 +849,33 @@ url_host(const char *key, size_t len, char out[URL_HOST_MAX + 1])
 	    (h.file && n == 9 && memcmp(host, "localhost", 9) == 0))
 		return -1;
 	/* the hex of an escape in an opaque host too: rules are lower case */
-	for (size_t i = 0; i < n; i++)
-		out[i] = to_lower(host[i]);
+	if (h.special)
+		memcpy(out, host, n);
+	else
+		for (size_t i = 0; i < n; i++)
+			out[i] = to_lower(host[i]);
 	out[n] = '\0';
 	return (int)n;
+}
+
+static __attribute__((noinline)) int
+host_of_stripped(const char *s, size_t n, char out[URL_HOST_MAX + 1])
+{
+	char scratch[URL_SCRATCH];
+
+	if (n > sizeof(scratch))
+		return -1;
+	return host_of(scratch, strip_tab_nl(s, n, scratch), out);
+}
+
+int
+url_host(const char *key, size_t len, char out[URL_HOST_MAX + 1])
+{
+	const char *s = url_trim(key, &len);
+
+	if (has_tab_nl(s, len))
+		return host_of_stripped(s, len, out);
+	return host_of(s, len, out);
 }
 
 /* The path, the list of segments WHATWG's path state builds, written as
@@ -745,9 +891,12 @@ put_path(struct sink *o, const struct url_head *h, size_t p, size_t *pend)
 		char	 c;
 
 		sink_put(o, '/');
+		p = put_run(o, s, p, n, PLAIN_PATH);
 		while (p < n && !is_special_sep(h, s[p]) && s[p] != '?' &&
-		    s[p] != '#')
+		    s[p] != '#') {
 			p += put_encoded(o, s, p, n, PE_PATH);
+			p = put_run(o, s, p, n, PLAIN_PATH);
+		}
 		c = p < n ? s[p] : '\0';
 		q = o->len - seg - 1;	/* the segment's length, "/" aside */
 		if (!o->full && ((q == 1 && o->p[seg + 1] == '.') ||
@@ -778,17 +927,14 @@ put_path(struct sink *o, const struct url_head *h, size_t p, size_t *pend)
 	*pend = p;
 }
 
-size_t
-url_normalize(const char *in, size_t len, char *out, size_t outcap)
+static size_t
+normalize_of(const char *s, size_t n, char *out, size_t outcap)
 {
-	char		 scratch[URL_SCRATCH];
 	struct sink	 o = { out, 0, outcap, 0 };
 	struct url_head	 h;
-	const char	*s;
-	size_t		 n, p, path_start, host_start;
+	size_t		 p, path_start, host_start;
 
-	if (outcap == 0 || (s = url_clean(in, len, scratch, &n)) == NULL ||
-	    url_parse_head(&h, s, n) == -1)
+	if (outcap == 0 || url_parse_head(&h, s, n) == -1)
 		return 0;
 	o.cap = outcap - 1;		/* room for the NUL */
 	for (size_t i = 0; i < h.scheme_len; i++)
@@ -860,12 +1006,34 @@ url_normalize(const char *in, size_t len, char *out, size_t outcap)
 		unsigned char set = h.special ? PE_SQUERY : PE_QUERY;
 
 		sink_put(&o, '?');
-		for (p++; p < n && s[p] != '#';)
-			p += put_encoded(&o, s, p, n, set);
+		for (p = put_run(&o, s, p + 1, n, PLAIN_QUERY);
+		    p < n && s[p] != '#';)
+			p = put_run(&o, s, p + put_encoded(&o, s, p, n, set), n,
+			    PLAIN_QUERY);
 	}
 	/* the fragment is dropped */
 	if (o.full)
 		return 0;
 	out[o.len] = '\0';
 	return o.len;
+}
+
+static __attribute__((noinline)) size_t
+normalize_stripped(const char *s, size_t n, char *out, size_t outcap)
+{
+	char scratch[URL_SCRATCH];
+
+	if (n > sizeof(scratch))
+		return 0;
+	return normalize_of(scratch, strip_tab_nl(s, n, scratch), out, outcap);
+}
+
+size_t
+url_normalize(const char *in, size_t len, char *out, size_t outcap)
+{
+	const char *s = url_trim(in, &len);
+
+	if (has_tab_nl(s, len))
+		return normalize_stripped(s, len, out, outcap);
+	return normalize_of(s, len, out, outcap);
 }
