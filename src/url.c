@@ -625,10 +625,12 @@ host_parse(struct sink *o, const char *s, size_t n, int special)
 		}
 		return 0;
 	}
+	/* one limit for every path, whatever room the output has, so that
+	 * url_host and url_normalize agree on what is a host */
+	if (n == 0 || n > URL_HOSTBUF)
+		return -1;
 	/* The common case, and WHATWG's own shortcut: ASCII with nothing to
 	 * decode and no "xn--" label is only lower-cased. */
-	if (n == 0)
-		return -1;
 	if (n > o->cap - o->len)	/* decoding might make it fit */
 		return domain_parse(o, s, n);
 	d = o->p + o->len;
@@ -828,7 +830,7 @@ url_parse_head(struct url_head *h, const char *s, size_t n)
 static int
 host_of(const char *s, size_t n, char out[URL_HOST_MAX + 1])
 {
-	char		 buf[URL_HOST_MAX + 3];
+	char		 buf[URL_HOSTBUF];	/* a long IPv4 form may fit */
 	struct sink	 o = { buf, 0, sizeof(buf), 0 };
 	struct url_head	 h;
 	const char	*host;

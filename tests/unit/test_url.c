@@ -492,6 +492,27 @@ test_invalid(void)
 	snprintf(key, sizeof(key), "https://%sbbbbbbbbbbbbbbbbbbbb", host);
 	check(key, NULL, "host of 275 bytes");
 
+	/* an IPv4 address in a long form: its host is short, and both
+	 * functions read it alike (found by fuzz_url) */
+	memset(host, '0', 250);
+	snprintf(key, sizeof(key), "http://%.250s0377.1/x", host);
+	check(key, "255.0.0.1", "IPv4 host of 256 bytes, octal with zeros");
+	{
+		char	 norm[4096], big[1200];
+		size_t	 nl = url_normalize(key, strlen(key), norm, sizeof(norm));
+
+		ok(nl > 0 && strcmp(norm, "http://255.0.0.1/x") == 0,
+		    "normalize: the same long IPv4 host");
+		/* over 1 KiB of host is refused by both, however much room
+		 * the output has */
+		memset(big, '0', sizeof(big));
+		memcpy(big, "http://", 7);
+		memcpy(big + sizeof(big) - 3, "1/x", 3);
+		ok(url_host(big, sizeof(big), out) == -1 &&
+		    url_normalize(big, sizeof(big), norm, sizeof(norm)) == 0,
+		    "a host over 1 KiB: neither a host nor normalisable");
+	}
+
 	/* length-bounded: bytes after len do not belong to the key */
 	n = url_host("https://a.com.evil/x", 13, out);
 	ok(n == 5 && strcmp(out, "a.com") == 0,
