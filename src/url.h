@@ -39,12 +39,14 @@ int	url_host(const char *key, size_t len, char out[URL_HOST_MAX + 1]);
 
 /*
  * Writes the canonical form of the URL in[0..len) into out (outcap bytes,
- * NUL-terminated; URL_NORMALIZE_CAP(len) is enough): the WHATWG URL
- * serialisation without the fragment, and with percent-encoded unreserved
- * characters decoded and other escapes in upper case (RFC 3986 6.2.2).
+ * NUL-terminated; URL_NORMALIZE_CAP(len) is enough but for rare IDN hosts
+ * that grow more than 3 times): the WHATWG URL serialisation without the
+ * fragment, and with percent-encoded unreserved characters decoded and
+ * other escapes in upper case (RFC 3986 6.2.2).
  * Returns its length, or 0 if in is not a URL that parses (then the key is
- * used as given) or the result does not fit. Never writes past outcap.
- * Normalising a result again gives the same result.
+ * used as given), its host is over 1 KiB, or the result does not fit.
+ * Never writes past outcap. Normalising a result again gives the same
+ * result, and url_host() of it is url_host() of in.
  */
 size_t	url_normalize(const char *in, size_t len, char *out, size_t outcap);
 
