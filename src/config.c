@@ -87,6 +87,7 @@ enum filter_key {
 	FK_PREFIXES,
 	FK_GROWTH,
 	FK_EXPIRE,
+	FK_NORMALIZE,
 	FK_COUNT
 };
 
@@ -963,6 +964,18 @@ key_prefixes(struct parser *p, const char *key, const char *v)
 	each_word(p, key, v, add_prefix);
 }
 
+static void
+key_normalize(struct parser *p, const char *key, const char *v)
+{
+	if (strcasecmp(v, "off") == 0)
+		cur_filter(p)->normalize = CONFIG_NORMALIZE_OFF;
+	else if (strcasecmp(v, "standard") == 0)
+		cur_filter(p)->normalize = CONFIG_NORMALIZE_STANDARD;
+	else
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of off, standard",
+		    key, SHOW(v));
+}
+
 static const struct key_def server_keys[SK_COUNT] = {
 	[SK_LISTEN] = { "listen", key_listen, 0 },
 	[SK_UNIX_SOCKET] = { "unix_socket", key_unix_socket, 0 },
@@ -992,6 +1005,7 @@ static const struct key_def filter_keys[FK_COUNT] = {
 	[FK_PREFIXES] = { "prefixes", key_prefixes, 1 },
 	[FK_GROWTH] = { "growth", key_growth, 0 },
 	[FK_EXPIRE] = { "expire", key_expire, 0 },
+	[FK_NORMALIZE] = { "normalize", key_normalize, 0 },
 };
 
 /* ---- sections ---- */

@@ -28,7 +28,12 @@ struct filter_config {
 	size_t		 nhosts;
 	char		**prefixes;
 	size_t		 nprefixes;
+	int		 normalize;	/* CONFIG_NORMALIZE_*; default off */
 };
+
+/* [filter.NAME] normalize: keys as given, or url_normalize()d first. */
+#define CONFIG_NORMALIZE_OFF		0
+#define CONFIG_NORMALIZE_STANDARD	1
 
 struct config {
 	char		*path;			/* as given, for messages */

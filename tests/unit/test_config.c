@@ -776,6 +776,43 @@ test_metrics_listen(void)
 	bad_server("metrics_listen", "127.0.0.1:0", "metrics_listen port 0");
 	bad_server("metrics_listen", "::1:9874",
 	    "metrics_listen IPv6 without brackets");
+/* [filter.NAME] normalize = off | standard, default off. */
+static void
+test_normalize(void)
+{
+	struct config	*cfg;
+
+	cfg = good("[filter.f]\ncapacity = 1000\n", "a filter without normalize");
+	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_OFF,
+	    "normalize defaults to off");
+	config_free(cfg);
+	cfg = good_filter("normalize", "standard");
+	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_STANDARD,
+	    "normalize standard");
+	config_free(cfg);
+	cfg = good_filter("normalize", "Standard");
+	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_STANDARD,
+	    "normalize is case-insensitive");
+	config_free(cfg);
+	cfg = good_filter("normalize", "off");
+	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_OFF,
+	    "normalize off");
+	config_free(cfg);
+	cfg = good("[filter.a]\nnormalize = standard\n[filter.b]\n",
+	    "normalize on one filter only");
+	ok(cfg && cfg->nfilters == 2 &&
+	    cfg->filters[0].normalize == CONFIG_NORMALIZE_STANDARD &&
+	    cfg->filters[1].normalize == CONFIG_NORMALIZE_OFF,
+	    "normalize is per filter");
+	config_free(cfg);
+	bad_filter("normalize", "on", "normalize on");
+	bad_filter("normalize", "whatwg", "normalize whatwg");
+	bad_filter("normalize", "", "an empty normalize");
+	bad("[filter.f]\nnormalize = off\nnormalize = standard\n", 3,
+	    "normalize", "normalize twice in one filter");
+	bad("[server]\nnormalize = standard\n", 2, "normalize",
+	    "normalize in [server]");
+	config_errors_free(&errs);
 }
 
 int
@@ -792,6 +829,7 @@ main(void)
 	test_shipped();
 	test_trailing_crs();
 	test_metrics_listen();
+	test_normalize();
 	config_errors_free(&errs);
 	return done_testing();
 }
