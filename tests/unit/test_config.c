@@ -776,6 +776,8 @@ test_metrics_listen(void)
 	bad_server("metrics_listen", "127.0.0.1:0", "metrics_listen port 0");
 	bad_server("metrics_listen", "::1:9874",
 	    "metrics_listen IPv6 without brackets");
+}
+
 /* [filter.NAME] normalize = off | standard, default off. */
 static void
 test_normalize(void)
@@ -815,6 +817,53 @@ test_normalize(void)
 	config_errors_free(&errs);
 }
 
+/* growth = off | 1..16 (default 2), expire = duration | never, and
+ * [server] max_memory = bytes | off. */
+static void
+test_growth_expire_memory(void)
+{
+	struct config *cfg;
+
+	cfg = good("[filter.f]\ncapacity = 1000\n", "a filter, defaults");
+	ok(cfg && cfg->filters[0].growth == 2 && cfg->filters[0].expire == 0 &&
+	    cfg->max_memory == 0, "growth 2, no expire, no max_memory by "
+	    "default");
+	config_free(cfg);
+	cfg = good_filter("growth", "off");
+	ok(cfg && cfg->filters[0].growth == 0, "growth = off is 0");
+	config_free(cfg);
+	cfg = good_filter("growth", "4");
+	ok(cfg && cfg->filters[0].growth == 4, "growth = 4");
+	config_free(cfg);
+	cfg = good_filter("expire", "30d");
+	ok(cfg && cfg->filters[0].expire == 30 * 86400, "expire = 30d");
+	config_free(cfg);
+	cfg = good_filter("expire", "3s");
+	ok(cfg && cfg->filters[0].expire == 3, "expire = 3s");
+	config_free(cfg);
+	cfg = good_filter("expire", "never");
+	ok(cfg && cfg->filters[0].expire == 0, "expire = never");
+	config_free(cfg);
+	cfg = good_server("max_memory", "64M");
+	ok(cfg && cfg->max_memory == 64ULL << 20, "max_memory = 64M");
+	config_free(cfg);
+	cfg = good_server("max_memory", "off");
+	ok(cfg && cfg->max_memory == 0, "max_memory = off");
+	config_free(cfg);
+	bad_filter("growth", "0", "growth 0");
+	bad_filter("growth", "17", "growth 17");
+	bad_filter("growth", "two", "growth two");
+	bad_filter("expire", "0", "expire 0");
+	bad_filter("expire", "5M", "expire with a count suffix");
+	bad_filter("expire", "-1", "a negative expire");
+	bad_server("max_memory", "lots", "max_memory lots");
+	bad("[server]\ngrowth = 2\n", 2, "growth", "growth in [server]");
+	/* the first slice must be plannable: a window's is tighter */
+	bad("[filter.f]\ncapacity = 1T\nerror_rate = 1e-9\nexpire = 1d\n",
+	    2, "1 TiB", "a window whose first slice needs over 1 TiB");
+	config_errors_free(&errs);
+}
+
 int
 main(void)
 {
@@ -830,6 +879,7 @@ main(void)
 	test_trailing_crs();
 	test_metrics_listen();
 	test_normalize();
+	test_growth_expire_memory();
 	config_errors_free(&errs);
 	return done_testing();
 }
