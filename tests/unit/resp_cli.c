@@ -6,8 +6,9 @@
  *
  *   resp_cli [-m max_bulk] [-r max_request] [-a max_args] [-u]
  *
- * Each request gets a reply: PING gets "+PONG", anything else the array of
- * its arguments (which shows how it was framed); "*0" and "*-1" get none,
+ * Each request gets a reply: PING gets "+PONG", ECHO its argument as a bulk
+ * string, anything else the array of its arguments (which shows how it was
+ * framed); "*0" and "*-1" get none,
  * as in Redis. A protocol error gets "-ERR Protocol error: ..." and ends
  * the stream, as Redis closes the connection. Exit status: 0 if the input
  * ended between requests, 1 after a protocol error, 2 if it ended inside
@@ -38,6 +39,11 @@ reply(struct buf *out, const struct resp_request *req)
 	if (req->argc == 1 && proto_token_is(req->argv[0], req->argl[0],
 	    "PING")) {
 		resp_add_status(out, "PONG");
+		return;
+	}
+	if (req->argc == 2 && proto_token_is(req->argv[0], req->argl[0],
+	    "ECHO")) {
+		resp_add_bulk(out, req->argv[1], req->argl[1]);
 		return;
 	}
 	resp_add_array(out, req->argc);
