@@ -5,10 +5,7 @@ purpose, the case says why, and both behaviours are asserted: ours as
 designed, Redis's as observed (so that a Redis that changes is noticed).
 """
 import os
-import shutil
-import socket
 import subprocess
-import time
 
 from seendtest import *
 
@@ -90,56 +87,6 @@ DIFFER = [
 ]
 
 
-class Redis:
-    """A real redis-server on a free loopback port, in t's scratch dir."""
-
-    def __init__(self, t):
-        exe = shutil.which("redis-server")
-        t.ok(exe is not None, "redis-server is installed (tools/install-deps)")
-        self.port = free_port()
-        self.log = open(t.path("redis.log"), "w")
-        self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--daemonize", "no",
-             "--dir", t.dir, "--proto-max-bulk-len", str(MAX_BULK)],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        t.ok(wait_until(lambda: self.talk(PING, 0.5) == PONG, 10),
-             "redis-server answers PING")
-
-    def talk(self, data, idle=3.0):
-        """Sends data, returns what comes back until the server closes or
-        is silent for idle seconds."""
-        try:
-            s = socket.create_connection(("127.0.0.1", self.port), timeout=2)
-        except OSError:
-            return None
-        got = b""
-        try:
-            s.sendall(data)
-            s.settimeout(idle)
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
-        except socket.timeout:
-            pass
-        except OSError:
-            pass
-        finally:
-            s.close()
-        return got
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-
 def ours(data, *args):
     p = subprocess.run([RESP_CLI, "-m", str(MAX_BULK)] + list(args),
                        input=data, stdout=subprocess.PIPE,
@@ -163,7 +110,7 @@ def check_same(t, r, cases, args=()):
 
 @test
 def protocol_errors_are_redis_7_texts_byte_for_byte(t):
-    r = Redis(t)
+    r = RedisServer(t, MAX_BULK)
     try:
         check_same(t, r, SAME)
     finally:
@@ -172,7 +119,7 @@ def protocol_errors_are_redis_7_texts_byte_for_byte(t):
 
 @test
 def unauthenticated_limits_are_redis_7_texts_byte_for_byte(t):
-    r = Redis(t)
+    r = RedisServer(t, MAX_BULK)
     try:
         t.eq(r.talk(b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$11\r\nrequirepass"
                     b"\r\n$6\r\nsecret\r\n", 1.0), b"+OK\r\n",
@@ -184,7 +131,7 @@ def unauthenticated_limits_are_redis_7_texts_byte_for_byte(t):
 
 @test
 def designed_differences_from_redis_are_as_documented(t):
-    r = Redis(t)
+    r = RedisServer(t, MAX_BULK)
     try:
         bad = []
         for name, data, want_ours, want_redis, why in DIFFER:
