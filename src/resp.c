@@ -98,6 +98,37 @@ parse_ll(const char *s, size_t n, long long *v)
 	return 1;
 }
 
+/*
+ * The length line at p[pos] and its number: LINE_OK with *num 1 and *v
+ * set, or *num 0 if the line is not a number as string2ll reads one. Most
+ * lines are 1 to 18 digits and CR LF: those are read in one pass, and
+ * anything else in two (scan_line, then parse_ll), which say the same for
+ * the common case.
+ */
+static enum line
+read_length(const char *p, size_t len, size_t pos, size_t *eol,
+    long long *v, int *num)
+{
+	unsigned long long	 u;
+	size_t			 i = pos + 1, start = i;
+	enum line		 r;
+
+	if (i < len && p[i] >= '1' && p[i] <= '9') {
+		for (u = 0; i < len && i - start < 18 && p[i] >= '0' &&
+		    p[i] <= '9'; i++)
+			u = u * 10 + (unsigned)(p[i] - '0');
+		if (i + 1 < len && p[i] == '\r' && p[i + 1] == '\n') {
+			*eol = i;
+			*v = (long long)u;
+			*num = 1;
+			return LINE_OK;
+		}
+	}
+	if ((r = scan_line(p, len, pos, eol)) == LINE_OK)
+		*num = parse_ll(p + pos + 1, *eol - pos - 1, v);
+	return r;
+}
+
 static enum resp_status
 fail(struct resp_request *req, const char *reason)
 {
@@ -139,6 +170,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 {
 	size_t		 pos, eol, body;
 	long long	 n, l, i;
+	int		 num = 0;
 
 	req->argc = 0;
 	req->error[0] = '\0';
@@ -146,7 +178,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		return more(req, 1);
 	if (p[0] != '*')
 		return fail_got(req, '*', p[0]);
-	switch (scan_line(p, len, 0, &eol)) {
+	switch (read_length(p, len, 0, &eol, &n, &num)) {
 	case LINE_MORE:
 		return more(req, len + 1);
 	case LINE_LONG:
@@ -156,7 +188,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 	case LINE_OK:
 		break;
 	}
-	if (!parse_ll(p + 1, eol - 1, &n) || n > INT_MAX)
+	if (!num || n > INT_MAX)
 		return fail(req, "invalid multibulk length");
 	if (n > RESP_UNAUTH_ARGS && lim->unauth)
 		return fail(req, "unauthenticated multibulk length");
@@ -175,7 +207,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 			return more(req, len + 1);
 		if (p[pos] != '$')
 			return fail_got(req, '$', p[pos]);
-		switch (scan_line(p, len, pos, &eol)) {
+		switch (read_length(p, len, pos, &eol, &l, &num)) {
 		case LINE_MORE:
 			return more(req, len + 1);
 		case LINE_LONG:
@@ -185,7 +217,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		case LINE_OK:
 			break;
 		}
-		if (!parse_ll(p + pos + 1, eol - pos - 1, &l) || l < 0 ||
+		if (!num || l < 0 ||
 		    (unsigned long long)l > lim->max_bulk)
 			return fail(req, "invalid bulk length");
 		if (l > RESP_UNAUTH_BULK && lim->unauth)

@@ -9,7 +9,7 @@
  *     arguments lie inside those bytes, in order, each after its "$n\r\n"
  *     and before "\r\n", at most max_bulk long; argc <= max_args for
  *     RESP_OK, > max_args for RESP_TOO_MANY; the unauthenticated bounds
- *     hold;
+ *     hold; each argument's header reads back as its length;
  *   - RESP_MORE asks for more than there is, and never for more than
  *     max_request plus one length line: memory stays bounded;
  *   - an error text is "Protocol error: ..." with no CR or LF;
@@ -21,6 +21,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +59,8 @@ check_one(const char *p, size_t len, const struct resp_limits *lim,
 {
 	const struct resp_request	*q = &r->req;
 	const char			*prev = p;
-	int				 n;
+	char				 hdr[32];
+	int				 n, d;
 
 	switch (r->st) {
 	case RESP_MORE:
@@ -98,6 +100,9 @@ check_one(const char *p, size_t len, const struct resp_limits *lim,
 			CHECK(l <= RESP_UNAUTH_BULK);
 		CHECK(a[-2] == '\r' && a[-1] == '\n');
 		CHECK(a[l] == '\r' && a[l + 1] == '\n');
+		/* its header is exactly "$<l>": no sign, no leading zero */
+		d = snprintf(hdr, sizeof(hdr), "$%zu", l);
+		CHECK(a - 2 - d > prev && memcmp(a - 2 - d, hdr, (size_t)d) == 0);
 		prev = a + l;
 	}
 	if (r->st == RESP_OK)
