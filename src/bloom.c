@@ -13,6 +13,8 @@
 #include "bloom.h"
 
 #define HUGE_PAGE	(2UL << 20)
+#define HUGE_PAGE_MIN	(4 * HUGE_PAGE)
+#define SMALL_PAGE	4096UL
 
 /*
  * Probability that a query's k bits are all set in a block that holds j
@@ -36,10 +38,16 @@ fp_in_block(uint32_t k, double j)
 double
 bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n)
 {
-	double lambda = (double)n / (double)nblocks;
+	return bloom_fp_rate_keys(nblocks, hashes, (double)n);
+}
+
+double
+bloom_fp_rate_keys(uint64_t nblocks, uint32_t hashes, double n)
+{
+	double lambda = n / (double)nblocks;
 	double sum = 0, p, j, jmax, jmin;
 
-	if (n == 0)
+	if (!(n > 0))
 		return 0;
 	/* A block this overloaded has (nearly) every bit set: the sum would be
 	 * about 1 and cost millions of terms while sizing searches upward. */
@@ -56,6 +64,29 @@ bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n)
 		sum += p * fp_in_block(hashes, j);
 	}
 	return sum > 1 ? 1 : sum;
+}
+
+/*
+ * The rate from the fill alone. A segment of s bits that has received j
+ * keys has 1 - (1 - 1/s)^j of them set; over a Poisson(lambda) block load
+ * that averages 1 - e^(-lambda/s). So the fill gives lambda, and lambda the
+ * rate, through the same exact sum as sizing: keys that were false
+ * positives set no bits and are not counted, which is what makes this
+ * right where an estimate from a count of keys answered new is not.
+ */
+double
+bloom_fp_from_fill(const struct bloom *b)
+{
+	double bits = (double)b->nblocks * BLOOM_BLOCK_BITS;
+	double fill = (double)b->bits_set / bits;
+	double s = (double)(BLOOM_BLOCK_BITS / b->hashes);
+
+	if (b->bits_set == 0)
+		return 0;
+	if (fill >= 1.0)
+		return 1.0;
+	return bloom_fp_rate_keys(b->nblocks, b->hashes,
+	    -s * log1p(-fill) * (double)b->nblocks);
 }
 
 /* Smallest block count whose expected rate at capacity meets goal. */
@@ -106,10 +137,25 @@ bloom_plan(uint64_t capacity, double error_rate, uint64_t *nblocks,
 	return 0;
 }
 
+/*
+ * Huge pages where they pay (a random probe over a big array misses the TLB
+ * otherwise) and cost at most a quarter more; small filters take whole
+ * small pages, so a filter of 1000 keys costs kilobytes, not 2 MiB.
+ */
+size_t
+bloom_map_bytes(uint64_t nblocks)
+{
+	size_t bytes = (size_t)nblocks * BLOOM_BLOCK_BYTES;
+
+	if (bytes >= HUGE_PAGE_MIN)
+		return (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	return (bytes + SMALL_PAGE - 1) & ~(SMALL_PAGE - 1);
+}
+
 int
 bloom_init(struct bloom *b, uint64_t nblocks, uint32_t hashes, uint64_t seed)
 {
-	size_t	 bytes, len;
+	size_t	 len;
 	void	*p;
 
 	memset(b, 0, sizeof(*b));
@@ -118,8 +164,7 @@ bloom_init(struct bloom *b, uint64_t nblocks, uint32_t hashes, uint64_t seed)
 		errno = EINVAL;
 		return -1;
 	}
-	bytes = (size_t)nblocks * BLOOM_BLOCK_BYTES;
-	len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	len = bloom_map_bytes(nblocks);
 	/* Anonymous pages are zero and cost nothing until touched; a mapping
 	 * is page aligned, which covers the 64-byte block alignment. */
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -129,7 +174,7 @@ bloom_init(struct bloom *b, uint64_t nblocks, uint32_t hashes, uint64_t seed)
 #ifdef MADV_HUGEPAGE
 	/* One TLB entry per 2 MiB instead of per 4 KiB: random probes over a
 	 * large filter otherwise miss the TLB as well as the cache. */
-	if (len >= HUGE_PAGE)
+	if (len >= HUGE_PAGE_MIN)
 		(void)madvise(p, len, MADV_HUGEPAGE);
 #endif
 	b->words = p;

@@ -47,7 +47,8 @@ struct bloom {
 	uint64_t	 seed;		/* XXH3 seed, kept in the snapshot */
 	uint64_t	 count;		/* keys added (answers of 0) */
 	uint64_t	 bits_set;	/* bits that are 1 */
-	size_t		 map_bytes;	/* the mapping, rounded up to 2 MiB */
+	size_t		 map_bytes;	/* the mapping: bytes rounded up to a
+					   page, a huge page when large */
 };
 
 /*
@@ -58,6 +59,11 @@ int	bloom_plan(uint64_t capacity, double error_rate, uint64_t *nblocks,
 	    uint32_t *hashes);
 /* Expected false-positive rate of a filter of this shape holding n keys. */
 double	bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n);
+double	bloom_fp_rate_keys(uint64_t nblocks, uint32_t hashes, double n);
+/* The rate estimated from the bits set (exact for random keys). */
+double	bloom_fp_from_fill(const struct bloom *);
+/* The bytes bloom_init maps for an array of nblocks. */
+size_t	bloom_map_bytes(uint64_t nblocks);
 /* Allocates a zeroed filter; returns 0, or -1 with errno set. */
 int	bloom_init(struct bloom *, uint64_t nblocks, uint32_t hashes,
 	    uint64_t seed);

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli_stat.h"
 #include "client.h"
 
 #define READ_BUF	65536
@@ -62,6 +63,8 @@ usage(FILE *fp)
 	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
 	    "--new | --check\n"
 	    "                [-f filter] < urls\n"
+	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
+	    "stat [-i seconds] [-n count]\n"
 	    "\n"
 	    "  -h host       server host name or address (default %s)\n"
 	    "  -p port       server TCP port (default %s)\n"
@@ -635,6 +638,8 @@ main(int argc, char *argv[])
 		return 2;
 	}
 	client_target_name(&c.target, c.name, sizeof(c.name));
+	if (c.mode == MODE_COMMAND && argc > 0 && strcmp(argv[0], "stat") == 0)
+		return cli_stat(&c.target, c.token, c.name, argc, argv);
 	if (client_reader_init(&c.rd, -1, READ_BUF) == -1) {
 		cli_warn("%s", strerror(errno));
 		return 1;

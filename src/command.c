@@ -149,7 +149,7 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 		op->filter = registry_find(reg, rq->argv[1], rq->argl[1]);
 	if (op->filter == NULL)
 		return;
-	op->hash = bloom_hash(&op->filter->bloom, rq->argv[rq->argc - 1],
+	op->hash = filter_hash(op->filter, rq->argv[rq->argc - 1],
 	    rq->argl[rq->argc - 1]);
 	/* no prefetch here: the caller issues a batch's prefetches back to
 	 * back once every key is hashed (see process_input) */
@@ -197,9 +197,9 @@ need_auth:
 
 /*
  * CHECK (check = 1) or SEEN of a hashed key in filter f, counted in the
- * filter's own traffic counters; returns the answer. The server-wide
- * counters are the caller's: cmd_seen adds them per request, the simple
- * batch once per batch.
+ * filter's own traffic counters; returns the answer (FILTER_FULL: a SEEN
+ * the filter cannot record). The server-wide counters are the caller's:
+ * cmd_seen adds them per request, the simple batch once per batch.
  */
 static inline __attribute__((always_inline)) int
 filter_answer(struct filter *f, uint64_t h, int check)
@@ -207,10 +207,12 @@ filter_answer(struct filter *f, uint64_t h, int check)
 	int hit;
 
 	if (check) {
-		hit = bloom_check(&f->bloom, h);
+		hit = filter_check(f, h);
 		f->checks++;
 	} else {
-		hit = bloom_add(&f->bloom, h);
+		hit = filter_seen(f, h);
+		if (__builtin_expect(hit == FILTER_FULL, 0))
+			return hit;	/* cmd_seen counts and explains */
 		f->seen_old += (uint64_t)hit;
 		f->seen_new += (uint64_t)!hit;
 	}
@@ -244,6 +246,10 @@ cmd_seen(struct conn *c, struct op *op)
 			st->check_misses++;
 	} else {
 		hit = filter_answer(f, op->hash, 0);
+		if (hit == FILTER_FULL) {
+			f->refused++;
+			return reply_err(c, "full %s", f->name);
+		}
 		if (hit)
 			st->keys_seen++;
 		else
@@ -258,6 +264,7 @@ struct simple {
 	struct filter	*f;
 	uint64_t	 h;
 	int		 check;
+	size_t		 next;		/* bytes of its line */
 };
 
 int
@@ -282,7 +289,8 @@ command_run_simple(struct conn *c, int max)
 		if (klen < 0 ||
 		    (q[n].f = registry_route(reg, key, (size_t)klen)) == NULL)
 			break;	/* not simple, or an error to explain */
-		q[n].h = bloom_hash(&q[n].f->bloom, key, (size_t)klen);
+		q[n].h = filter_hash(q[n].f, key, (size_t)klen);
+		q[n].next = next;
 		off += next;
 	}
 	if (n == 0 || buf_reserve(&c->out, 3 * (size_t)n) == -1)
@@ -295,11 +303,17 @@ command_run_simple(struct conn *c, int max)
 	 * not measured (no PMU counters in this VM).
 	 */
 	for (i = 0; i < n; i++)
-		bloom_prefetch(&q[i].f->bloom, q[i].h);
+		filter_prefetch(q[i].f, q[i].h);
 	out = c->out.data + c->out.len;
+	off = 0;
 	for (i = 0; i < n; i++) {
-		uint64_t hit = (uint64_t)filter_answer(q[i].f, q[i].h,
-		    q[i].check);
+		int r = filter_answer(q[i].f, q[i].h, q[i].check);
+		uint64_t hit;
+
+		if (__builtin_expect(r == FILTER_FULL, 0))
+			break;	/* the general path explains, in order */
+		hit = (uint64_t)r;
+		off += q[i].next;
 
 		if (q[i].check) {
 			checks++;
@@ -311,6 +325,7 @@ command_run_simple(struct conn *c, int max)
 		out[2] = '\n';
 		out += 3;
 	}
+	n = i;
 	c->out.len += 3 * (size_t)n;
 	buf_consume(&c->in, off);
 	/* the counters command_run and cmd_seen keep, a batch at a time */
@@ -371,9 +386,10 @@ static void
 filter_line(struct conn *c, const struct filter *f)
 {
 	buf_printf(&c->out, "%s capacity=%llu error_rate=%g count=%llu "
-	    "bytes=%zu\r\n", f->name, (unsigned long long)f->capacity,
-	    f->error_rate, (unsigned long long)f->bloom.count,
-	    bloom_bytes(&f->bloom));
+	    "bytes=%llu slices=%zu\r\n", f->name,
+	    (unsigned long long)f->capacity, f->error_rate,
+	    (unsigned long long)filter_count(f),
+	    (unsigned long long)filter_bytes(f), f->nslices);
 }
 
 static enum command_result
@@ -388,19 +404,39 @@ cmd_filters(struct conn *c, struct op *op)
 	return COMMAND_DONE;
 }
 
+/* The growth factor as the config spells it. */
+static const char *
+growth_text(const struct filter *f, char *buf, size_t len)
+{
+	if (f->growth == 0)
+		return "off";
+	snprintf(buf, len, "%u", f->growth);
+	return buf;
+}
+
 static void
 info_filter(struct conn *c, const struct filter *f)
 {
-	const struct bloom	*b = &f->bloom;
-	double			 bits = (double)bloom_bytes(b) * 8;
+	const struct slice	*h = f->head;
+	double			 bits = (double)filter_bytes(f) * 8;
+	uint64_t		 bits_set = 0, cap = filter_slice_capacity(f);
+	char			 g[16];
 
+	for (size_t i = 0; i < f->nslices; i++)
+		bits_set += f->slices[i]->bloom.bits_set;
 	buf_printf(&c->out,
 	    "name %s\r\n"
 	    "capacity %llu\r\n"
 	    "error_rate %g\r\n"
+	    "growth %s\r\n"
+	    "expire %lld\r\n"
+	    "state %s\r\n"
 	    "count %llu\r\n"
+	    "slices %zu\r\n"
+	    "slice_capacity %llu\r\n"
 	    "bits %.0f\r\n"
-	    "bytes %zu\r\n"
+	    "bytes %llu\r\n"
+	    "mapped_bytes %llu\r\n"
 	    "bits_per_key %.2f\r\n"
 	    "hashes %u\r\n"
 	    "layout split-block-512\r\n"
@@ -411,6 +447,19 @@ info_filter(struct conn *c, const struct filter *f)
 	    "seen_new %llu\r\n"
 	    "seen_old %llu\r\n"
 	    "checks %llu\r\n"
+	    "refused_full %llu\r\n",
+	    f->name, (unsigned long long)f->capacity, f->error_rate,
+	    growth_text(f, g, sizeof(g)), (long long)(f->expire_ms / 1000),
+	    filter_state_name(filter_state(f)),
+	    (unsigned long long)filter_count(f), f->nslices,
+	    (unsigned long long)cap, bits, (unsigned long long)filter_bytes(f),
+	    (unsigned long long)filter_mapped(f),
+	    cap ? bits / (double)cap : 0.0, h ? h->bloom.hashes : 0,
+	    (unsigned long long)bits_set, bits > 0 ? (double)bits_set / bits :
+	    0.0, filter_fp_estimate(f), filter_fp_planned(f),
+	    (unsigned long long)f->seen_new, (unsigned long long)f->seen_old,
+	    (unsigned long long)f->checks, (unsigned long long)f->refused);
+	buf_printf(&c->out,
 	    "dirty %d\r\n"
 	    "snapshot_in_progress %d\r\n"
 	    "last_snapshot_time %lld\r\n"
@@ -419,14 +468,7 @@ info_filter(struct conn *c, const struct filter *f)
 	    "last_snapshot_error %s\r\n"
 	    "snapshots_ok %llu\r\n"
 	    "snapshots_failed %llu\r\n",
-	    f->name, (unsigned long long)f->capacity, f->error_rate,
-	    (unsigned long long)b->count, bits, bloom_bytes(b),
-	    bits / (double)f->capacity, b->hashes,
-	    (unsigned long long)b->bits_set, (double)b->bits_set / bits,
-	    bloom_fp_rate(b->nblocks, b->hashes, b->count),
-	    bloom_fp_rate(b->nblocks, b->hashes, f->capacity),
-	    (unsigned long long)f->seen_new, (unsigned long long)f->seen_old,
-	    (unsigned long long)f->checks, filter_dirty(f), f->saving > 0,
+	    filter_dirty(f), f->saving > 0,
 	    (long long)f->last_save,
 	    f->last_save_ok < 0 ? "none" : f->last_save_ok ? "ok" : "failed",
 	    f->last_save_secs * 1000,
@@ -456,11 +498,7 @@ info_server(struct conn *c)
 	struct server		*srv = c->srv;
 	const struct stats	*st = &srv->stats;
 	const struct registry	*reg = srv->reg;
-	size_t			 filter_bytes = 0;
 	time_t			 now = time(NULL);
-
-	for (size_t i = 0; i < reg->nfilters; i++)
-		filter_bytes += bloom_bytes(&reg->filters[i]->bloom);
 	buf_printf(&c->out,
 	    "version %s\r\n"
 	    "pid %ld\r\n"
@@ -494,7 +532,8 @@ info_server(struct conn *c)
 	    "idle_closed %llu\r\n"
 	    "auth_failures %llu\r\n"
 	    "filters %zu\r\n"
-	    "filter_memory_bytes %zu\r\n"
+	    "filter_memory_bytes %llu\r\n"
+	    "max_memory %llu\r\n"
 	    "connection_memory_bytes %zu\r\n"
 	    "rss_bytes %zu\r\n"
 	    "snapshots_in_progress %d\r\n"
@@ -508,7 +547,9 @@ info_server(struct conn *c)
 	    (unsigned long long)st->lines_too_long,
 	    (unsigned long long)st->idle_closed,
 	    (unsigned long long)st->auth_failures,
-	    reg->nfilters, filter_bytes, server_conn_memory(srv), rss_bytes(),
+	    reg->nfilters, (unsigned long long)filter_memory_used,
+	    (unsigned long long)filter_memory_limit, server_conn_memory(srv),
+	    rss_bytes(),
 	    saver_busy(srv->saver), (long long)srv->last_reload,
 	    srv->last_reload_ok < 0 ? "none" :
 	    srv->last_reload_ok ? "ok" : "failed");

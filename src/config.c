@@ -28,6 +28,7 @@
 
 #include "bloom.h"
 #include "config.h"
+#include "filter.h"
 #include "url.h"
 
 #define DEFAULT_LISTEN		"127.0.0.1:6874"
@@ -35,6 +36,8 @@
 #define DEFAULT_FILTER		"default"
 #define DEFAULT_CAPACITY	1000000
 #define DEFAULT_ERROR_RATE	0.001
+#define DEFAULT_GROWTH		2
+#define MAX_GROWTH		16
 
 #define MAX_SECONDS		(86400ULL * 365)
 #define MIN_ERROR_RATE		1e-9
@@ -72,6 +75,8 @@ enum server_key {
 	SK_AUTH_TOKEN,
 	SK_AUTH_TOKEN_FILE,
 	SK_LOG_LEVEL,
+	SK_MAX_MEMORY,
+	SK_METRICS_LISTEN,
 	SK_COUNT
 };
 
@@ -80,6 +85,8 @@ enum filter_key {
 	FK_ERROR_RATE,
 	FK_HOSTS,
 	FK_PREFIXES,
+	FK_GROWTH,
+	FK_EXPIRE,
 	FK_COUNT
 };
 
@@ -557,6 +564,23 @@ key_listen(struct parser *p, const char *key, const char *v)
 	set_string(p, &p->cfg->listen, v);
 }
 
+/* The Prometheus endpoint: host:port like listen; empty or "off" = none. */
+static void
+key_metrics_listen(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0' || strcmp(v, "off") == 0) {
+		set_string(p, &p->cfg->metrics_listen, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->metrics_listen, v);
+}
+
 static void
 key_unix_socket(struct parser *p, const char *key, const char *v)
 {
@@ -780,6 +804,27 @@ key_log_level(struct parser *p, const char *key, const char *v)
 	p->cfg->log_level = l;
 }
 
+static int
+is_off(const char *v)
+{
+	return strcmp(v, "off") == 0 || strcmp(v, "none") == 0 ||
+	    strcmp(v, "never") == 0;
+}
+
+static void
+key_max_memory(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (is_off(v)) {
+		p->cfg->max_memory = 0;
+		return;
+	}
+	if (get_number(p, key, v, UNIT_BYTES, 0, BLOOM_MAX_BYTES * 1024, &n) ==
+	    0)
+		p->cfg->max_memory = n;
+}
+
 /* ---- [filter.NAME] keys ---- */
 
 static struct filter_config *
@@ -824,6 +869,36 @@ bad:
 	perror_at(p, p->lineno, "%s: \"%s\" is not a number (expected a "
 	    "decimal fraction such as 0.001 or 1e-4)", key, SHOW(v));
 	p->filter_bad = 1;
+}
+
+static void
+key_growth(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (strcmp(v, "off") == 0) {
+		cur_filter(p)->growth = 0;
+		return;
+	}
+	if (get_number(p, key, v, UNIT_COUNT, 1, MAX_GROWTH, &n) == 0)
+		cur_filter(p)->growth = (unsigned)n;
+	else
+		p->filter_bad = 1;
+}
+
+static void
+key_expire(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (is_off(v)) {
+		cur_filter(p)->expire = 0;
+		return;
+	}
+	if (get_number(p, key, v, UNIT_SECONDS, 1, MAX_SECONDS * 10, &n) == 0)
+		cur_filter(p)->expire = n;
+	else
+		p->filter_bad = 1;
 }
 
 /* Calls fn for each whitespace-separated word of v. */
@@ -894,6 +969,8 @@ static const struct key_def server_keys[SK_COUNT] = {
 	[SK_AUTH_TOKEN] = { "auth_token", key_auth_token, 0 },
 	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
 	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
+	[SK_MAX_MEMORY] = { "max_memory", key_max_memory, 0 },
+	[SK_METRICS_LISTEN] = { "metrics_listen", key_metrics_listen, 0 },
 };
 
 static const struct key_def filter_keys[FK_COUNT] = {
@@ -901,6 +978,8 @@ static const struct key_def filter_keys[FK_COUNT] = {
 	[FK_ERROR_RATE] = { "error_rate", key_error_rate, 0 },
 	[FK_HOSTS] = { "hosts", key_hosts, 1 },
 	[FK_PREFIXES] = { "prefixes", key_prefixes, 1 },
+	[FK_GROWTH] = { "growth", key_growth, 0 },
+	[FK_EXPIRE] = { "expire", key_expire, 0 },
 };
 
 /* ---- sections ---- */
@@ -910,14 +989,17 @@ static void
 close_section(struct parser *p)
 {
 	struct filter_config	*f;
-	uint64_t		 nblocks;
+	uint64_t		 nblocks, cap;
 	uint32_t		 hashes;
+	double			 rate;
 	int			 line;
 
 	if (p->kind != SEC_FILTER || p->filter_bad)
 		return;
 	f = cur_filter(p);
-	if (bloom_plan(f->capacity, f->error_rate, &nblocks, &hashes) == 0)
+	filter_first_shape(f->capacity, f->error_rate, f->growth,
+	    (int64_t)f->expire * 1000, &cap, &rate);
+	if (bloom_plan(cap, rate, &nblocks, &hashes) == 0)
 		return;
 	line = p->filter_keys[FK_CAPACITY] ? p->filter_keys[FK_CAPACITY] :
 	    p->filter_keys[FK_ERROR_RATE] ? p->filter_keys[FK_ERROR_RATE] :
@@ -970,6 +1052,7 @@ open_filter(struct parser *p, const char *name, size_t len)
 	f->line = p->lineno;
 	f->capacity = DEFAULT_CAPACITY;
 	f->error_rate = DEFAULT_ERROR_RATE;
+	f->growth = DEFAULT_GROWTH;
 	p->cur = cfg->nfilters++;
 	p->kind = SEC_FILTER;
 	p->filter_bad = 0;
@@ -1340,6 +1423,7 @@ config_free(struct config *cfg)
 	free(cfg->filters);
 	free(cfg->path);
 	free(cfg->listen);
+	free(cfg->metrics_listen);
 	free(cfg->unix_socket);
 	free(cfg->data_dir);
 	free(cfg->default_filter);

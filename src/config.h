@@ -22,6 +22,8 @@ struct filter_config {
 	int		 line;		/* of its [filter.NAME] header */
 	uint64_t	 capacity;	/* default 1000000 */
 	double		 error_rate;	/* default 0.001 */
+	unsigned	 growth;	/* 1..16, 0 = off; default 2 */
+	uint64_t	 expire;	/* seconds, 0 = never; default 0 */
 	char		**hosts;	/* lower-cased; "*.x.com" or "x.com" */
 	size_t		 nhosts;
 	char		**prefixes;
@@ -44,8 +46,10 @@ struct config {
 	unsigned	 idle_timeout;		/* seconds, 0 = never; default 0 */
 	char		*auth_token;		/* NULL = none; from auth_token or auth_token_file */
 	enum log_level	 log_level;		/* default info */
+	uint64_t	 max_memory;		/* bytes of all filters, 0 = no cap */
 	struct filter_config *filters;		/* in file order */
 	size_t		 nfilters;
+	char		*metrics_listen;	/* Prometheus "host:port"; NULL = off */
 };
 
 /* Problems found while loading, each "file:line: message". */

@@ -223,6 +223,8 @@ process_input(struct conn *c)
 	size_t		 len[BATCH], maxl = c->srv->cfg->max_line;
 	int		 n, i;
 
+	/* windows are decided on one reading of the clock per pass */
+	filter_clock_update();
 	/* at shutdown the final snapshot is already queued: a key answered
 	 * now could miss it, so no new request is answered */
 	while (!c->quitting && c->wait == NULL && !c->srv->stopping &&
@@ -253,8 +255,7 @@ process_input(struct conn *c)
 		 * hashing, as command_run_simple does and for its reason. */
 		for (i = 0; i < n; i++)
 			if (ops[i].filter != NULL)
-				bloom_prefetch(&ops[i].filter->bloom,
-				    ops[i].hash);
+				filter_prefetch(ops[i].filter, ops[i].hash);
 		for (i = 0; i < n; i++) {
 			enum command_result r;
 

@@ -83,14 +83,16 @@ inspect(const char *path)
 	printf("file %s\nstatus ok (checksum verified)\nversion %u\n"
 	    "layout %u\nnblocks %llu\nbytes %llu\nhashes %u\nseed %016llx\n"
 	    "capacity %llu\nerror_rate %g\ncount %llu\nbits_set %llu\n"
-	    "fill_ratio %.6f\ncreated %llu\n", path, h.version, h.layout,
+	    "fill_ratio %.6f\ncreated %llu\nslices %u\ngrowth %u\n"
+	    "expire_ms %llu\n", path, h.version, h.layout,
 	    (unsigned long long)h.nblocks,
 	    (unsigned long long)h.nblocks * BLOOM_BLOCK_BYTES, h.hashes,
 	    (unsigned long long)h.seed, (unsigned long long)h.capacity,
 	    h.error_rate, (unsigned long long)h.count,
 	    (unsigned long long)h.bits_set,
-	    (double)h.bits_set / ((double)h.nblocks * BLOOM_BLOCK_BITS),
-	    (unsigned long long)h.created);
+	    h.nblocks ? (double)h.bits_set / ((double)h.nblocks *
+	    BLOOM_BLOCK_BITS) : 0.0, (unsigned long long)h.created, h.nslices,
+	    h.growth, (unsigned long long)h.expire_ms);
 	return 0;
 }
 
@@ -110,11 +112,12 @@ log_filters(const struct registry *reg)
 	for (size_t i = 0; i < reg->nfilters; i++) {
 		const struct filter *f = reg->filters[i];
 
-		log_info("filter %s: capacity %llu, error_rate %g, %zu bytes, "
-		    "%u hashes, %llu keys%s", f->name,
-		    (unsigned long long)f->capacity, f->error_rate,
-		    bloom_bytes(&f->bloom), f->bloom.hashes,
-		    (unsigned long long)f->bloom.count,
+		log_info("filter %s: capacity %llu, error_rate %g, growth %u, "
+		    "expire %llds, %llu bytes in %zu slice(s), %llu keys%s",
+		    f->name, (unsigned long long)f->capacity, f->error_rate,
+		    f->growth, (long long)(f->expire_ms / 1000),
+		    (unsigned long long)filter_bytes(f), f->nslices,
+		    (unsigned long long)filter_count(f),
 		    f->loaded_at ? " (from snapshot)" : " (new)");
 	}
 }
@@ -184,6 +187,7 @@ main(int argc, char **argv)
 	server_ensure_data_dir(srv.cfg->data_dir);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	filter_memory_limit = srv.cfg->max_memory;
 	if ((srv.reg = registry_build(srv.cfg, NULL, NULL, err,
 	    sizeof(err))) == NULL) {
 		log_error("%s", err);

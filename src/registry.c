@@ -10,7 +10,6 @@
 
 #include "log.h"
 #include "registry.h"
-#include "snapshot.h"
 #include "url.h"
 
 /*
@@ -219,99 +218,23 @@ registry_contains(const struct registry *reg, const struct filter *f)
 }
 
 void
-filter_ref(struct filter *f)
+registry_apply_settings(struct registry *reg, const struct config *cfg,
+    void (*say)(const char *))
 {
-	f->refs++;
-}
+	char changes[400], msg[600];
 
-void
-filter_unref(struct filter *f)
-{
-	if (--f->refs > 0)
-		return;
-	bloom_free(&f->bloom);
-	free(f);
-}
+	for (size_t i = 0; i < reg->nfilters && i < cfg->nfilters; i++) {
+		struct filter *f = reg->filters[i];
 
-int
-filter_dirty(const struct filter *f)
-{
-	return f->bloom.bits_set != f->saved_bits || f->saved_gen != f->dir_gen;
-}
-
-/* A new filter: its snapshot if there is one, else an empty array. */
-static struct filter *
-filter_open(const struct filter_config *fc, const char *dir, char *err,
-    size_t errlen)
-{
-	struct filter		*f;
-	struct snapshot_header	 hdr;
-	char			 path[PATH_MAX];
-	uint64_t		 nblocks = 0;
-	uint32_t		 hashes;
-	int			 r;
-
-	if ((f = calloc(1, sizeof(*f))) == NULL) {
-		snprintf(err, errlen, "filter %s: out of memory", fc->name);
-		return NULL;
+		filter_reconfigure(f, &cfg->filters[i], changes,
+		    sizeof(changes));
+		if (say == NULL || changes[0] == '\0')
+			continue;
+		snprintf(msg, sizeof(msg), "filter %s: %s; every key it holds "
+		    "stays, new slices follow the new settings", f->name,
+		    changes);
+		say(msg);
 	}
-	snprintf(f->name, sizeof(f->name), "%s", fc->name);
-	f->capacity = fc->capacity;
-	f->error_rate = fc->error_rate;
-	f->refs = 1;
-	f->last_save_ok = -1;
-	if (snapshot_path(path, sizeof(path), dir, fc->name) == -1) {
-		snprintf(err, errlen, "filter %s: data_dir path too long",
-		    fc->name);
-		free(f);
-		return NULL;
-	}
-	r = snapshot_load(path, fc->capacity, fc->error_rate, &f->bloom, &hdr,
-	    err, errlen);
-	if (r == -1) {
-		free(f);
-		return NULL;
-	}
-	if (r == 1) {
-		f->loaded_at = time(NULL);
-		f->saved_bits = f->bloom.bits_set;
-		f->last_save = (time_t)hdr.created;
-		f->last_save_ok = 1;
-		return f;
-	}
-	if (bloom_plan(fc->capacity, fc->error_rate, &nblocks, &hashes) == -1 ||
-	    bloom_init(&f->bloom, nblocks, hashes, bloom_random_seed()) == -1 ||
-	    bloom_populate(&f->bloom) == -1) {
-		snprintf(err, errlen, "filter %s: cannot allocate its %llu-byte "
-		    "bit array: %s", fc->name,
-		    (unsigned long long)nblocks * BLOOM_BLOCK_BYTES,
-		    strerror(errno));
-		bloom_free(&f->bloom);
-		free(f);
-		return NULL;
-	}
-	return f;
-}
-
-static void
-warn_shape_change(const struct filter *f, const struct filter_config *fc,
-    void (*warn)(const char *))
-{
-	char msg[512];
-
-	if (warn == NULL ||
-	    (f->capacity == fc->capacity && f->error_rate == fc->error_rate))
-		return;
-	snprintf(msg, sizeof(msg),
-	    "filter %s: capacity=%llu error_rate=%g cannot be applied to a "
-	    "running filter; it keeps capacity=%llu error_rate=%g. To resize, "
-	    "remove the filter from the config and reload (its snapshot is "
-	    "saved), move %s%s out of data_dir, then add it back with the new "
-	    "values and reload (it starts empty)",
-	    f->name, (unsigned long long)fc->capacity, fc->error_rate,
-	    (unsigned long long)f->capacity, f->error_rate, f->name,
-	    SNAPSHOT_SUFFIX);
-	warn(msg);
 }
 
 struct registry *
@@ -321,6 +244,7 @@ registry_build(const struct config *cfg, const struct registry *old,
 	struct registry	*reg;
 	struct filter	*f;
 
+	(void)warn;
 	if ((reg = calloc(1, sizeof(*reg))) == NULL ||
 	    (reg->filters = calloc(cfg->nfilters ? cfg->nfilters : 1,
 	    sizeof(*reg->filters))) == NULL) {
@@ -332,10 +256,9 @@ registry_build(const struct config *cfg, const struct registry *old,
 		const struct filter_config *fc = &cfg->filters[i];
 
 		f = old ? registry_find(old, fc->name, strlen(fc->name)) : NULL;
-		if (f != NULL) {
+		if (f != NULL)
 			filter_ref(f);
-			warn_shape_change(f, fc, warn);
-		} else if ((f = filter_open(fc, cfg->data_dir, err,
+		else if ((f = filter_open(fc, cfg->data_dir, err,
 		    errlen)) == NULL)
 			goto fail;
 		reg->filters[reg->nfilters++] = f;

@@ -17,32 +17,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "bloom.h"
 #include "config.h"
-
-struct filter {
-	char		 name[CONFIG_NAME_MAX + 1];
-	struct bloom	 bloom;
-	uint64_t	 capacity;	/* the shape it was made with */
-	double		 error_rate;
-	int		 refs;
-	/* snapshots: bits_set only grows, so "changed since the last
-	 * snapshot" is bits_set != saved_bits; and a data_dir change makes
-	 * every filter owe a snapshot in the new directory: dir_gen counts
-	 * those changes, saved_gen is the one its last snapshot was for */
-	uint64_t	 saved_bits;
-	unsigned	 dir_gen;
-	unsigned	 saved_gen;
-	int		 saving;		/* jobs queued or running */
-	time_t		 last_save;		/* 0 = never */
-	double		 last_save_secs;
-	int		 last_save_ok;		/* -1 none yet, 0 failed, 1 ok */
-	char		 last_save_error[256];
-	uint64_t	 saves_ok, saves_failed;
-	time_t		 loaded_at;		/* when its snapshot was loaded, or 0 */
-	/* traffic */
-	uint64_t	 seen_new, seen_old, checks;
-};
+#include "filter.h"
 
 struct route_table;
 
@@ -56,14 +32,20 @@ struct registry {
 /*
  * Builds a registry for cfg. Filters named in old (may be NULL) are shared
  * (their reference taken), others are created and their snapshot in
- * cfg->data_dir loaded. A changed capacity or error_rate of a kept filter is
- * reported through warn (one message each, may be NULL) and the running
- * filter kept. Returns the registry, or NULL with a message in err; on
- * failure old is untouched.
+ * cfg->data_dir loaded; kept filters keep their settings until
+ * registry_apply_settings. warn is not called (kept for callers). Returns
+ * the registry, or NULL with a message in err; on failure old is untouched.
  */
 struct registry	*registry_build(const struct config *cfg,
 		    const struct registry *old,
 		    void (*warn)(const char *msg), char *err, size_t errlen);
+/*
+ * Gives every filter of reg (built from cfg) cfg's settings once a reload
+ * is committed: every key stays, new slices follow the new settings (see
+ * filter_reconfigure); say (may be NULL) is told what changed.
+ */
+void		 registry_apply_settings(struct registry *,
+		    const struct config *, void (*say)(const char *));
 /* Drops the registry's references; returns filters whose last reference
  * went with it through their freeing. */
 void		 registry_free(struct registry *);
@@ -87,10 +69,5 @@ registry_route(const struct registry *reg, const char *key, size_t len)
 /* 1 if f is in reg. */
 int		 registry_contains(const struct registry *, const struct filter *);
 
-void		 filter_ref(struct filter *);
-void		 filter_unref(struct filter *);
-/* 1 if bits were set since the last successful snapshot, or the snapshot
- * is not in the current data_dir. */
-int		 filter_dirty(const struct filter *);
 
 #endif

@@ -21,15 +21,19 @@
 
 #include "conn.h"
 #include "log.h"
-#include "registry.h"
+#include "filter.h"
 #include "saver.h"
 #include "snapshot.h"
 
 struct save_job {
 	struct filter		*filter;
 	char			*dir;
-	uint64_t		 count;
-	uint64_t		 bits;
+	/* the filter as it was at submission: its slices (each referenced,
+	 * so that one a window drops stays mapped) with their counts */
+	struct snapshot_info	 info;
+	struct snapshot_slice	*slices;
+	struct slice		**owners;
+	uint64_t		 mutations;
 	unsigned		 gen;		/* f->dir_gen at submission */
 	struct save_wait	*wait;
 	int			 ok;
@@ -82,10 +86,8 @@ worker(void *arg)
 		pthread_mutex_unlock(&sv->mtx);
 
 		t0 = now_secs();
-		job->ok = snapshot_write(job->dir, job->filter->name,
-		    &job->filter->bloom, job->filter->capacity,
-		    job->filter->error_rate, job->count, job->bits, job->err,
-		    sizeof(job->err)) == 0;
+		job->ok = snapshot_write_slices(job->dir, job->filter->name,
+		    &job->info, job->slices, job->err, sizeof(job->err)) == 0;
 		job->secs = now_secs() - t0;
 
 		pthread_mutex_lock(&sv->mtx);
@@ -101,6 +103,17 @@ worker(void *arg)
 	return NULL;
 }
 
+/* The slices' references go back on the loop thread, where they were
+ * taken: only the loop changes reference counts. */
+static void
+release_slices(struct save_job *job)
+{
+	for (uint32_t i = 0; i < job->info.nslices; i++)
+		slice_unref(job->owners[i]);
+	free(job->owners);
+	free(job->slices);
+}
+
 static void
 complete(struct save_job *job)
 {
@@ -110,10 +123,10 @@ complete(struct save_job *job)
 	f->saving--;
 	f->last_save_secs = job->secs;
 	if (job->ok) {
-		/* bits set during the write may or may not be in the file, so
-		 * only what was there at submission counts as saved */
-		if (job->bits > f->saved_bits)
-			f->saved_bits = job->bits;
+		/* keys added during the write may or may not be in the file,
+		 * so only what was there at submission counts as saved */
+		if (job->mutations > f->saved)
+			f->saved = job->mutations;
 		/* a file in a data_dir that has since changed does not count */
 		if (job->gen == f->dir_gen)
 			f->saved_gen = job->gen;
@@ -143,6 +156,7 @@ complete(struct save_job *job)
 			free(w);
 		}
 	}
+	release_slices(job);
 	filter_unref(f);
 	free(job->dir);
 	free(job);
@@ -210,6 +224,47 @@ fail:
 	return NULL;
 }
 
+/*
+ * What the job writes, taken now: the counts are those of keys whose bits
+ * are already stored (see the top of this file), and each slice is
+ * referenced so that the worker may read it whatever the loop does next.
+ */
+static int
+capture(struct save_job *job, struct filter *f)
+{
+	size_t n = f->nslices;
+
+	job->slices = calloc(n ? n : 1, sizeof(*job->slices));
+	job->owners = calloc(n ? n : 1, sizeof(*job->owners));
+	if (job->slices == NULL || job->owners == NULL) {
+		free(job->slices);
+		free(job->owners);
+		return -1;
+	}
+	memset(&job->info, 0, sizeof(job->info));
+	job->info.nslices = (uint32_t)n;
+	job->info.seed = f->seed;
+	job->info.capacity = f->capacity;
+	job->info.error_rate = f->error_rate;
+	job->info.growth = f->growth;
+	job->info.expire_ms = (uint64_t)f->expire_ms;
+	for (size_t i = 0; i < n; i++) {
+		struct slice		*s = f->slices[i];
+		struct snapshot_slice	*d = &job->slices[i];
+
+		slice_ref(s);
+		job->owners[i] = s;
+		d->bloom = s->bloom;
+		d->capacity = s->capacity;
+		d->error_rate = s->error_rate;
+		d->start_ms = s->start_ms;
+		d->count = s->bloom.count;
+		d->bits_set = s->bloom.bits_set;
+	}
+	job->mutations = filter_mutations(f);
+	return 0;
+}
+
 int
 saver_submit(struct saver *sv, struct filter *f, const char *dir,
     struct save_wait *w)
@@ -217,15 +272,16 @@ saver_submit(struct saver *sv, struct filter *f, const char *dir,
 	struct save_job *job;
 
 	if ((job = calloc(1, sizeof(*job))) == NULL ||
-	    (job->dir = strdup(dir)) == NULL) {
+	    (job->dir = strdup(dir)) == NULL ||
+	    capture(job, f) == -1) {
+		if (job != NULL)
+			free(job->dir);
 		free(job);
 		return -1;
 	}
 	filter_ref(f);
 	f->saving++;
 	job->filter = f;
-	job->count = f->bloom.count;
-	job->bits = f->bloom.bits_set;
 	job->gen = f->dir_gen;
 	job->wait = w;
 	if (w != NULL)

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,6 +25,7 @@
 #include "config.h"
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "registry.h"
 #include "saver.h"
@@ -266,14 +269,56 @@ listener_open_unix(struct server *srv, const char *path, mode_t mode,
 	return listener_new(srv, fd, 1, path);
 }
 
-static void
-refuse(struct server *srv, int fd)
+/*
+ * 1 if a line may be logged now; otherwise counts it as left out. The
+ * line logged next says how many were (log_limit_take).
+ */
+static int
+log_limit_ok(struct log_limit *ll)
 {
-	static const char msg[] = "ERR max clients reached\r\n";
+	time_t now = time(NULL);
+
+	if (now == ll->last) {
+		ll->suppressed++;
+		return 0;
+	}
+	ll->last = now;
+	return 1;
+}
+
+/* "" or " (N more since the last such line)", for the line logged now. */
+static const char *
+log_limit_take(struct log_limit *ll, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (ll->suppressed > 0)
+		snprintf(buf, len, " (%lu more since the last such line)",
+		    ll->suppressed);
+	ll->suppressed = 0;
+	return buf;
+}
+
+/*
+ * The client learns why before the close. What it already sent is read
+ * and dropped first: closing with unread input sends a reset, which can
+ * destroy the ERR line before the client reads it.
+ */
+static void
+refuse(struct server *srv, int fd, const char *peer)
+{
+	static const char	msg[] = "ERR max clients reached\r\n";
+	char			sink[4096], more[64];
 
 	srv->stats.conns_refused++;
 	(void)!write(fd, msg, sizeof(msg) - 1);
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 16 && read(fd, sink, sizeof(sink)) > 0; i++)
+		;
 	close(fd);
+	if (log_limit_ok(&srv->refuse_log))
+		log_warn("refused %s: max clients reached (max_clients "
+		    "%u)%s", peer, srv->cfg->max_clients,
+		    log_limit_take(&srv->refuse_log, more, sizeof(more)));
 }
 
 static void
@@ -321,22 +366,26 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 				/* out of descriptors: stop accepting briefly
 				 * rather than spin on a ready listener */
 				struct timeval tv = { 0, 100000 };
+				char more[64];
 
-				log_warn("accept on %s: %s", l->desc,
-				    strerror(errno));
+				if (log_limit_ok(&srv->accept_log))
+					log_warn("accept on %s: %s%s", l->desc,
+					    strerror(errno), log_limit_take(
+					    &srv->accept_log, more,
+					    sizeof(more)));
 				event_del(l->ev);
 				evtimer_add(l->ev_retry, &tv);
 			}
 			return;
 		}
+		describe_peer(&ss, l->is_unix, peer, sizeof(peer));
 		if (srv->nconns >= srv->cfg->max_clients) {
-			refuse(srv, fd);
+			refuse(srv, fd, peer);
 			continue;
 		}
 		if (!l->is_unix)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on,
 			    sizeof(on));
-		describe_peer(&ss, l->is_unix, peer, sizeof(peer));
 		if (conn_new(srv, fd, l->is_unix, peer) == NULL) {
 			log_warn("accept %s: out of memory", peer);
 			close(fd);
@@ -344,6 +393,40 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		}
 		srv->stats.conns_total++;
 	}
+}
+
+/* ---- descriptor limit ---- */
+
+void
+server_fit_fd_limit(struct config *cfg)
+{
+	struct rlimit	rl;
+	unsigned	want = cfg->max_clients;
+	rlim_t		need = (rlim_t)want + SERVER_RESERVED_FDS, fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY
+	    || rl.rlim_cur >= need)
+		return;
+	/* as Redis does: the soft limit up to the hard one, which only
+	 * root could raise */
+	fit = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need :
+	    rl.rlim_max;
+	rl.rlim_cur = fit;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && fit >= need) {
+		log_info("raised the open files limit to %llu for max_clients "
+		    "%u", (unsigned long long)fit, want);
+		return;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	fit = rl.rlim_cur > SERVER_RESERVED_FDS ?
+	    rl.rlim_cur - SERVER_RESERVED_FDS : 1;
+	cfg->max_clients = (unsigned)fit;
+	log_warn("max_clients %u needs %llu open files but the limit is %llu "
+	    "(hard %llu): serving at most %u clients; raise the limit "
+	    "(ulimit -n, LimitNOFILE=) or lower max_clients", want,
+	    (unsigned long long)need, (unsigned long long)rl.rlim_cur,
+	    (unsigned long long)rl.rlim_max, cfg->max_clients);
 }
 
 /* ---- connections ---- */
@@ -390,6 +473,22 @@ send_status(struct server *srv)
 }
 
 /*
+ * 1 if the client's input is waiting to be read: it is not idle, the loop
+ * has not got to it yet (this timer can run before its read event in the
+ * same turn). Its last activity becomes now.
+ */
+static int
+input_pending(struct conn *c, uint64_t now_ms)
+{
+	int n = 0;
+
+	if (c->fd < 0 || ioctl(c->fd, FIONREAD, &n) == -1 || n <= 0)
+		return 0;
+	c->last_active = now_ms;
+	return 1;
+}
+
+/*
  * Every second: close connections idle longer than idle_timeout; every
  * STATUS_EVERY seconds, tell systemd how we are doing.
  */
@@ -410,11 +509,23 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		send_status(srv);
 	}
 	release_retired(srv);
+	/* windows drop their old slices even without traffic */
+	filter_clock_update();
+	for (size_t i = 0; i < srv->reg->nfilters; i++)
+		filter_expire(srv->reg->filters[i], filter_now_ms);
+	/* a time when the daemon did not run (SIGSTOP, a frozen VM) is not
+	 * its clients' idleness: a sweep that comes late moves every
+	 * client's last activity forward by the delay */
+	if (srv->last_sweep_ms != 0 && now_ms - srv->last_sweep_ms > 2000)
+		for (c = srv->conns; c != NULL; c = c->next)
+			c->last_active += now_ms - srv->last_sweep_ms - 1000;
+	srv->last_sweep_ms = now_ms;
 	if (limit == 0)
 		return;
 	for (c = srv->conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->wait == NULL && now_ms - c->last_active >= limit) {
+		if (c->wait == NULL && now_ms - c->last_active >= limit &&
+		    !input_pending(c, now_ms)) {
 			srv->stats.idle_closed++;
 			conn_close(c, "idle timeout");
 		}
@@ -508,6 +619,12 @@ log_warning_line(const char *msg)
 	log_warn("%s", msg);
 }
 
+static void
+log_info_line(const char *msg)
+{
+	log_info("%s", msg);
+}
+
 /*
  * Listener changes: the new listener is opened before the old one closes,
  * and if it cannot be opened the reload fails as a whole. Returns 0 or -1.
@@ -568,6 +685,22 @@ str_differs(const char *a, const char *b)
 	if (a == NULL || b == NULL)
 		return a != b;
 	return strcmp(a, b) != 0;
+}
+
+/* A changed metrics_listen: the new endpoint opens before the old one
+ * closes, and a failure to bind fails the reload. Returns 0 or -1. */
+static int
+swap_metrics(struct server *srv, const struct config *ncfg,
+    struct metrics **nmet)
+{
+	*nmet = srv->metrics;
+	if (!str_differs(srv->cfg->metrics_listen, ncfg->metrics_listen))
+		return 0;
+	*nmet = NULL;
+	if (ncfg->metrics_listen != NULL && (*nmet = metrics_open(srv,
+	    ncfg->metrics_listen)) == NULL)
+		return -1;
+	return 0;
 }
 
 /*
@@ -701,6 +834,7 @@ server_reload(struct server *srv)
 	struct config		*ncfg;
 	struct registry		*nreg, *oreg = srv->reg;
 	struct listener		*ntcp, *nunx;
+	struct metrics		*nmet;
 	struct timespec		 ts;
 	char			 err[512];
 	size_t			 first;
@@ -731,13 +865,25 @@ server_reload(struct server *srv)
 		reload_failed(srv, err);
 		goto out;
 	}
+	if (swap_metrics(srv, ncfg, &nmet) == -1) {
+		registry_free(nreg);
+		config_free(ncfg);
+		reload_failed(srv, "cannot open the new metrics_listen");
+		goto out;
+	}
 	if (swap_listeners(srv, ncfg, &ntcp, &nunx) == -1) {
+		if (nmet != srv->metrics)
+			metrics_free(nmet);
 		registry_free(nreg);
 		config_free(ncfg);
 		reload_failed(srv, "cannot open the new listener");
 		goto out;
 	}
 	/* committed from here on */
+	if (srv->metrics != nmet)
+		metrics_free(srv->metrics);
+	srv->metrics = nmet;
+	server_fit_fd_limit(ncfg);
 	if (srv->tcp != ntcp)
 		listener_free(srv->tcp);
 	if (srv->unx != nunx)
@@ -746,11 +892,13 @@ server_reload(struct server *srv)
 	srv->unx = nunx;
 	for (size_t i = 0; i < nreg->nfilters; i++)
 		if (!registry_contains(oreg, nreg->filters[i]))
-			log_info("filter %s added: %zu bytes, %u hashes",
-			    nreg->filters[i]->name,
-			    bloom_bytes(&nreg->filters[i]->bloom),
-			    nreg->filters[i]->bloom.hashes);
+			log_info("filter %s added: %llu bytes, %zu slice(s)",
+			    nreg->filters[i]->name, (unsigned long long)
+			    filter_bytes(nreg->filters[i]),
+			    nreg->filters[i]->nslices);
 	srv->reg = nreg;
+	filter_memory_limit = ncfg->max_memory;
+	registry_apply_settings(nreg, ncfg, log_info_line);
 	apply_auth(srv, ncfg);
 	moved = strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0;
 	config_free(srv->cfg);
@@ -816,6 +964,8 @@ server_shutdown(struct server *srv)
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
 	srv->tcp = srv->unx = NULL;
+	metrics_free(srv->metrics);
+	srv->metrics = NULL;
 	/* no more input: the keys acknowledged so far are all we save */
 	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
 		next = c->next;
@@ -860,6 +1010,7 @@ server_start(struct server *srv)
 
 	srv->started = time(NULL);
 	srv->last_reload_ok = -1;
+	server_fit_fd_limit(srv->cfg);
 	if ((srv->saver = saver_start(srv->base)) == NULL)
 		return -1;
 	/* handlers before listeners: a client (or systemd) that sees the
@@ -883,6 +1034,9 @@ server_start(struct server *srv)
 		    "unix_socket is set");
 		return -1;
 	}
+	if (srv->cfg->metrics_listen != NULL && (srv->metrics =
+	    metrics_open(srv, srv->cfg->metrics_listen)) == NULL)
+		return -1;
 	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
 	srv->ev_snapshot = event_new(srv->base, -1, EV_PERSIST,
 	    on_snapshot_timer, srv);
@@ -924,6 +1078,7 @@ server_free(struct server *srv)
 	saver_stop(srv->saver);
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
+	metrics_free(srv->metrics);
 	for (int i = 0; i < 4; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);

@@ -27,6 +27,13 @@ struct listener {
 	struct server	*srv;
 };
 
+/* At most one log line a second for an event that can come in a flood
+ * (refused clients, accept failing), with how many were left out. */
+struct log_limit {
+	time_t		 last;
+	unsigned long	 suppressed;
+};
+
 struct server {
 	struct event_base	*base;
 	char			*config_path;
@@ -55,6 +62,9 @@ struct server {
 	int			 stopping;
 	time_t			 stop_deadline;
 	int			 final_save_failed;
+	struct metrics		*metrics;	/* metrics_listen, or NULL */
+	struct log_limit	 refuse_log, accept_log;
+	uint64_t		 last_sweep_ms;
 };
 
 /*
@@ -75,5 +85,12 @@ void	server_free(struct server *);
 void	server_forget_conn(struct server *, struct conn *);
 /* Approximate heap held by connections' buffers, for INFO. */
 size_t	server_conn_memory(const struct server *);
+/*
+ * Raises RLIMIT_NOFILE (soft, up to hard) to fit cfg->max_clients plus
+ * SERVER_RESERVED_FDS; if the hard limit is too low, lowers
+ * cfg->max_clients to what fits and warns (a config not yet in use).
+ */
+#define SERVER_RESERVED_FDS	32
+void	server_fit_fd_limit(struct config *);
 
 #endif

@@ -52,6 +52,18 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 #define OFF_COUNT	56
 #define OFF_BITSSET	64
 #define OFF_CREATED	72
+/* version 2 */
+#define OFF_NSLICES	16
+#define OFF_GROWTH	20
+#define OFF_EXPIRE	64
+#define SLICE_ENTRY	64
+#define SE_NBLOCKS	0
+#define SE_HASHES	8
+#define SE_CAPACITY	16
+#define SE_ERRRATE	24
+#define SE_COUNT	32
+#define SE_BITSSET	40
+#define SE_START	48
 
 uint64_t snapshot_fault_write_limit;
 
@@ -113,33 +125,55 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 {
 	memset(raw, 0, SNAPSHOT_HEADER_SIZE);
 	memcpy(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8);
-	put_le32(raw + OFF_VERSION, h->version);
-	put_le32(raw + OFF_LAYOUT, h->layout);
-	put_le64(raw + OFF_NBLOCKS, h->nblocks);
-	put_le32(raw + OFF_HASHES, h->hashes);
+	put_le32(raw + OFF_VERSION, SNAPSHOT_VERSION);
+	put_le32(raw + OFF_LAYOUT, BLOOM_LAYOUT_SPLIT512);
+	put_le32(raw + OFF_NSLICES, h->nslices);
+	put_le32(raw + OFF_GROWTH, h->growth);
 	put_le32(raw + OFF_HDRSIZE, SNAPSHOT_HEADER_SIZE);
 	put_le64(raw + OFF_SEED, h->seed);
 	put_le64(raw + OFF_CAPACITY, h->capacity);
 	put_le64(raw + OFF_ERRRATE, double_bits(h->error_rate));
 	put_le64(raw + OFF_COUNT, h->count);
-	put_le64(raw + OFF_BITSSET, h->bits_set);
+	put_le64(raw + OFF_EXPIRE, h->expire_ms);
 	put_le64(raw + OFF_CREATED, h->created);
 }
 
 static void
+encode_slice(unsigned char e[SLICE_ENTRY], const struct snapshot_slice *s)
+{
+	memset(e, 0, SLICE_ENTRY);
+	put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
+	put_le32(e + SE_HASHES, s->bloom.hashes);
+	put_le64(e + SE_CAPACITY, s->capacity);
+	put_le64(e + SE_ERRRATE, double_bits(s->error_rate));
+	put_le64(e + SE_COUNT, s->count);
+	put_le64(e + SE_BITSSET, s->bits_set);
+	put_le64(e + SE_START, (uint64_t)s->start_ms);
+}
+
+/* The fields both versions share; the version's own are the caller's. */
+static void
 decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
     struct snapshot_header *h)
 {
+	memset(h, 0, sizeof(*h));
 	h->version = get_le32(raw + OFF_VERSION);
 	h->layout = get_le32(raw + OFF_LAYOUT);
-	h->nblocks = get_le64(raw + OFF_NBLOCKS);
-	h->hashes = get_le32(raw + OFF_HASHES);
 	h->seed = get_le64(raw + OFF_SEED);
 	h->capacity = get_le64(raw + OFF_CAPACITY);
 	h->error_rate = bits_double(get_le64(raw + OFF_ERRRATE));
 	h->count = get_le64(raw + OFF_COUNT);
-	h->bits_set = get_le64(raw + OFF_BITSSET);
 	h->created = get_le64(raw + OFF_CREATED);
+	if (h->version == 1) {
+		h->nslices = 1;
+		h->nblocks = get_le64(raw + OFF_NBLOCKS);
+		h->hashes = get_le32(raw + OFF_HASHES);
+		h->bits_set = get_le64(raw + OFF_BITSSET);
+	} else {
+		h->nslices = get_le32(raw + OFF_NSLICES);
+		h->growth = get_le32(raw + OFF_GROWTH);
+		h->expire_ms = get_le64(raw + OFF_EXPIRE);
+	}
 }
 
 int
@@ -244,11 +278,14 @@ write_array(int fd, const struct bloom *b, XXH3_state_t *st, uint64_t *off)
 	return rc;
 }
 
-/* Header, array and checksum trailer into fd; -1 with errno set. */
+/* Header, slice table, arrays and checksum trailer into fd; -1 with errno
+ * set. */
 static int
-write_body(int fd, const struct bloom *b, const struct snapshot_header *h)
+write_body(int fd, const struct snapshot_header *h,
+    const struct snapshot_slice *sl)
 {
 	unsigned char	 raw[SNAPSHOT_HEADER_SIZE], trailer[TRAILER_SIZE];
+	unsigned char	 entry[SLICE_ENTRY];
 	XXH3_state_t	*st;
 	uint64_t	 off = 0;
 	int		 rc = -1, saved;
@@ -265,8 +302,18 @@ write_body(int fd, const struct bloom *b, const struct snapshot_header *h)
 	}
 	if (write_all(fd, raw, sizeof(raw), &off) == -1)
 		goto out;
-	if (write_array(fd, b, st, &off) == -1)
-		goto out;
+	for (uint32_t i = 0; i < h->nslices; i++) {
+		encode_slice(entry, &sl[i]);
+		if (XXH3_64bits_update(st, entry, sizeof(entry)) != XXH_OK) {
+			errno = ENOMEM;
+			goto out;
+		}
+		if (write_all(fd, entry, sizeof(entry), &off) == -1)
+			goto out;
+	}
+	for (uint32_t i = 0; i < h->nslices; i++)
+		if (write_array(fd, &sl[i].bloom, st, &off) == -1)
+			goto out;
 	put_le64(trailer, XXH3_64bits_digest(st));
 	if (write_all(fd, trailer, sizeof(trailer), &off) == -1)
 		goto out;
@@ -299,8 +346,8 @@ sync_dir(const char *dir)
 }
 
 int
-snapshot_write(const char *dir, const char *name, const struct bloom *b,
-    uint64_t capacity, double error_rate, uint64_t count, uint64_t bits_set,
+snapshot_write_slices(const char *dir, const char *name,
+    const struct snapshot_info *info, const struct snapshot_slice *sl,
     char *err, size_t errlen)
 {
 	struct snapshot_header	 h;
@@ -312,6 +359,11 @@ snapshot_write(const char *dir, const char *name, const struct bloom *b,
 		snprintf(err, errlen, "bad filter name \"%s\"", name);
 		return -1;
 	}
+	if (info->nslices > SNAPSHOT_MAX_SLICES) {
+		snprintf(err, errlen, "%s: %u slices, more than a snapshot "
+		    "holds (%d)", name, info->nslices, SNAPSHOT_MAX_SLICES);
+		return -1;
+	}
 	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.tmp", dir, name,
 	    SNAPSHOT_SUFFIX);
 	if (n < 0 || (size_t)n >= sizeof(tmp) ||
@@ -321,16 +373,10 @@ snapshot_write(const char *dir, const char *name, const struct bloom *b,
 		return -1;
 	}
 
-	memset(&h, 0, sizeof(h));
-	h.version = SNAPSHOT_VERSION;
-	h.layout = BLOOM_LAYOUT_SPLIT512;
-	h.nblocks = b->nblocks;
-	h.hashes = b->hashes;
-	h.seed = b->seed;
-	h.capacity = capacity;
-	h.error_rate = error_rate;
-	h.count = count;
-	h.bits_set = bits_set;
+	h = *info;
+	h.count = 0;
+	for (uint32_t i = 0; i < h.nslices; i++)
+		h.count += sl[i].count;
 	h.created = (uint64_t)time(NULL);
 
 	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640);
@@ -339,7 +385,7 @@ snapshot_write(const char *dir, const char *name, const struct bloom *b,
 		return -1;
 	}
 	what = "write";
-	if (write_body(fd, b, &h) == -1)
+	if (write_body(fd, &h, sl) == -1)
 		goto fail;
 	/* the data must be on disk before the name points at it */
 	what = "fsync";
@@ -378,6 +424,29 @@ snapshot_write(const char *dir, const char *name, const struct bloom *b,
 	return -1;
 }
 
+int
+snapshot_write(const char *dir, const char *name, const struct bloom *b,
+    uint64_t capacity, double error_rate, uint64_t count, uint64_t bits_set,
+    char *err, size_t errlen)
+{
+	struct snapshot_header	h;
+	struct snapshot_slice	s;
+
+	memset(&h, 0, sizeof(h));
+	memset(&s, 0, sizeof(s));
+	h.nslices = 1;
+	h.seed = b->seed;
+	h.capacity = capacity;
+	h.error_rate = error_rate;
+	s.bloom = *b;
+	s.capacity = capacity;
+	s.error_rate = error_rate;
+	s.start_ms = (int64_t)time(NULL) * 1000;
+	s.count = count;
+	s.bits_set = bits_set;
+	return snapshot_write_slices(dir, name, &h, &s, err, errlen);
+}
+
 /* ---- loading ---- */
 
 /*
@@ -406,6 +475,97 @@ read_full(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)got;
 }
 
+/* A file's header and slice table, checked and decoded. */
+struct meta {
+	struct snapshot_header	 h;
+	struct snapshot_slice	*sl;		/* h.nslices, arrays not loaded */
+	unsigned char		*prefix;	/* header and table, as on disk */
+	size_t			 prefix_len;
+};
+
+static void
+meta_free(struct meta *m)
+{
+	free(m->sl);
+	free(m->prefix);
+	m->sl = NULL;
+	m->prefix = NULL;
+}
+
+static int
+check_shape(const char *name, const char *what, uint32_t i, uint64_t nblocks,
+    uint32_t hashes, char *err, size_t errlen)
+{
+	if (hashes != 4 && hashes != 8 && hashes != 16) {
+		snprintf(err, errlen, "%s: %s%" PRIu32 ": bad hash count %"
+		    PRIu32 " (must be 4, 8 or 16)", name, what, i, hashes);
+		return -1;
+	}
+	if (nblocks == 0 || nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES) {
+		snprintf(err, errlen, "%s: %s%" PRIu32 ": bad block count %"
+		    PRIu64 " (must be 1 to %llu)", name, what, i, nblocks,
+		    BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+/* Version 2's slice table, read and checked; the prefix grows by it. */
+static int
+read_table(int fd, const char *name, struct meta *m, char *err,
+    size_t errlen)
+{
+	size_t		 len = (size_t)m->h.nslices * SLICE_ENTRY;
+	unsigned char	*grown, *e;
+	ssize_t		 n;
+
+	if ((grown = realloc(m->prefix, SNAPSHOT_HEADER_SIZE + len)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -1;
+	}
+	m->prefix = grown;
+	m->prefix_len = SNAPSHOT_HEADER_SIZE + len;
+	n = read_full(fd, m->prefix + SNAPSHOT_HEADER_SIZE, len,
+	    SNAPSHOT_HEADER_SIZE);
+	if (n == -1) {
+		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
+		return -1;
+	}
+	if ((size_t)n != len) {
+		snprintf(err, errlen, "%s: truncated while reading the slice "
+		    "table", name);
+		return -1;
+	}
+	for (uint32_t i = 0; i < m->h.nslices; i++) {
+		struct snapshot_slice *s = &m->sl[i];
+
+		e = m->prefix + SNAPSHOT_HEADER_SIZE + (size_t)i * SLICE_ENTRY;
+		s->bloom.nblocks = get_le64(e + SE_NBLOCKS);
+		s->bloom.hashes = get_le32(e + SE_HASHES);
+		s->capacity = get_le64(e + SE_CAPACITY);
+		s->error_rate = bits_double(get_le64(e + SE_ERRRATE));
+		s->count = get_le64(e + SE_COUNT);
+		s->bits_set = get_le64(e + SE_BITSSET);
+		s->start_ms = (int64_t)get_le64(e + SE_START);
+		if (check_shape(name, "slice ", i, s->bloom.nblocks,
+		    s->bloom.hashes, err, errlen) == -1)
+			return -1;
+		if (s->capacity == 0 || s->start_ms < 0 ||
+		    s->start_ms > SNAPSHOT_MAX_TIME_MS ||
+		    !(s->error_rate > 0 && s->error_rate < 1) ||
+		    s->bits_set > s->bloom.nblocks * BLOOM_BLOCK_BITS) {
+			snprintf(err, errlen, "%s: slice %" PRIu32 ": bad "
+			    "capacity, error rate, start time or bit count",
+			    name, i);
+			return -1;
+		}
+		m->h.nblocks += s->bloom.nblocks;
+		m->h.bits_set += s->bits_set;
+		m->h.hashes = s->bloom.hashes;
+	}
+	return 0;
+}
+
 /*
  * The cheap checks, in the order that gives the most useful message: is it
  * ours at all, can this build read it, is its shape sane, and only then is
@@ -414,14 +574,15 @@ read_full(int fd, void *buf, size_t len, uint64_t off)
  * holds.
  */
 static int
-read_header(int fd, const char *name, unsigned char raw[SNAPSHOT_HEADER_SIZE],
-    struct snapshot_header *h, char *err, size_t errlen)
+read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 {
-	struct stat	 sb;
-	uint64_t	 size, want;
-	uint32_t	 hdrsize;
-	ssize_t		 n;
+	struct snapshot_header	*h = &m->h;
+	struct stat		 sb;
+	uint64_t		 size, want;
+	uint32_t		 hdrsize;
+	ssize_t			 n;
 
+	memset(m, 0, sizeof(*m));
 	if (fstat(fd, &sb) == -1) {
 		snprintf(err, errlen, "stat %s: %s", name, strerror(errno));
 		return -1;
@@ -437,79 +598,114 @@ read_header(int fd, const char *name, unsigned char raw[SNAPSHOT_HEADER_SIZE],
 		    SNAPSHOT_HEADER_SIZE);
 		return -1;
 	}
-	n = read_full(fd, raw, SNAPSHOT_HEADER_SIZE, 0);
+	if ((m->prefix = malloc(SNAPSHOT_HEADER_SIZE)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -1;
+	}
+	m->prefix_len = SNAPSHOT_HEADER_SIZE;
+	n = read_full(fd, m->prefix, SNAPSHOT_HEADER_SIZE, 0);
 	if (n == -1) {
 		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
-		return -1;
+		goto fail;
 	}
 	if (n != SNAPSHOT_HEADER_SIZE) {
 		snprintf(err, errlen, "%s: truncated while reading the header",
 		    name);
-		return -1;
+		goto fail;
 	}
-	if (memcmp(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8) != 0) {
+	if (memcmp(m->prefix + OFF_MAGIC, SNAPSHOT_MAGIC, 8) != 0) {
 		snprintf(err, errlen, "%s: not a seend snapshot (bad magic)",
 		    name);
-		return -1;
+		goto fail;
 	}
-	decode_header(raw, h);
-	if (h->version != SNAPSHOT_VERSION) {
+	decode_header(m->prefix, h);
+	if (h->version != 1 && h->version != SNAPSHOT_VERSION) {
 		snprintf(err, errlen, "%s: unsupported snapshot version %" PRIu32
-		    " (this seend reads version %d)", name, h->version,
+		    " (this seend reads versions 1 and %d)", name, h->version,
 		    SNAPSHOT_VERSION);
-		return -1;
+		goto fail;
 	}
 	if (h->layout != BLOOM_LAYOUT_SPLIT512) {
 		snprintf(err, errlen, "%s: unknown layout %" PRIu32
 		    " (this seend knows layout %d)", name, h->layout,
 		    BLOOM_LAYOUT_SPLIT512);
-		return -1;
+		goto fail;
 	}
-	if (h->hashes != 4 && h->hashes != 8 && h->hashes != 16) {
-		snprintf(err, errlen, "%s: bad hash count %" PRIu32
-		    " (must be 4, 8 or 16)", name, h->hashes);
-		return -1;
-	}
-	if (h->nblocks == 0 ||
-	    h->nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES) {
-		snprintf(err, errlen, "%s: bad block count %" PRIu64
-		    " (must be 1 to %llu)", name, h->nblocks,
-		    BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES);
-		return -1;
-	}
-	hdrsize = get_le32(raw + OFF_HDRSIZE);
+	hdrsize = get_le32(m->prefix + OFF_HDRSIZE);
 	if (hdrsize != SNAPSHOT_HEADER_SIZE) {
 		snprintf(err, errlen, "%s: bad header size %" PRIu32
 		    " (expected %d)", name, hdrsize, SNAPSHOT_HEADER_SIZE);
-		return -1;
+		goto fail;
 	}
-	/* cannot overflow: nblocks * 64 <= BLOOM_MAX_BYTES */
-	want = SNAPSHOT_HEADER_SIZE + h->nblocks * BLOOM_BLOCK_BYTES +
-	    TRAILER_SIZE;
+	/* zero: a window that holds nothing */
+	if (h->nslices > SNAPSHOT_MAX_SLICES) {
+		snprintf(err, errlen, "%s: bad slice count %" PRIu32 " (must be "
+		    "0 to %d)", name, h->nslices, SNAPSHOT_MAX_SLICES);
+		goto fail;
+	}
+	if (h->version == SNAPSHOT_VERSION &&
+	    (h->growth > 1024 || h->expire_ms > SNAPSHOT_MAX_TIME_MS)) {
+		snprintf(err, errlen, "%s: bad growth %" PRIu32 " or expire %"
+		    PRIu64 " ms", name, h->growth, h->expire_ms);
+		goto fail;
+	}
+	/* the table's size is known from the header: check it fits first */
+	if (h->version == SNAPSHOT_VERSION && size < SNAPSHOT_HEADER_SIZE +
+	    (uint64_t)h->nslices * SLICE_ENTRY + TRAILER_SIZE) {
+		snprintf(err, errlen, "%s: truncated: %" PRIu64 " bytes, too "
+		    "small for %" PRIu32 " slices", name, size, h->nslices);
+		goto fail;
+	}
+	if ((m->sl = calloc(h->nslices ? h->nslices : 1,
+	    sizeof(*m->sl))) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		goto fail;
+	}
+	if (h->version == 1) {
+		if (check_shape(name, "filter", 0, h->nblocks, h->hashes, err,
+		    errlen) == -1)
+			goto fail;
+		m->sl[0].bloom.nblocks = h->nblocks;
+		m->sl[0].bloom.hashes = h->hashes;
+		m->sl[0].capacity = h->capacity;
+		m->sl[0].error_rate = h->error_rate;
+		m->sl[0].count = h->count;
+		m->sl[0].bits_set = h->bits_set;
+		/* a creation time past any real clock is damage, but the
+		 * file's checksum decides that; keep the arithmetic sane */
+		m->sl[0].start_ms = h->created < SNAPSHOT_MAX_TIME_MS / 1000 ?
+		    (int64_t)h->created * 1000 : SNAPSHOT_MAX_TIME_MS;
+	} else if (read_table(fd, name, m, err, errlen) == -1)
+		goto fail;
+	/* cannot overflow: at most 4096 arrays of at most 1 TiB */
+	want = m->prefix_len + h->nblocks * BLOOM_BLOCK_BYTES + TRAILER_SIZE;
 	if (size != want) {
 		snprintf(err, errlen, "%s: %s: %" PRIu64 " bytes, expected %"
 		    PRIu64, name, size < want ? "truncated" : "too long",
 		    size, want);
-		return -1;
+		goto fail;
 	}
 	return 0;
+fail:
+	meta_free(m);
+	return -1;
 }
 
 /*
- * Reads the array (into dst, or through a scratch buffer when dst is NULL)
- * and the trailer, hashing the header and each chunk right after it is read,
- * while the chunk is still in cache. Large reads straight into the
- * destination keep this at memory-copy speed: a 1 GiB filter from the page
- * cache is one copy and one hash pass.
+ * Reads the arrays (into each slice's bloom when it has words, else through
+ * a scratch buffer) and the trailer, hashing the prefix and each chunk right
+ * after it is read, while the chunk is still in cache. Large reads straight
+ * into the destination keep this at memory-copy speed: a 1 GiB filter from
+ * the page cache is one copy and one hash pass.
  */
 static int
-check_body(int fd, const char *name, const unsigned char *raw,
-    unsigned char *dst, uint64_t len, char *err, size_t errlen)
+check_body(int fd, const char *name, const struct meta *m, char *err,
+    size_t errlen)
 {
 	unsigned char	 trailer[TRAILER_SIZE];
 	unsigned char	*scratch = NULL, *p;
 	XXH3_state_t	*st;
-	uint64_t	 off = 0, sum;
+	uint64_t	 pos = m->prefix_len, sum;
 	size_t		 n;
 	ssize_t		 got;
 	int		 rc = -1;
@@ -518,33 +714,40 @@ check_body(int fd, const char *name, const unsigned char *raw,
 		snprintf(err, errlen, "%s: out of memory", name);
 		return -1;
 	}
-	if (dst == NULL && (scratch = malloc(READ_CHUNK)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", name);
-		goto out;
-	}
 	(void)XXH3_64bits_reset(st);
-	(void)XXH3_64bits_update(st, raw, SNAPSHOT_HEADER_SIZE);
-	while (off < len) {
-		n = READ_CHUNK;
-		if (n > len - off)
-			n = (size_t)(len - off);
-		p = dst != NULL ? dst + off : scratch;
-		got = read_full(fd, p, n, SNAPSHOT_HEADER_SIZE + off);
-		if (got == -1) {
-			snprintf(err, errlen, "read %s: %s", name,
-			    strerror(errno));
+	(void)XXH3_64bits_update(st, m->prefix, m->prefix_len);
+	for (uint32_t i = 0; i < m->h.nslices; i++) {
+		const struct bloom	*b = &m->sl[i].bloom;
+		unsigned char		*dst = (unsigned char *)b->words;
+		uint64_t		 len = bloom_bytes(b), off = 0;
+
+		if (dst == NULL && scratch == NULL &&
+		    (scratch = malloc(READ_CHUNK)) == NULL) {
+			snprintf(err, errlen, "%s: out of memory", name);
 			goto out;
 		}
-		if ((size_t)got != n) {
-			snprintf(err, errlen, "%s: truncated while reading",
-			    name);
-			goto out;
+		while (off < len) {
+			n = READ_CHUNK;
+			if (n > len - off)
+				n = (size_t)(len - off);
+			p = dst != NULL ? dst + off : scratch;
+			got = read_full(fd, p, n, pos);
+			if (got == -1) {
+				snprintf(err, errlen, "read %s: %s", name,
+				    strerror(errno));
+				goto out;
+			}
+			if ((size_t)got != n) {
+				snprintf(err, errlen, "%s: truncated while "
+				    "reading", name);
+				goto out;
+			}
+			(void)XXH3_64bits_update(st, p, n);
+			off += n;
+			pos += n;
 		}
-		(void)XXH3_64bits_update(st, p, n);
-		off += n;
 	}
-	got = read_full(fd, trailer, sizeof(trailer), SNAPSHOT_HEADER_SIZE +
-	    len);
+	got = read_full(fd, trailer, sizeof(trailer), pos);
 	if (got == -1) {
 		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
 		goto out;
@@ -585,19 +788,18 @@ int
 snapshot_verify_fd(int fd, struct snapshot_header *hdr, char *err,
     size_t errlen)
 {
-	struct snapshot_header	 h;
-	unsigned char		 raw[SNAPSHOT_HEADER_SIZE];
-	char			 name[PATH_MAX];
+	struct meta	 m;
+	char		 name[PATH_MAX];
+	int		 rc;
 
 	fd_name(fd, name, sizeof(name));
-	if (read_header(fd, name, raw, &h, err, errlen) == -1)
+	if (read_meta(fd, name, &m, err, errlen) == -1)
 		return -1;
-	if (check_body(fd, name, raw, NULL, h.nblocks * BLOOM_BLOCK_BYTES,
-	    err, errlen) == -1)
-		return -1;
-	if (hdr != NULL)
-		*hdr = h;
-	return 0;
+	rc = check_body(fd, name, &m, err, errlen);
+	if (rc == 0 && hdr != NULL)
+		*hdr = m.h;
+	meta_free(&m);
+	return rc;
 }
 
 /*
@@ -615,9 +817,10 @@ fmt_double(char *buf, size_t len, double d)
 }
 
 /*
- * A snapshot only answers correctly for the shape it was made with; one
- * made for other settings would silently give another error rate, so it is
- * refused and the operator decides.
+ * A snapshot only answers correctly for the settings it was made with; one
+ * made for others would silently give another error rate, so it is refused
+ * and the operator decides. A version 1 file is one array whose shape the
+ * settings' plan must also give.
  */
 static int
 check_params(const char *name, const struct snapshot_header *h,
@@ -629,13 +832,15 @@ check_params(const char *name, const struct snapshot_header *h,
 
 	fmt_double(was, sizeof(was), h->error_rate);
 	fmt_double(now, sizeof(now), error_rate);
-	if (bloom_plan(capacity, error_rate, &nblocks, &hashes) == -1) {
+	if (h->version == 1 &&
+	    bloom_plan(capacity, error_rate, &nblocks, &hashes) == -1) {
 		snprintf(err, errlen, "%s: the config's capacity=%" PRIu64
 		    " error_rate=%s cannot be planned", name, capacity, now);
 		return -1;
 	}
 	if (h->capacity != capacity || h->error_rate != error_rate ||
-	    h->nblocks != nblocks || h->hashes != hashes) {
+	    (h->version == 1 &&
+	    (h->nblocks != nblocks || h->hashes != hashes))) {
 		snprintf(err, errlen, "%s: made for capacity=%" PRIu64
 		    " error_rate=%s, the config says capacity=%" PRIu64
 		    " error_rate=%s; restore those values or move the file "
@@ -645,38 +850,58 @@ check_params(const char *name, const struct snapshot_header *h,
 	return 0;
 }
 
-int
-snapshot_load_fd(int fd, const char *name, uint64_t capacity,
-    double error_rate, struct bloom *b, struct snapshot_header *hdr,
-    char *err, size_t errlen)
+void
+snapshot_slices_free(struct snapshot_slice *sl, uint32_t n)
 {
-	struct snapshot_header	 h;
-	unsigned char		 raw[SNAPSHOT_HEADER_SIZE];
-
-	if (read_header(fd, name, raw, &h, err, errlen) == -1)
-		return -1;
-	if (bloom_init(b, h.nblocks, h.hashes, h.seed) == -1) {
-		snprintf(err, errlen, "%s: cannot allocate %" PRIu64
-		    " bytes for the filter: %s", name,
-		    h.nblocks * BLOOM_BLOCK_BYTES, strerror(errno));
-		return -1;
-	}
-	if (check_body(fd, name, raw, (unsigned char *)b->words,
-	    bloom_bytes(b), err, errlen) == -1 ||
-	    check_params(name, &h, capacity, error_rate, err, errlen) == -1) {
-		bloom_free(b);
-		return -1;
-	}
-	b->count = h.count;
-	b->bits_set = h.bits_set;
-	if (hdr != NULL)
-		*hdr = h;
-	return 1;
+	if (sl == NULL)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		if (sl[i].bloom.words != NULL)
+			bloom_free(&sl[i].bloom);
+	free(sl);
 }
 
 int
-snapshot_load(const char *path, uint64_t capacity, double error_rate,
-    struct bloom *b, struct snapshot_header *hdr, char *err, size_t errlen)
+snapshot_load_slices_fd(int fd, const char *name, uint64_t capacity,
+    double error_rate, struct snapshot_info *info,
+    struct snapshot_slice **slices, char *err, size_t errlen)
+{
+	struct meta m;
+
+	if (read_meta(fd, name, &m, err, errlen) == -1)
+		return -1;
+	if (check_params(name, &m.h, capacity, error_rate, err, errlen) == -1)
+		goto fail;
+	for (uint32_t i = 0; i < m.h.nslices; i++) {
+		struct snapshot_slice	*s = &m.sl[i];
+		uint64_t		 nb = s->bloom.nblocks;
+
+		if (bloom_init(&s->bloom, nb, s->bloom.hashes, m.h.seed) ==
+		    -1) {
+			snprintf(err, errlen, "%s: cannot allocate %" PRIu64
+			    " bytes for slice %" PRIu32 ": %s", name,
+			    nb * BLOOM_BLOCK_BYTES, i, strerror(errno));
+			goto fail;
+		}
+		s->bloom.count = s->count;
+		s->bloom.bits_set = s->bits_set;
+	}
+	if (check_body(fd, name, &m, err, errlen) == -1)
+		goto fail;
+	*info = m.h;
+	*slices = m.sl;
+	free(m.prefix);
+	return 1;
+fail:
+	snapshot_slices_free(m.sl, m.h.nslices);
+	free(m.prefix);
+	return -1;
+}
+
+int
+snapshot_load_slices(const char *path, uint64_t capacity, double error_rate,
+    struct snapshot_info *info, struct snapshot_slice **slices, char *err,
+    size_t errlen)
 {
 	int fd, rc;
 
@@ -689,8 +914,56 @@ snapshot_load(const char *path, uint64_t capacity, double error_rate,
 	}
 	/* one pass front to back: let the kernel read ahead further */
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	rc = snapshot_load_fd(fd, path, capacity, error_rate, b, hdr, err,
-	    errlen);
+	rc = snapshot_load_slices_fd(fd, path, capacity, error_rate, info,
+	    slices, err, errlen);
 	close(fd);
 	return rc;
+}
+
+/* One slice into b: the tools' and tests' form. */
+static int
+load_one(int rc, const char *name, struct snapshot_info *info,
+    struct snapshot_slice *sl, struct bloom *b, struct snapshot_header *hdr,
+    char *err, size_t errlen)
+{
+	if (rc != 1)
+		return rc;
+	if (info->nslices != 1) {
+		snprintf(err, errlen, "%s: %u slices, expected one", name,
+		    info->nslices);
+		snapshot_slices_free(sl, info->nslices);
+		return -1;
+	}
+	*b = sl[0].bloom;
+	free(sl);
+	if (hdr != NULL)
+		*hdr = *info;
+	return 1;
+}
+
+int
+snapshot_load_fd(int fd, const char *name, uint64_t capacity,
+    double error_rate, struct bloom *b, struct snapshot_header *hdr,
+    char *err, size_t errlen)
+{
+	struct snapshot_info	 info;
+	struct snapshot_slice	*sl = NULL;
+	int			 rc;
+
+	rc = snapshot_load_slices_fd(fd, name, capacity, error_rate, &info,
+	    &sl, err, errlen);
+	return load_one(rc, name, &info, sl, b, hdr, err, errlen);
+}
+
+int
+snapshot_load(const char *path, uint64_t capacity, double error_rate,
+    struct bloom *b, struct snapshot_header *hdr, char *err, size_t errlen)
+{
+	struct snapshot_info	 info;
+	struct snapshot_slice	*sl = NULL;
+	int			 rc;
+
+	rc = snapshot_load_slices(path, capacity, error_rate, &info, &sl, err,
+	    errlen);
+	return load_one(rc, path, &info, sl, b, hdr, err, errlen);
 }

@@ -1,24 +1,34 @@
 /*
  * snapshot.h - one file per filter in data_dir: <data_dir>/<name>.bloom
  *
- * File format (all integers little-endian):
+ * File format, version 2 (all integers little-endian):
  *
  *   off  size  field
  *     0     8  magic "SEENDBF\n"
- *     8     4  format version (1)
+ *     8     4  format version (2)
  *    12     4  layout (BLOOM_LAYOUT_SPLIT512)
- *    16     8  nblocks (bit array = nblocks * 64 bytes)
- *    24     4  hashes (k)
+ *    16     4  nslices (1 to SNAPSHOT_MAX_SLICES)
+ *    20     4  growth (0 = off)
+ *    24     4  reserved, zero
  *    28     4  header size (128)
- *    32     8  hash seed
- *    40     8  capacity (from the config that created it)
- *    48     8  error_rate (IEEE-754 double)
- *    56     8  count of keys
- *    64     8  bits set
+ *    32     8  hash seed (one for every slice)
+ *    40     8  capacity (declared, from the config)
+ *    48     8  error_rate (declared, IEEE-754 double)
+ *    56     8  count of keys in all slices
+ *    64     8  expire window in milliseconds (0 = never)
  *    72     8  creation time (Unix seconds)
  *    80    48  reserved, zero
- *   128     n  the bit array, nblocks * 64 bytes
- *   128+n   8  XXH3-64 (seed 0) of every byte before it
+ *   128  64*n  one entry per slice, oldest first:
+ *                +0 nblocks, +8 hashes (u32), +12 reserved,
+ *                +16 capacity, +24 error_rate (double), +32 count,
+ *                +40 bits set, +48 start of its period (Unix ms, signed),
+ *                +56 reserved
+ *     ...   the slices' bit arrays, in the same order, nblocks * 64 each
+ *     end   8  XXH3-64 (seed 0) of every byte before it
+ *
+ * Version 1 (written by seend 0.1.0) is one filter: at 16 nblocks (8),
+ * 24 hashes (4), 64 bits set (8), the other fields as above, then its
+ * array and the trailer. It loads as one slice.
  *
  * Writing: <data_dir>/.<name>.bloom.tmp is written, fsynced, renamed over
  * <name>.bloom, and data_dir is fsynced, so a crash at any instant leaves the
@@ -35,28 +45,57 @@
 #include "bloom.h"
 
 #define SNAPSHOT_MAGIC		"SEENDBF\n"
-#define SNAPSHOT_VERSION	1
+#define SNAPSHOT_VERSION	2
+#define SNAPSHOT_MAX_SLICES	4096
+/* Slice start times are Unix milliseconds up to the year ~33000. */
+#define SNAPSHOT_MAX_TIME_MS	1000000000000000LL
 #define SNAPSHOT_HEADER_SIZE	128
 #define SNAPSHOT_SUFFIX		".bloom"
 
+/* What a file says of its filter (the first slice's shape for tools). */
 struct snapshot_header {
 	uint32_t	 version;
 	uint32_t	 layout;
-	uint64_t	 nblocks;
-	uint32_t	 hashes;
+	uint32_t	 nslices;
+	uint32_t	 growth;
+	uint64_t	 expire_ms;
+	uint64_t	 nblocks;	/* of all slices */
+	uint32_t	 hashes;	/* of the newest slice */
 	uint64_t	 seed;
 	uint64_t	 capacity;
 	double		 error_rate;
 	uint64_t	 count;
-	uint64_t	 bits_set;
+	uint64_t	 bits_set;	/* of all slices */
 	uint64_t	 created;
+};
+#define snapshot_info snapshot_header
+
+/* One slice, written from (bloom's array is read) or loaded into. */
+struct snapshot_slice {
+	struct bloom	 bloom;
+	uint64_t	 capacity;
+	double		 error_rate;
+	int64_t		 start_ms;
+	uint64_t	 count;		/* writing: taken at submission */
+	uint64_t	 bits_set;
 };
 
 /* "<dir>/<name>.bloom" into buf; returns 0, or -1 if it does not fit. */
 int	snapshot_path(char *buf, size_t len, const char *dir, const char *name);
 
 /*
- * Writes b (which the event loop may be updating at the same time; see
+ * Writes a filter of info->nslices slices (whose arrays the event loop may
+ * be updating at the same time; see snapshot.c). info's seed, capacity,
+ * error_rate, growth and expire_ms describe it; count is summed here.
+ * Returns 0, or -1 with a message in err; on failure the previous snapshot
+ * is untouched and the temporary file removed.
+ */
+int	snapshot_write_slices(const char *dir, const char *name,
+	    const struct snapshot_info *info, const struct snapshot_slice *,
+	    char *err, size_t errlen);
+
+/*
+ * One fixed slice (tools and tests): writes b (which the event loop may be updating at the same time; see
  * snapshot.c) as filter name with the given header fields. count and
  * bits_set are taken by the caller before the write begins. Returns 0, or -1
  * with a message in err; on failure the previous snapshot is untouched and
@@ -75,7 +114,22 @@ int	snapshot_verify_fd(int fd, struct snapshot_header *hdr, char *err,
 	    size_t errlen);
 
 /*
- * Loads path into a new filter *b after verifying it whole (size, magic,
+ * Loads path after verifying it whole (size, magic, version, layout,
+ * checksum) and that it was made for capacity and error_rate. Returns 1
+ * with the slices in *slices (the caller frees them with
+ * snapshot_slices_free), 0 if there is no file, -1 with a message naming
+ * the file and the problem in err. The file is never modified.
+ */
+int	snapshot_load_slices(const char *path, uint64_t capacity,
+	    double error_rate, struct snapshot_info *,
+	    struct snapshot_slice **slices, char *err, size_t errlen);
+int	snapshot_load_slices_fd(int fd, const char *name, uint64_t capacity,
+	    double error_rate, struct snapshot_info *,
+	    struct snapshot_slice **slices, char *err, size_t errlen);
+void	snapshot_slices_free(struct snapshot_slice *, uint32_t n);
+
+/*
+ * One slice (tools and tests): loads path into a new filter *b after verifying it whole (size, magic,
  * version, layout, checksum) and that its shape matches what capacity and
  * error_rate plan now. Returns 1 if loaded, 0 if there is no file (b is
  * untouched), -1 with a message naming the file and the problem in err.

@@ -58,7 +58,7 @@ static void
 load(const uint8_t *data, size_t size, uint64_t cap, double rate)
 {
 	struct snapshot_header	 h;
-	struct bloom		 b;
+	struct snapshot_slice	*sl = NULL;
 	char			 err[512];
 	size_t			 off = 0;
 	ssize_t			 n;
@@ -74,11 +74,14 @@ load(const uint8_t *data, size_t size, uint64_t cap, double rate)
 		}
 		off += (size_t)n;
 	}
-	if (snapshot_load_fd(fd, "fuzz", cap, rate, &b, &h, err,
+	/* versions 1 and 2, any number of slices */
+	if (snapshot_load_slices_fd(fd, "fuzz", cap, rate, &h, &sl, err,
 	    sizeof(err)) == 1) {
-		/* a loaded filter must answer without crashing */
-		(void)bloom_check(&b, bloom_hash(&b, "x", 1));
-		bloom_free(&b);
+		/* every loaded slice must answer without crashing */
+		for (uint32_t i = 0; i < h.nslices; i++)
+			(void)bloom_check(&sl[i].bloom,
+			    bloom_hash(&sl[i].bloom, "x", 1));
+		snapshot_slices_free(sl, h.nslices);
 	}
 	(void)snapshot_verify_fd(fd, &h, err, sizeof(err));
 	close(fd);

@@ -133,7 +133,7 @@ def ping_answers_pong(t):
 
 
 FILTER_LINE = re.compile(r"^(\S+) capacity=(\d+) error_rate=([0-9.eE+-]+) "
-                         r"count=(\d+) bytes=(\d+)$")
+                         r"count=(\d+) bytes=(\d+) slices=(\d+)$")
 
 
 @test
@@ -157,6 +157,7 @@ def filters_lists_every_filter_in_the_documented_format_then_end(t):
         t.eq(got["default"][3], "1", "default count")
         t.eq(got["other"][3], "2", "other count")
         t.ok(int(got["other"][4]) > 0, "bytes > 0")
+        t.eq(got["other"][5], "1", "one slice")
         # the END terminator was consumed: the next reply is ours
         no_more_replies(t, c)
 

@@ -266,7 +266,7 @@ def a_damaged_snapshot_of_a_new_filter_fails_the_reload(t):
 
 
 @test
-def a_changed_capacity_keeps_the_running_filter_and_warns(t):
+def a_changed_shape_keeps_every_key_and_plans_new_slices_by_it(t):
     r = Reloader(t, filters="""
 [filter.default]
 capacity = 100000
@@ -289,15 +289,28 @@ capacity = 9000
 error_rate = 0.0001
 """), "ok", "a shape change is not an error")
     after = c.info("sized")
-    for field in ("capacity", "error_rate", "bytes", "hashes"):
-        t.eq(after[field], before[field], "sized " + field)
+    t.eq(after["capacity"], "9000", "the new capacity is the filter's")
+    t.eq(float(after["error_rate"]), 0.0001, "the new error_rate too")
+    for field in ("bytes", "hashes", "slices"):
+        t.eq(after[field], before[field], "the running slice is kept: " +
+             field)
     t.eq(after["count"], "50", "count kept")
     for i in range(50):
         t.eq(c.cmd("CHECK sized k%d" % i), "1", "bits kept")
-    warn = [l for l in s.read_log().splitlines()
-            if "sized" in l and "capacity" in l and
-            ("warn" in l or l.startswith("<4>"))]
-    t.ok(warn, "a warning names the filter:\n" + s.read_log()[-2000:])
+    said = [l for l in s.read_log().splitlines()
+            if "sized" in l and "capacity 2000 -> 9000" in l and
+            "every key" in l]
+    t.ok(said, "the log names the filter and the change:\n" +
+         s.read_log()[-2000:])
+    # past the old slice's 2000 keys the filter grows by the new plan
+    c.send("".join("SEEN sized n%d\n" % i for i in range(3000)))
+    got = [c.line() for _ in range(3000)]
+    t.ok(got.count("0") >= 2900, "new keys answered new: %d" %
+         got.count("0"))
+    grown = c.info("sized")
+    t.eq(grown["slices"], "2", "a second slice was added")
+    for i in range(50):
+        t.eq(c.cmd("CHECK sized k%d" % i), "1", "old keys still there")
 
 
 @test

@@ -749,6 +749,35 @@ test_trailing_crs(void)
 	config_free(cfg);
 }
 
+static void
+test_metrics_listen(void)
+{
+	struct config *cfg;
+
+	cfg = good("", "an empty file, for metrics_listen");
+	ok(cfg != NULL && cfg->metrics_listen == NULL,
+	    "metrics_listen defaults to off");
+	config_free(cfg);
+	cfg = good_server("metrics_listen", "127.0.0.1:9874");
+	ok(cfg != NULL && cfg->metrics_listen != NULL &&
+	    strcmp(cfg->metrics_listen, "127.0.0.1:9874") == 0,
+	    "metrics_listen takes host:port");
+	config_free(cfg);
+	cfg = good_server("metrics_listen", "[::1]:9874");
+	ok(cfg != NULL && cfg->metrics_listen != NULL &&
+	    strcmp(cfg->metrics_listen, "[::1]:9874") == 0,
+	    "metrics_listen takes [v6]:port");
+	config_free(cfg);
+	cfg = good_server("metrics_listen", "off");
+	ok(cfg != NULL && cfg->metrics_listen == NULL,
+	    "metrics_listen = off means none");
+	config_free(cfg);
+	bad_server("metrics_listen", "127.0.0.1", "metrics_listen without a port");
+	bad_server("metrics_listen", "127.0.0.1:0", "metrics_listen port 0");
+	bad_server("metrics_listen", "::1:9874",
+	    "metrics_listen IPv6 without brackets");
+}
+
 int
 main(void)
 {
@@ -762,6 +791,7 @@ main(void)
 	test_files();
 	test_shipped();
 	test_trailing_crs();
+	test_metrics_listen();
 	config_errors_free(&errs);
 	return done_testing();
 }

@@ -107,13 +107,13 @@ route_is(const struct registry *reg, const char *key, const char *want)
 static int
 fadd(struct filter *f, const char *key)
 {
-	return bloom_add(&f->bloom, bloom_hash(&f->bloom, key, strlen(key)));
+	return filter_seen(f, filter_hash(f, key, strlen(key)));
 }
 
 static int
-fcheck(const struct filter *f, const char *key)
+fcheck(struct filter *f, const char *key)
 {
-	return bloom_check(&f->bloom, bloom_hash(&f->bloom, key, strlen(key)));
+	return filter_check(f, filter_hash(f, key, strlen(key)));
 }
 
 static void
@@ -187,7 +187,7 @@ test_find(void)
 	    "find: shape from the config (error_rate default 0.001)");
 	ok(reg->filters[0]->refs == 1 && reg->filters[0]->loaded_at == 0 &&
 	    reg->filters[0]->last_save_ok == -1 &&
-	    reg->filters[0]->bloom.bits_set == 0 && !filter_dirty(reg->filters[0]),
+	    filter_count(reg->filters[0]) == 0 && !filter_dirty(reg->filters[0]),
 	    "find: a new filter is empty, clean, never loaded");
 	ok(reg->routes == NULL, "find: no rules, no route table");
 	ok(route(reg, "https://a.com/") == reg->filters[0],
@@ -439,7 +439,7 @@ test_reload(void)
 	def1 = find(r1, "default");
 	news1 = find(r1, "news");
 	blog1 = find(r1, "blog");
-	nblocks1 = news1->bloom.nblocks;
+	nblocks1 = news1->head->bloom.nblocks;
 	ok(fadd(news1, "https://bbc.co.uk/1") == 0 &&
 	    fadd(def1, "https://other/1") == 0 && fadd(blog1, "b") == 0,
 	    "reload: keys added to the old filters");
@@ -467,20 +467,27 @@ test_reload(void)
 	    registry_contains(r2, fresh2) && fresh2->refs == 1,
 	    "reload: new filter created, only in the new registry");
 	ok(fresh2 != NULL && !fcheck(fresh2, "https://bbc.co.uk/1") &&
-	    fresh2->bloom.bits_set == 0, "reload: new filter starts empty");
+	    filter_count(fresh2) == 0, "reload: new filter starts empty");
 	ok(find(r2, "blog") == NULL && !registry_contains(r2, blog1) &&
 	    registry_contains(r1, blog1), "reload: removed filter dropped");
 	ok(r2->nfilters == 3 && r2->filters[0] == fresh2 &&
 	    r2->filters[1] == news1 && r2->filters[2] == def1,
 	    "reload: new registry in the new file order");
-	ok(nwarn == 1, "reload: warn called exactly once (got %d)", nwarn);
+	ok(nwarn == 0 && news1->capacity == 1000,
+	    "reload: building does not change a kept filter (got %d)", nwarn);
+	registry_apply_settings(r2, c2, warn_cb);
+	ok(nwarn == 1, "reload: applying says exactly one change (got %d)",
+	    nwarn);
 	ok(nwarn >= 1 && strstr(lastwarn, "news") != NULL &&
-	    strstr(lastwarn, "5000") != NULL && strstr(lastwarn, "1000") != NULL,
-	    "reload: the warning names the filter, new and kept capacity");
-	diag("warning: %s", lastwarn);
-	ok(news1->capacity == 1000 && news1->error_rate == 0.01 &&
-	    news1->bloom.nblocks == nblocks1,
-	    "reload: kept filter keeps its old shape");
+	    strstr(lastwarn, "5000") != NULL && strstr(lastwarn, "1000") != NULL &&
+	    strstr(lastwarn, "every key") != NULL,
+	    "reload: the message names the filter, old and new capacity");
+	diag("message: %s", lastwarn);
+	ok(news1->capacity == 5000 && news1->error_rate == 0.01 &&
+	    news1->nslices == 1 && news1->head->bloom.nblocks == nblocks1 &&
+	    fcheck(news1, "https://bbc.co.uk/1"),
+	    "reload: kept filter takes the new capacity for new slices and "
+	    "keeps its slice and keys");
 	ok(route_is(r2, "https://bbc.co.uk/2", "fresh") &&
 	    route_is(r2, "https://cnn.com/", "news") &&
 	    route_is(r2, "https://blog.com/", "default") &&
@@ -503,19 +510,24 @@ test_reload(void)
 	    "[filter.fresh]\ncapacity = 9999\nerror_rate = 0.2\n");
 	nwarn = 0;
 	r3 = c3 ? registry_build(c3, r2, warn_cb, errbuf, sizeof(errbuf)) : NULL;
+	if (r3 != NULL)
+		registry_apply_settings(r3, c3, warn_cb);
 	ok(r3 != NULL && nwarn == 2,
-	    "reload: error_rate change and capacity+error_rate change warn "
-	    "once per filter (got %d)", nwarn);
+	    "reload: error_rate change and capacity+error_rate change say "
+	    "so once per filter (got %d)", nwarn);
 	ok(r3 != NULL && find(r3, "fresh") == fresh2 &&
-	    fresh2->capacity == 1000 && fresh2->error_rate == 0.001,
-	    "reload: ... and keep the running shape");
+	    fresh2->capacity == 9999 && fresh2->error_rate == 0.2 &&
+	    fresh2->nslices == 1,
+	    "reload: ... and take the new settings, keeping the slice");
 	registry_free(r3);
 
-	/* the same config again: no warning */
+	/* the same config again: nothing to say */
 	nwarn = 0;
-	r3 = registry_build(c2, r2, warn_cb, errbuf, sizeof(errbuf));
-	ok(r3 != NULL && nwarn == 1, "reload: same config warns only for the "
-	    "still-different news capacity (got %d)", nwarn);
+	r3 = registry_build(c3, r2, warn_cb, errbuf, sizeof(errbuf));
+	if (r3 != NULL)
+		registry_apply_settings(r3, c3, warn_cb);
+	ok(r3 != NULL && nwarn == 0, "reload: the same settings again say "
+	    "nothing (got %d)", nwarn);
 	registry_free(r3);
 	{
 		struct config *same = cfg_make(NULL,
@@ -527,7 +539,7 @@ test_reload(void)
 		r3 = same ? registry_build(same, r2, warn_cb, errbuf,
 		    sizeof(errbuf)) : NULL;
 		ok(r3 != NULL && nwarn == 0,
-		    "reload: unchanged shapes do not warn (got %d)", nwarn);
+		    "reload: building alone never warns (got %d)", nwarn);
 		registry_free(r3);
 		config_free(same);
 	}
@@ -645,8 +657,10 @@ test_snapshot(void)
 	ok(f->loaded_at != 0, "snapshot: loaded_at set");
 	ok(find(reg, "default")->loaded_at == 0,
 	    "snapshot: filter without a file has loaded_at 0");
-	ok(f->bloom.seed == b.seed && f->bloom.nblocks == b.nblocks &&
-	    f->bloom.count == b.count && f->bloom.bits_set == b.bits_set,
+	ok(f->seed == b.seed && f->nslices == 1 &&
+	    f->head->bloom.nblocks == b.nblocks &&
+	    f->head->bloom.count == b.count &&
+	    f->head->bloom.bits_set == b.bits_set,
 	    "snapshot: seed, shape, count and bits_set restored");
 	ok(!filter_dirty(f) && f->last_save_ok == 1 && f->last_save != 0,
 	    "snapshot: a loaded filter is clean with a last save time");

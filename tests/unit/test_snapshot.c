@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "bloom.h"
 #include "snapshot.h"
 #include "tap.h"
@@ -164,7 +166,7 @@ test_round_trip(void)
 	ok(memcmp(l.words, b.words, bloom_bytes(&b)) == 0,
 	    "round trip: bit array identical");
 	ok(bloom_popcount(&l) == b.bits_set, "round trip: popcount matches");
-	ok(h.version == 1 && h.layout == BLOOM_LAYOUT_SPLIT512 &&
+	ok(h.version == 2 && h.nslices == 1 && h.layout == BLOOM_LAYOUT_SPLIT512 &&
 	    h.capacity == 20000 && h.error_rate == RATE &&
 	    h.count == b.count && h.nblocks == b.nblocks && h.created > 0,
 	    "round trip: header filled");
@@ -246,7 +248,11 @@ damage(const char *what, void (*mutate)(struct buf *), uint64_t cap,
 	free(f.p);
 }
 
-static void m_array(struct buf *f) { f->p[SNAPSHOT_HEADER_SIZE + 7] ^= 0x10; }
+/* version 2: header, one 64-byte slice entry, then the array */
+#define SLICE_ENTRY	64
+#define ENTRY		SNAPSHOT_HEADER_SIZE
+#define ARRAY		(SNAPSHOT_HEADER_SIZE + SLICE_ENTRY)
+static void m_array(struct buf *f) { f->p[ARRAY + 7] ^= 0x10; }
 static void m_header(struct buf *f) { f->p[60] ^= 0x01; }
 static void m_reserved(struct buf *f) { f->p[100] ^= 0x80; }
 static void m_trailer(struct buf *f) { f->p[f->len - 1] ^= 0x01; }
@@ -255,12 +261,15 @@ static void m_trunc10(struct buf *f) { f->len = 10; }
 static void m_empty(struct buf *f) { f->len = 0; }
 static void m_append(struct buf *f) { f->p[f->len++] = 0; }
 static void m_magic(struct buf *f) { memcpy(f->p, "SEENDBX\n", 8); }
-static void m_version(struct buf *f) { put_le32(f->p + 8, 2); }
+static void m_version(struct buf *f) { put_le32(f->p + 8, 3); }
 static void m_layout(struct buf *f) { put_le32(f->p + 12, 7); }
-static void m_hashes(struct buf *f) { put_le32(f->p + 24, 5); }
-static void m_nblocks0(struct buf *f) { put_le64(f->p + 16, 0); }
-static void m_nblocksbig(struct buf *f) { put_le64(f->p + 16, 1ULL << 40); }
-static void m_nblocks1(struct buf *f) { put_le64(f->p + 16, 20); }
+static void m_hashes(struct buf *f) { put_le32(f->p + ENTRY + 8, 5); }
+static void m_nblocks0(struct buf *f) { put_le64(f->p + ENTRY, 0); }
+static void m_nblocksbig(struct buf *f) { put_le64(f->p + ENTRY, 1ULL << 40); }
+static void m_nblocks1(struct buf *f) { put_le64(f->p + ENTRY, 20); }
+static void m_nslices(struct buf *f) { put_le32(f->p + 16, 5000); }
+static void m_nslices2(struct buf *f) { put_le32(f->p + 16, 2); }
+static void m_slicecap0(struct buf *f) { put_le64(f->p + ENTRY + 16, 0); }
 static void m_hdrsize(struct buf *f) { put_le32(f->p + 28, 64); }
 
 static void
@@ -279,8 +288,13 @@ test_damage(void)
 	damage("empty file", m_empty, CAP, RATE, "too small");
 	damage("appended byte", m_append, CAP, RATE, "too long: ");
 	damage("wrong magic", m_magic, CAP, RATE, "not a seend snapshot");
-	damage("version 2", m_version, CAP, RATE,
-	    "unsupported snapshot version 2");
+	damage("version 3", m_version, CAP, RATE,
+	    "unsupported snapshot version 3");
+	damage("5000 slices", m_nslices, CAP, RATE, "bad slice count 5000");
+	damage("2 slices announced, 1 written", m_nslices2, CAP, RATE,
+	    "slice 1: bad");
+	damage("slice capacity 0", m_slicecap0, CAP, RATE,
+	    "slice 0: bad capacity");
 	damage("unknown layout", m_layout, CAP, RATE, "unknown layout 7");
 	damage("hashes 5", m_hashes, CAP, RATE, "bad hash count 5");
 	damage("nblocks 0", m_nblocks0, CAP, RATE, "bad block count 0");
@@ -375,7 +389,7 @@ test_faults(void)
 	uint64_t	 size;
 
 	small_filter(&b, CAP, RATE, 0);
-	size = SNAPSHOT_HEADER_SIZE + bloom_bytes(&b) + 8;
+	size = SNAPSHOT_HEADER_SIZE + SLICE_ENTRY + bloom_bytes(&b) + 8;
 	bloom_free(&b);
 	ok(size > 1000, "fault tests: file (%llu bytes) is over 1000 bytes",
 	    (unsigned long long)size);
@@ -601,6 +615,167 @@ cleanup(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/*
+ * A version 1 file as seend 0.1.0 wrote it (header, array, trailer) loads
+ * as one slice with every key, its counts, seed and shape.
+ */
+static void
+test_version1(void)
+{
+	struct bloom		 b;
+	struct snapshot_info	 info;
+	struct snapshot_slice	*sl = NULL;
+	unsigned char		 hdr[SNAPSHOT_HEADER_SIZE], tr[8];
+	char			 path[512], k[96];
+	uint64_t		 missing = 0, nblocks;
+	uint32_t		 hashes;
+	XXH3_state_t		*st = XXH3_createState();
+	FILE			*fp;
+	int			 rc;
+
+	bloom_plan(CAP, RATE, &nblocks, &hashes);
+	bloom_init(&b, nblocks, hashes, 0x1234);
+	for (int i = 0; i < 700; i++) {
+		key(k, sizeof(k), "v1", (uint64_t)i);
+		bloom_add(&b, bloom_hash(&b, k, strlen(k)));
+	}
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, SNAPSHOT_MAGIC, 8);
+	put_le32(hdr + 8, 1);
+	put_le32(hdr + 12, BLOOM_LAYOUT_SPLIT512);
+	put_le64(hdr + 16, b.nblocks);
+	put_le32(hdr + 24, b.hashes);
+	put_le32(hdr + 28, SNAPSHOT_HEADER_SIZE);
+	put_le64(hdr + 32, b.seed);
+	put_le64(hdr + 40, CAP);
+	{
+		double d = RATE;
+		uint64_t u;
+
+		memcpy(&u, &d, 8);
+		put_le64(hdr + 48, u);
+	}
+	put_le64(hdr + 56, b.count);
+	put_le64(hdr + 64, b.bits_set);
+	put_le64(hdr + 72, 1700000000);
+	XXH3_64bits_reset(st);
+	XXH3_64bits_update(st, hdr, sizeof(hdr));
+	XXH3_64bits_update(st, b.words, bloom_bytes(&b));
+	put_le64(tr, XXH3_64bits_digest(st));
+	XXH3_freeState(st);
+	snapshot_path(path, sizeof(path), dir, "v1");
+	fp = fopen(path, "w");
+	fwrite(hdr, 1, sizeof(hdr), fp);
+	fwrite(b.words, 1, bloom_bytes(&b), fp);
+	fwrite(tr, 1, sizeof(tr), fp);
+	fclose(fp);
+
+	rc = snapshot_load_slices(path, CAP, RATE, &info, &sl, err,
+	    sizeof(err));
+	ok(rc == 1, "version 1: loads (%s)", rc == 1 ? "ok" : err);
+	if (rc != 1) {
+		bloom_free(&b);
+		return;
+	}
+	ok(info.version == 1 && info.nslices == 1 && info.seed == 0x1234 &&
+	    info.count == b.count, "version 1: one slice, seed and count");
+	ok(sl[0].bloom.nblocks == b.nblocks && sl[0].bloom.hashes == b.hashes &&
+	    sl[0].capacity == CAP && sl[0].error_rate == RATE &&
+	    sl[0].bloom.bits_set == b.bits_set &&
+	    sl[0].start_ms == 1700000000LL * 1000,
+	    "version 1: the slice's shape, counts and start");
+	for (int i = 0; i < 700; i++) {
+		key(k, sizeof(k), "v1", (uint64_t)i);
+		if (!bloom_check(&sl[0].bloom, bloom_hash(&sl[0].bloom, k,
+		    strlen(k))))
+			missing++;
+	}
+	ok(missing == 0, "version 1: all 700 keys present (%llu missing)",
+	    (unsigned long long)missing);
+	snapshot_slices_free(sl, info.nslices);
+	rc = snapshot_load_slices(path, 2 * CAP, RATE, &info, &sl, err,
+	    sizeof(err));
+	ok(rc == -1 && strstr(err, "made for capacity=1000") != NULL,
+	    "version 1: other settings refused (%s)", err);
+	bloom_free(&b);
+}
+
+/* Several slices of different shapes and starts survive a round trip. */
+static void
+test_slices(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl[3], *got = NULL;
+	char			 path[512], k[96];
+	uint64_t		 caps[3] = { 1000, 2000, 4000 }, missing = 0;
+	double			 rates[3] = { 0.002, 0.0016, 0.00128 };
+	int			 rc;
+
+	memset(&info, 0, sizeof(info));
+	memset(sl, 0, sizeof(sl));
+	info.nslices = 3;
+	info.seed = 99;
+	info.capacity = CAP;
+	info.error_rate = RATE;
+	info.growth = 2;
+	info.expire_ms = 86400000;
+	for (int i = 0; i < 3; i++) {
+		bloom_create(&sl[i].bloom, caps[i], rates[i], 99);
+		for (int j = 0; j < 300; j++) {
+			key(k, sizeof(k), i == 0 ? "s0" : i == 1 ? "s1" : "s2",
+			    (uint64_t)j);
+			bloom_add(&sl[i].bloom, bloom_hash(&sl[i].bloom, k,
+			    strlen(k)));
+		}
+		sl[i].capacity = caps[i];
+		sl[i].error_rate = rates[i];
+		sl[i].start_ms = 1700000000000LL + i * 1000;
+		sl[i].count = sl[i].bloom.count;
+		sl[i].bits_set = sl[i].bloom.bits_set;
+	}
+	rc = snapshot_write_slices(dir, "multi", &info, sl, err, sizeof(err));
+	ok(rc == 0, "slices: write (%s)", rc == 0 ? "ok" : err);
+	snapshot_path(path, sizeof(path), dir, "multi");
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == 1, "slices: load (%s)", rc == 1 ? "ok" : err);
+	if (rc == 1) {
+		ok(back.version == 2 && back.nslices == 3 && back.seed == 99 &&
+		    back.growth == 2 && back.expire_ms == 86400000 &&
+		    back.count == 900, "slices: header fields");
+		for (int i = 0; i < 3; i++) {
+			ok(got[i].capacity == caps[i] &&
+			    got[i].error_rate == rates[i] &&
+			    got[i].start_ms == sl[i].start_ms &&
+			    got[i].bloom.nblocks == sl[i].bloom.nblocks &&
+			    got[i].bloom.count == 300 &&
+			    memcmp(got[i].bloom.words, sl[i].bloom.words,
+			    bloom_bytes(&sl[i].bloom)) == 0,
+			    "slices: slice %d whole", i);
+			for (int j = 0; j < 300; j++) {
+				key(k, sizeof(k), i == 0 ? "s0" : i == 1 ?
+				    "s1" : "s2", (uint64_t)j);
+				if (!bloom_check(&got[i].bloom, bloom_hash(
+				    &got[i].bloom, k, strlen(k))))
+					missing++;
+			}
+		}
+		ok(missing == 0, "slices: every key in its slice");
+		snapshot_slices_free(got, back.nslices);
+	}
+	/* a window that holds nothing: zero slices */
+	info.nslices = 0;
+	rc = snapshot_write_slices(dir, "none", &info, sl, err, sizeof(err));
+	snapshot_path(path, sizeof(path), dir, "none");
+	rc = rc == 0 ? snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err)) : -1;
+	ok(rc == 1 && back.nslices == 0, "slices: zero slices round trip");
+	if (rc == 1)
+		snapshot_slices_free(got, 0);
+	for (int i = 0; i < 3; i++)
+		bloom_free(&sl[i].bloom);
+}
+
 int
 main(void)
 {
@@ -618,6 +793,8 @@ main(void)
 	test_round_trip();
 	test_missing();
 	test_damage();
+	test_version1();
+	test_slices();
 	test_verify_fd_damage();
 	test_faults();
 	test_bad_dirs();

@@ -1,0 +1,748 @@
+/*
+ * filter.c - slices, growth, windows and the fill-based estimate; see
+ * filter.h for the arithmetic.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "filter.h"
+#include "log.h"
+#include "snapshot.h"
+
+int64_t		filter_now_ms;
+uint64_t	filter_memory_used;
+uint64_t	filter_memory_limit;
+
+void
+filter_clock_update(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	filter_now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+now_ms(void)
+{
+	if (filter_now_ms == 0)
+		filter_clock_update();
+	return filter_now_ms;
+}
+
+/* ---- slices ---- */
+
+static int64_t
+period_ms(const struct filter *f)
+{
+	int64_t g = f->expire_ms / FILTER_PERIODS;
+
+	return g > 0 ? g : 1;
+}
+
+static int64_t
+period_start(const struct filter *f, int64_t t)
+{
+	int64_t g = period_ms(f);
+
+	return t - (((t % g) + g) % g);
+}
+
+static struct slice *
+slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
+    uint64_t seed, int held_ok, char *err, size_t errlen)
+{
+	struct slice	*s;
+	uint64_t	 nblocks;
+	uint32_t	 hashes;
+
+	if (bloom_plan(capacity, error_rate, &nblocks, &hashes) == -1) {
+		snprintf(err, errlen, "capacity %llu at error_rate %g cannot "
+		    "be planned (over 1 TiB)", (unsigned long long)capacity,
+		    error_rate);
+		return NULL;
+	}
+	if (!held_ok && filter_memory_limit > 0 &&
+	    filter_memory_used + bloom_map_bytes(nblocks) > filter_memory_limit) {
+		snprintf(err, errlen, "max_memory (%llu bytes) reached: "
+		    "%llu in use, %llu more needed",
+		    (unsigned long long)filter_memory_limit,
+		    (unsigned long long)filter_memory_used,
+		    (unsigned long long)bloom_map_bytes(nblocks));
+		errno = ENOMEM;
+		return NULL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    bloom_init(&s->bloom, nblocks, hashes, seed) == -1) {
+		snprintf(err, errlen, "cannot allocate %llu bytes: %s",
+		    (unsigned long long)nblocks * BLOOM_BLOCK_BYTES,
+		    strerror(errno));
+		free(s);
+		return NULL;
+	}
+	s->capacity = capacity;
+	s->error_rate = error_rate;
+	s->start_ms = start_ms;
+	s->refs = 1;
+	filter_memory_used += s->bloom.map_bytes;
+	return s;
+}
+
+void
+slice_ref(struct slice *s)
+{
+	s->refs++;
+}
+
+void
+slice_unref(struct slice *s)
+{
+	if (--s->refs > 0)
+		return;
+	filter_memory_used -= s->bloom.map_bytes;
+	bloom_free(&s->bloom);
+	free(s);
+}
+
+/* The fast path holds when one slice, no window and room remain. */
+static void
+refresh(struct filter *f)
+{
+	struct slice *h = f->head;
+
+	f->simple = f->nslices == 1 && f->expire_ms == 0 && !f->full;
+	if (h == NULL) {
+		f->next_mark = UINT64_MAX;
+		return;
+	}
+	/* a filter that cannot grow looks again at 90 % for the warning */
+	if (f->growth == 0 && f->warned < 90 && h->capacity >= 10)
+		f->next_mark = h->capacity - h->capacity / 10;
+	else
+		f->next_mark = h->capacity;
+	if (f->full)
+		f->next_mark = UINT64_MAX;
+}
+
+static int
+push_slice(struct filter *f, struct slice *s)
+{
+	if (f->nslices == f->slots) {
+		size_t		 n = f->slots ? f->slots * 2 : 4;
+		struct slice	**grown;
+
+		if ((grown = reallocarray(f->slices, n, sizeof(*grown))) ==
+		    NULL)
+			return -1;
+		f->slices = grown;
+		f->slots = n;
+	}
+	f->slices[f->nslices++] = s;
+	f->head = s;
+	f->reshapes++;
+	refresh(f);
+	return 0;
+}
+
+void
+filter_first_shape(uint64_t capacity, double error_rate, unsigned growth,
+    int64_t expire_ms, uint64_t *cap, double *rate)
+{
+	*cap = capacity;
+	*rate = error_rate;
+	if (expire_ms > 0) {
+		*rate /= FILTER_LIVE_PERIODS;
+		*cap = (capacity + FILTER_PERIODS - 1) / FILTER_PERIODS;
+	}
+	if (growth > 0)
+		*rate *= 1.0 - FILTER_TIGHTENING;
+}
+
+/* The plan of the next slice of f, for a period starting at start. */
+static void
+next_shape(const struct filter *f, int64_t start, uint64_t *capacity,
+    double *rate)
+{
+	const struct slice	*h = f->head;
+	double			 budget;
+	uint64_t		 cap;
+
+	filter_first_shape(f->capacity, f->error_rate, f->growth, f->expire_ms,
+	    &cap, &budget);
+	/* growth within the head's period: larger and tighter than it */
+	if (h != NULL && f->growth > 0 && h->start_ms == start) {
+		if (__builtin_mul_overflow(h->capacity, (uint64_t)f->growth,
+		    &cap))
+			cap = UINT64_MAX / 2;
+		budget = h->error_rate * FILTER_TIGHTENING;
+	}
+	*capacity = cap;
+	*rate = budget;
+}
+
+static int
+add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
+{
+	struct slice	*s;
+	uint64_t	 cap;
+	double		 rate;
+
+	if (f->nslices >= FILTER_MAX_SLICES) {
+		snprintf(err, errlen, "%d slices", FILTER_MAX_SLICES);
+		return -1;
+	}
+	next_shape(f, start, &cap, &rate);
+	if ((s = slice_new(cap, rate, start, f->seed, 0, err, errlen)) ==
+	    NULL)
+		return -1;
+	if (push_slice(f, s) == -1) {
+		slice_unref(s);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The head cannot take more: say so once, and refuse from now on. */
+static void
+become_full(struct filter *f, const char *why)
+{
+	f->full = 1;
+	refresh(f);
+	if (f->warned < 100) {
+		f->warned = 100;
+		log_warn("filter %s is full: %llu keys, its capacity; new keys "
+		    "are refused with \"ERR full %s\" (%s)", f->name,
+		    (unsigned long long)filter_count(f), f->name, why);
+	}
+}
+
+/*
+ * The head reached next_mark: warn at 90 % of a filter that cannot grow,
+ * add a slice at 100 % of one that can, else stop taking keys.
+ */
+void
+filter_head_filled(struct filter *f)
+{
+	struct slice	*h = f->head;
+	char		 err[256];
+
+	if (h->bloom.count < h->capacity) {
+		if (f->warned < 90) {
+			f->warned = 90;
+			log_warn("filter %s is 90%% full (%llu of %llu keys) "
+			    "and cannot grow (growth = off)", f->name,
+			    (unsigned long long)h->bloom.count,
+			    (unsigned long long)h->capacity);
+		}
+		refresh(f);
+		return;
+	}
+	if (f->growth == 0) {
+		become_full(f, "growth = off");
+		return;
+	}
+	if (add_slice(f, h->start_ms, err, sizeof(err)) == -1) {
+		f->held = 1;
+		become_full(f, err);
+		return;
+	}
+	f->held = 0;
+	log_info("filter %s grew to %zu slices (%llu bytes)", f->name,
+	    f->nslices, (unsigned long long)filter_bytes(f));
+}
+
+/* Drops the slices whose period started FILTER_LIVE_PERIODS ago. */
+void
+filter_expire(struct filter *f, int64_t now)
+{
+	int64_t	 live = period_ms(f) * FILTER_LIVE_PERIODS;
+	size_t	 n = 0;
+
+	if (f->expire_ms == 0 || now < f->drop_at_ms)
+		return;
+	while (n < f->nslices && f->slices[n]->start_ms + live <= now)
+		n++;
+	for (size_t i = 0; i < n; i++) {
+		f->dropped += f->slices[i]->bloom.count;
+		slice_unref(f->slices[i]);
+	}
+	if (n > 0) {
+		memmove(f->slices, f->slices + n,
+		    (f->nslices - n) * sizeof(*f->slices));
+		f->nslices -= n;
+		f->reshapes++;
+		f->head = f->nslices ? f->slices[f->nslices - 1] : NULL;
+		/* a new period starts with room again */
+		if (f->full && !f->held)
+			f->full = 0;
+		f->warned = 0;
+		refresh(f);
+	}
+	f->drop_at_ms = f->nslices ? f->slices[0]->start_ms + live :
+	    INT64_MAX;
+}
+
+/* The slice that takes a key at time t: a new period opens one. */
+static struct slice *
+head_for(struct filter *f, int64_t t)
+{
+	char	 err[256];
+	int64_t	 start;
+
+	if (f->expire_ms == 0) {
+		/* a window turned off while it held nothing */
+		if (f->head == NULL && add_slice(f, t, err, sizeof(err)) == -1)
+			become_full(f, err);
+		return f->head;
+	}
+	start = period_start(f, t);
+	if (f->head != NULL && f->head->start_ms >= start)
+		return f->head;
+	/* the first key of a period */
+	f->full = 0;
+	f->warned = 0;
+	if (add_slice(f, start, err, sizeof(err)) == -1) {
+		f->held = filter_memory_limit > 0;
+		become_full(f, err);
+		return NULL;
+	}
+	if (f->drop_at_ms == INT64_MAX || f->nslices == 1)
+		f->drop_at_ms = f->slices[0]->start_ms +
+		    period_ms(f) * FILTER_LIVE_PERIODS;
+	return f->head;
+}
+
+int
+filter_check_slices(struct filter *f, uint64_t h, int64_t now)
+{
+	filter_expire(f, now);
+	/* newest first: the big slices hold most keys */
+	for (size_t i = f->nslices; i-- > 0;)
+		if (bloom_check(&f->slices[i]->bloom, h))
+			return 1;
+	return 0;
+}
+
+int
+filter_seen_slices(struct filter *f, uint64_t h, int64_t now)
+{
+	struct slice	*head;
+	struct bloom	*b;
+	int		 hit;
+
+	filter_expire(f, now);
+	/* every slice but the head is only asked */
+	for (size_t i = f->nslices; i-- > 0;)
+		if (f->slices[i] != f->head &&
+		    bloom_check(&f->slices[i]->bloom, h))
+			return 1;
+	if (f->full)
+		return f->head != NULL && bloom_check(&f->head->bloom, h) ?
+		    1 : FILTER_FULL;
+	if (f->head != NULL && f->expire_ms > 0 &&
+	    f->head->start_ms < period_start(f, now) &&
+	    bloom_check(&f->head->bloom, h))
+		return 1;	/* in the last period's slice */
+	if ((head = head_for(f, now)) == NULL)
+		return FILTER_FULL;
+	b = &head->bloom;
+	hit = bloom_add(b, h);
+	if (!hit && b->count >= f->next_mark)
+		filter_head_filled(f);
+	return hit;
+}
+
+int
+filter_seen_at(struct filter *f, uint64_t h, int64_t when)
+{
+	int64_t now = now_ms();
+
+	/* a key whose window has passed is not brought back */
+	if (f->expire_ms > 0 &&
+	    period_start(f, when) + period_ms(f) * FILTER_LIVE_PERIODS <= now)
+		return 1;
+	if (f->simple)
+		return filter_seen(f, h);
+	return filter_seen_slices(f, h, f->expire_ms > 0 ? when : now);
+}
+
+/* ---- the filter ---- */
+
+static struct filter *
+filter_alloc(const struct filter_config *fc)
+{
+	struct filter *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	snprintf(f->name, sizeof(f->name), "%s", fc->name);
+	f->capacity = fc->capacity;
+	f->error_rate = fc->error_rate;
+	f->growth = fc->growth;
+	f->expire_ms = (int64_t)fc->expire * 1000;
+	f->refs = 1;
+	f->last_save_ok = -1;
+	f->drop_at_ms = INT64_MAX;
+	return f;
+}
+
+struct filter *
+filter_create(const struct filter_config *fc, char *err, size_t errlen)
+{
+	struct filter	*f;
+	char		 why[256];
+
+	if ((f = filter_alloc(fc)) == NULL) {
+		snprintf(err, errlen, "filter %s: out of memory", fc->name);
+		return NULL;
+	}
+	f->seed = bloom_random_seed();
+	if (f->expire_ms > 0) {
+		/* its first period opens with its first key */
+		refresh(f);
+		return f;
+	}
+	if (add_slice(f, now_ms(), why, sizeof(why)) == -1 ||
+	    bloom_populate(&f->head->bloom) == -1) {
+		snprintf(err, errlen, "filter %s: %s", fc->name,
+		    f->head ? strerror(errno) : why);
+		filter_unref(f);
+		return NULL;
+	}
+	f->reshapes = 0;	/* a new empty filter owes no snapshot */
+	return f;
+}
+
+/* Takes the slices a snapshot held. */
+static int
+adopt(struct filter *f, const struct snapshot_info *info,
+    struct snapshot_slice *ss, char *err, size_t errlen)
+{
+	f->seed = info->seed;
+	for (uint32_t i = 0; i < info->nslices; i++) {
+		struct slice *s;
+
+		if ((s = calloc(1, sizeof(*s))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		s->bloom = ss[i].bloom;
+		memset(&ss[i].bloom, 0, sizeof(ss[i].bloom));
+		s->capacity = ss[i].capacity;
+		s->error_rate = ss[i].error_rate;
+		s->start_ms = ss[i].start_ms;
+		s->refs = 1;
+		filter_memory_used += s->bloom.map_bytes;
+		if (push_slice(f, s) == -1) {
+			slice_unref(s);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct filter *
+filter_open(const struct filter_config *fc, const char *dir, char *err,
+    size_t errlen)
+{
+	struct filter		*f;
+	struct snapshot_info	 info;
+	struct snapshot_slice	*ss = NULL;
+	char			 path[PATH_MAX], msg[512];
+	int			 r;
+
+	if (snapshot_path(path, sizeof(path), dir, fc->name) == -1) {
+		snprintf(err, errlen, "filter %s: data_dir path too long",
+		    fc->name);
+		return NULL;
+	}
+	r = snapshot_load_slices(path, fc->capacity, fc->error_rate, &info, &ss, err,
+	    errlen);
+	if (r == -1)
+		return NULL;
+	if (r == 0)
+		return filter_create(fc, err, errlen);
+	if ((f = filter_alloc(fc)) == NULL ||
+	    adopt(f, &info, ss, err, errlen) == -1) {
+		snapshot_slices_free(ss, info.nslices);
+		if (f != NULL)
+			filter_unref(f);
+		else
+			snprintf(err, errlen, "filter %s: out of memory",
+			    fc->name);
+		return NULL;
+	}
+	snapshot_slices_free(ss, info.nslices);
+	/* the file's settings are the filter's until the config's apply */
+	f->growth = info.growth;
+	f->expire_ms = (int64_t)info.expire_ms;
+	f->loaded_at = time(NULL);
+	f->last_save = (time_t)info.created;
+	f->last_save_ok = 1;
+	f->reshapes = 0;
+	filter_reconfigure(f, fc, msg, sizeof(msg));
+	if (msg[0] != '\0')
+		log_info("filter %s: the config changes %s since its snapshot",
+		    f->name, msg);
+	filter_expire(f, now_ms());
+	/* a head loaded at its mark grows, warns or refuses now; one of a
+	 * past period is left to the next key's new period */
+	if (f->head != NULL && f->head->bloom.count >= f->next_mark &&
+	    (f->expire_ms == 0 ||
+	    f->head->start_ms >= period_start(f, now_ms())))
+		filter_head_filled(f);
+	f->saved = filter_mutations(f);
+	return f;
+}
+
+void
+filter_reconfigure(struct filter *f, const struct filter_config *fc,
+    char *msg, size_t msglen)
+{
+	int64_t	 expire = (int64_t)fc->expire * 1000;
+	size_t	 n = 0;
+
+	msg[0] = '\0';
+#define SAID(...) do {							\
+	if (n < msglen)							\
+		n += (size_t)snprintf(msg + n, msglen - n, __VA_ARGS__);	\
+} while (0)
+	if (f->capacity != fc->capacity)
+		SAID("%scapacity %llu -> %llu", n ? ", " : "",
+		    (unsigned long long)f->capacity,
+		    (unsigned long long)fc->capacity);
+	if (f->error_rate != fc->error_rate)
+		SAID("%serror_rate %g -> %g", n ? ", " : "", f->error_rate,
+		    fc->error_rate);
+	if (f->growth != fc->growth)
+		SAID("%sgrowth %u -> %u", n ? ", " : "", f->growth,
+		    fc->growth);
+	if (f->expire_ms != expire)
+		SAID("%sexpire %llds -> %llds", n ? ", " : "",
+		    (long long)(f->expire_ms / 1000),
+		    (long long)(expire / 1000));
+#undef SAID
+	if (n == 0)
+		return;
+	/* a window that starts now counts from now for the keys held:
+	 * nothing is forgotten sooner than one window after the change */
+	if (f->expire_ms == 0 && expire > 0) {
+		int64_t t = now_ms();
+
+		for (size_t i = 0; i < f->nslices; i++)
+			if (f->slices[i]->start_ms < t)
+				f->slices[i]->start_ms = t;
+	}
+	f->capacity = fc->capacity;
+	f->error_rate = fc->error_rate;
+	f->growth = fc->growth;
+	f->expire_ms = expire;
+	f->drop_at_ms = f->nslices && expire > 0 ? f->slices[0]->start_ms +
+	    period_ms(f) * FILTER_LIVE_PERIODS : INT64_MAX;
+	f->reshapes++;
+	/* growth turned on frees a full filter; turned off, the head takes
+	 * what it has room for */
+	f->full = 0;
+	f->held = 0;
+	f->warned = 0;
+	refresh(f);
+	if (f->head != NULL && f->expire_ms == 0 &&
+	    f->head->bloom.count >= f->next_mark)
+		filter_head_filled(f);
+}
+
+void
+filter_ref(struct filter *f)
+{
+	f->refs++;
+}
+
+void
+filter_unref(struct filter *f)
+{
+	if (--f->refs > 0)
+		return;
+	for (size_t i = 0; i < f->nslices; i++)
+		slice_unref(f->slices[i]);
+	free(f->slices);
+	free(f);
+}
+
+uint64_t
+filter_count(const struct filter *f)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->nslices; i++)
+		n += f->slices[i]->bloom.count;
+	return n;
+}
+
+uint64_t
+filter_mutations(const struct filter *f)
+{
+	return f->dropped + f->reshapes + filter_count(f);
+}
+
+int
+filter_dirty(const struct filter *f)
+{
+	return filter_mutations(f) != f->saved || f->saved_gen != f->dir_gen;
+}
+
+enum filter_state
+filter_state(const struct filter *f)
+{
+	const struct slice *h = f->head;
+
+	if (f->full)
+		return FILTER_STATE_FULL;
+	if (h != NULL && (f->growth == 0 || f->held) &&
+	    h->bloom.count >= h->capacity - h->capacity / 10)
+		return FILTER_NEAR_FULL;
+	return FILTER_OK;
+}
+
+const char *
+filter_state_name(enum filter_state s)
+{
+	switch (s) {
+	case FILTER_NEAR_FULL:
+		return "near_full";
+	case FILTER_STATE_FULL:
+		return "full";
+	default:
+		return "ok";
+	}
+}
+
+uint64_t
+filter_bytes(const struct filter *f)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->nslices; i++)
+		n += bloom_bytes(&f->slices[i]->bloom);
+	return n;
+}
+
+uint64_t
+filter_mapped(const struct filter *f)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->nslices; i++)
+		n += f->slices[i]->bloom.map_bytes;
+	return n;
+}
+
+uint64_t
+filter_slice_capacity(const struct filter *f)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->nslices; i++)
+		n += f->slices[i]->capacity;
+	return n;
+}
+
+/* A miss must miss in every slice: 1 - prod(1 - p_i). */
+double
+filter_fp_estimate(const struct filter *f)
+{
+	double miss = 1.0;
+
+	for (size_t i = 0; i < f->nslices; i++)
+		miss *= 1.0 - bloom_fp_from_fill(&f->slices[i]->bloom);
+	return 1.0 - miss;
+}
+
+double
+filter_fp_planned(const struct filter *f)
+{
+	double miss = 1.0;
+
+	for (size_t i = 0; i < f->nslices; i++) {
+		const struct bloom *b = &f->slices[i]->bloom;
+
+		miss *= 1.0 - bloom_fp_rate(b->nblocks, b->hashes,
+		    f->slices[i]->capacity);
+	}
+	return 1.0 - miss;
+}
+
+int
+filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
+    int64_t expire_ms, uint64_t keys, struct filter_plan *plan)
+{
+	struct filter_config	 fc;
+	struct filter		*f;
+	struct slice		 last;
+	double			 miss = 1.0;
+	uint64_t		 left = keys, per;
+	int			 periods = 1;
+
+	memset(&fc, 0, sizeof(fc));
+	memset(plan, 0, sizeof(*plan));
+	snprintf(fc.name, sizeof(fc.name), "plan");
+	fc.capacity = capacity;
+	fc.error_rate = error_rate;
+	fc.growth = growth;
+	fc.expire = (uint64_t)(expire_ms / 1000);
+	if ((f = filter_alloc(&fc)) == NULL)
+		return -1;
+	f->expire_ms = expire_ms;
+	/* a steady stream: keys per window spread over its live periods */
+	if (expire_ms > 0)
+		periods = FILTER_LIVE_PERIODS;
+	per = expire_ms > 0 ? (keys + FILTER_PERIODS - 1) / FILTER_PERIODS :
+	    keys;
+	for (int p = 0; p < periods; p++) {
+		int64_t start = (int64_t)p * period_ms(f);
+
+		left = per;
+		f->head = NULL;
+		for (;;) {
+			uint64_t	 cap, nb, take;
+			double		 rate;
+			uint32_t	 k;
+
+			next_shape(f, start, &cap, &rate);
+			if (growth == 0 && f->head != NULL &&
+			    f->head->start_ms == start)
+				break;	/* fixed: keys past capacity refused */
+			if (bloom_plan(cap, rate, &nb, &k) == -1 ||
+			    plan->slices >= FILTER_MAX_SLICES) {
+				f->head = NULL;
+				free(f);
+				return -1;
+			}
+			take = left < cap ? left : cap;
+			plan->slices++;
+			plan->bytes += nb * BLOOM_BLOCK_BYTES;
+			plan->hashes = k;
+			miss *= 1.0 - bloom_fp_rate(nb, k, take);
+			left -= take;
+			/* the next shape grows from this one */
+			last.capacity = cap;
+			last.error_rate = rate;
+			last.start_ms = start;
+			f->head = &last;
+			if (left == 0)
+				break;
+		}
+	}
+	f->head = NULL;
+	free(f);
+	plan->keys = keys;
+	plan->fp_rate = 1.0 - miss;
+	plan->bits_per_key = keys ? (double)plan->bytes * 8 / (double)keys : 0;
+	return 0;
+}

@@ -1,0 +1,246 @@
+/*
+ * filter.h - a named filter: a list of Bloom "slices" that grows past its
+ * planned capacity and, with a window, forgets.
+ *
+ * Every slice is one split-block Bloom filter (bloom.h). The newest slice
+ * takes new keys; a lookup asks every live slice. All slices of a filter
+ * share one hash seed, so a key is hashed once whatever the slice count.
+ *
+ * Growth (Almeida et al., "Scalable Bloom Filters", 2007): when the newest
+ * slice has taken its capacity, a slice `growth` times larger is added,
+ * planned for a false-positive rate FILTER_TIGHTENING times the previous
+ * one's. The rates form a geometric series, so all slices together stay
+ * under the filter's error_rate however far it grows:
+ *
+ *     e_i = E (1 - r) r^i,   sum over i >= 0 of e_i = E (1 - r) / (1 - r) = E
+ *
+ * and a lookup misses in each slice independently (disjoint keys), so the
+ * filter's rate is 1 - prod(1 - p_i) <= sum p_i <= sum e_i <= E, where p_i
+ * <= e_i is slice i's rate at its fill. A fixed filter (growth off) is one
+ * slice planned for E itself, and refuses new keys once it holds capacity.
+ *
+ * Windows (expire T): keys are recorded in time slices. Time is cut into
+ * periods of G = T / 8 aligned on multiples of G since the epoch; the
+ * newest slice belongs to the current period, and a slice is dropped once
+ * its period started 9 G ago. A key recorded at t lives in a slice that
+ * started in (t - G, t], so it is forgotten between t + 8 G = t + T and
+ * t + 9 G = t + 9T/8. At most 9 periods are live at once, so each gets E / 9
+ * of the rate budget (and grows within its period as above), and capacity
+ * counts keys per window: a period's first slice takes capacity / 8.
+ *
+ * Concurrency: only the event loop changes a filter; the snapshot thread
+ * reads slices' bit arrays (bloom.h explains why that is safe) through
+ * references it holds, so a slice dropped meanwhile stays mapped until the
+ * snapshot is written.
+ *
+ * No libevent and no sockets here.
+ */
+#ifndef SEEND_FILTER_H
+#define SEEND_FILTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "bloom.h"
+#include "config.h"
+
+/* r: each grown slice is planned for this times the previous one's rate. */
+#ifndef FILTER_TIGHTENING
+#define FILTER_TIGHTENING	0.8
+#endif
+/* Periods of a window, and periods live at once (the current one too). */
+#define FILTER_PERIODS		8
+#define FILTER_LIVE_PERIODS	(FILTER_PERIODS + 1)
+/* A limit no real filter reaches: 64 doublings of any capacity. */
+#define FILTER_MAX_SLICES	4096
+
+/* What seend_seen answers besides 0 (new) and 1 (seen). */
+#define FILTER_FULL		(-1)
+
+enum filter_state {
+	FILTER_OK,
+	FILTER_NEAR_FULL,	/* cannot grow, past 90 % of its capacity */
+	FILTER_STATE_FULL,	/* cannot grow, at capacity: refuses keys */
+};
+
+struct slice {
+	struct bloom	 bloom;		/* bloom.count: keys it took */
+	uint64_t	 capacity;	/* keys it takes before the next is added */
+	double		 error_rate;	/* its planned rate at capacity */
+	int64_t		 start_ms;	/* wall-clock start of its period */
+	int		 refs;		/* the filter's and snapshot jobs' */
+};
+
+struct filter {
+	char		 name[CONFIG_NAME_MAX + 1];
+	/* what the config asks for now: new slices are planned from it */
+	uint64_t	 capacity;
+	double		 error_rate;
+	unsigned	 growth;	/* 0 = off */
+	int64_t		 expire_ms;	/* 0 = never */
+	uint64_t	 seed;		/* one hash per key for every slice */
+	struct slice	**slices;	/* oldest first */
+	size_t		 nslices;
+	size_t		 slots;		/* allocated in slices[] */
+	struct slice	*head;		/* the newest, or NULL */
+	/* the fast path: one slice, no window, not full; filter_seen and
+	 * filter_check then cost what one Bloom filter does */
+	int		 simple;
+	int		 full;		/* cannot record: refuses new keys */
+	int		 held;		/* full because of max_memory */
+	uint64_t	 next_mark;	/* head count at which to look again */
+	int		 warned;	/* 0, 90 or 100: the last warning given */
+	int64_t		 drop_at_ms;	/* when the oldest slice expires */
+	/* every new key and every slice added or dropped counts once:
+	 * "changed since the last snapshot" is mutations != saved */
+	uint64_t	 dropped;	/* mutations of dropped slices */
+	uint64_t	 reshapes;	/* slices added or dropped */
+	int		 refs;
+	/* snapshots: a data_dir change makes every filter owe a snapshot in
+	 * the new directory: dir_gen counts those changes, saved_gen is the
+	 * one its last snapshot was for */
+	uint64_t	 saved;
+	unsigned	 dir_gen;
+	unsigned	 saved_gen;
+	int		 saving;		/* jobs queued or running */
+	time_t		 last_save;		/* 0 = never */
+	double		 last_save_secs;
+	int		 last_save_ok;		/* -1 none yet, 0 failed, 1 ok */
+	char		 last_save_error[256];
+	uint64_t	 saves_ok, saves_failed;
+	time_t		 loaded_at;		/* when its snapshot was loaded, or 0 */
+	/* traffic */
+	uint64_t	 seen_new, seen_old, checks, refused;
+};
+
+/* The wall clock in milliseconds as the event loop last read it: windows
+ * are decided on it, so a batch of requests sees one time. */
+extern int64_t	 filter_now_ms;
+/* Reads the clock into filter_now_ms (once per batch of input). */
+void		 filter_clock_update(void);
+
+/* Bytes mapped by every slice of every filter, and the cap (0: none). */
+extern uint64_t	 filter_memory_used;
+extern uint64_t	 filter_memory_limit;
+
+/*
+ * A filter for fc: its snapshot in dir if there is one, else a new empty
+ * one. Returns NULL with a message in err.
+ */
+struct filter	*filter_open(const struct filter_config *fc, const char *dir,
+		    char *err, size_t errlen);
+/* A new empty filter for fc (no file is read). */
+struct filter	*filter_create(const struct filter_config *fc, char *err,
+		    size_t errlen);
+/*
+ * A reload's new settings for a running filter: every key it holds stays;
+ * capacity, error_rate and growth plan the slices added from now on, and a
+ * window starts counting for the slices it has. Writes what changed into
+ * msg (empty if nothing did).
+ */
+void		 filter_reconfigure(struct filter *, const struct filter_config *,
+		    char *msg, size_t msglen);
+void		 filter_ref(struct filter *);
+void		 filter_unref(struct filter *);
+void		 slice_ref(struct slice *);
+void		 slice_unref(struct slice *);
+
+/* Keys answered new that live slices hold. */
+uint64_t	 filter_count(const struct filter *);
+/* Changes so far (see mutations above). */
+uint64_t	 filter_mutations(const struct filter *);
+/* 1 if changed since the last successful snapshot, or the snapshot is not
+ * in the current data_dir. */
+int		 filter_dirty(const struct filter *);
+/* Drops expired slices; the sweep calls it so memory goes back without
+ * traffic. */
+void		 filter_expire(struct filter *, int64_t now_ms);
+enum filter_state filter_state(const struct filter *);
+const char	*filter_state_name(enum filter_state);
+/* Bytes of all slices' bit arrays, and the bytes mapped for them. */
+uint64_t	 filter_bytes(const struct filter *);
+uint64_t	 filter_mapped(const struct filter *);
+/* Sum of the live slices' capacities. */
+uint64_t	 filter_slice_capacity(const struct filter *);
+/* The false-positive rate now, from each slice's fill (not from counts). */
+double		 filter_fp_estimate(const struct filter *);
+/* The rate when every live slice holds its capacity. */
+double		 filter_fp_planned(const struct filter *);
+
+/*
+ * The plan a filter follows, for "seen-cli plan" and sizing texts: the
+ * slices a filter of these settings has once it holds keys keys (per
+ * window with an expire), their bytes and the rate all of them together
+ * give when full. Returns 0, or -1 if the settings cannot be planned.
+ */
+struct filter_plan {
+	uint64_t	 keys;
+	size_t		 slices;
+	uint64_t	 bytes;
+	double		 fp_rate;	/* at that fill, from the exact formula */
+	double		 bits_per_key;	/* bytes * 8 / keys */
+	uint32_t	 hashes;	/* of the newest slice */
+};
+int		 filter_plan_for(uint64_t capacity, double error_rate,
+		    unsigned growth, int64_t expire_ms, uint64_t keys,
+		    struct filter_plan *);
+
+/* The first slice of a filter (or of each period): its capacity and rate. */
+void		 filter_first_shape(uint64_t capacity, double error_rate,
+		    unsigned growth, int64_t expire_ms, uint64_t *cap,
+		    double *rate);
+
+/* Out of line: the cases filter_seen and filter_check do not inline. */
+int		 filter_seen_slices(struct filter *, uint64_t h, int64_t now_ms);
+int		 filter_check_slices(struct filter *, uint64_t h, int64_t now_ms);
+void		 filter_head_filled(struct filter *);
+/* filter_seen at a given time (journal replay). */
+int		 filter_seen_at(struct filter *, uint64_t h, int64_t when_ms);
+
+static inline uint64_t
+filter_hash(const struct filter *f, const void *key, size_t len)
+{
+	return XXH3_64bits_withSeed(key, len, f->seed);
+}
+
+/* The blocks a lookup of h reads, one per slice. */
+static inline void
+filter_prefetch(const struct filter *f, uint64_t h)
+{
+	if (f->simple) {
+		bloom_prefetch(&f->head->bloom, h);
+		return;
+	}
+	for (size_t i = 0; i < f->nslices; i++)
+		bloom_prefetch(&f->slices[i]->bloom, h);
+}
+
+/* 1 if h is in the filter (or a false positive), else 0; records nothing. */
+static inline __attribute__((always_inline)) int
+filter_check(struct filter *f, uint64_t h)
+{
+	if (f->simple)
+		return bloom_check(&f->head->bloom, h);
+	return filter_check_slices(f, h, filter_now_ms);
+}
+
+/*
+ * SEEN: 0 if h was not in the filter (it is now), 1 if it was, FILTER_FULL
+ * if it was not and the filter cannot take it (nothing recorded).
+ */
+static inline __attribute__((always_inline)) int
+filter_seen(struct filter *f, uint64_t h)
+{
+	if (f->simple) {
+		struct bloom *b = &f->head->bloom;
+		int hit = bloom_add(b, h);
+
+		if (!hit && b->count >= f->next_mark)
+			filter_head_filled(f);
+		return hit;
+	}
+	return filter_seen_slices(f, h, filter_now_ms);
+}
+
+#endif

@@ -1,0 +1,1269 @@
+/*
+ * journal.c - framing, appending, syncing, rotating and replaying the
+ * journal; the format is described in journal.h.
+ *
+ * Why segments rather than one file rewritten: a snapshot makes every
+ * record before it redundant, and with segments that is an unlink, never a
+ * copy. The caller rotates when it submits a round of snapshots and drops
+ * the segments up to the one it closed once every snapshot of that round
+ * has succeeded, so the journal holds about two snapshot intervals.
+ *
+ * Why XXH3-64 truncated to 32 bits as the checksum rather than CRC32C: the
+ * project already links xxHash (inlined, as bloom.h does), it costs a few
+ * ns for a 12-byte record on any CPU without a table or SSE4.2 path of our
+ * own, and damage that is not a single flipped bit in the first two bytes
+ * (which the fixed lengths and type codes catch for certain) passes with
+ * probability 2^-32.
+ *
+ * Locking. One thread (the event loop) owns the buffer, the name cache,
+ * the segment list and the descriptor's identity: it appends, writes and
+ * rotates. journal_sync may run on another thread at the same time (the
+ * everysec thread), and needs only the current descriptor and how many
+ * bytes have been written:
+ *   - sync_mtx is held around every fdatasync and around the moment
+ *     journal_rotate switches descriptors, so a sync never uses a
+ *     descriptor that has been closed (and whose number may be reused);
+ *     write(2) itself needs no lock, since writes and fdatasync on one
+ *     file may run concurrently;
+ *   - written (bytes written to live segments) is stored by the owner with
+ *     release order and loaded by the syncer with acquire order before it
+ *     calls fdatasync: every byte it counts was written before the sync
+ *     began, so "synced = that count" after a successful sync is true;
+ *   - err_mtx guards the fsync error, so journal_status (owner thread)
+ *     never waits behind an fsync in progress.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
+#include "journal.h"
+
+#define READ_CHUNK	(64 * 1024)
+#define SUM_SIZE	4
+#define NAME_PROBES	8	/* slots tried for a name's id */
+
+uint64_t journal_fault_write_limit;
+
+struct segment {
+	uint64_t	 seq;
+	uint64_t	 size;
+};
+
+struct name_slot {
+	uint8_t		 len;		/* 0: unbound in this segment */
+	char		 name[JOURNAL_NAME_MAX];
+	uint64_t	 seed;
+};
+
+struct journal {
+	char		*dir;
+	int		 fd;		/* current segment, O_APPEND */
+	uint64_t	 seq;		/* current segment */
+	uint64_t	 seg_size;	/* its bytes written */
+	struct segment	*old;		/* older live segments, by seq */
+	size_t		 nold, oldcap;
+	uint64_t	 old_bytes;
+
+	unsigned char	*buf;		/* [off, len) not yet written */
+	size_t		 cap, off, len;
+
+	/* the current segment's name ids and time, as appended so far */
+	struct name_slot *slots;
+	uint32_t	 last_slot;
+	uint32_t	 used;		/* slots bound */
+	int		 have_time;
+	uint64_t	 time;
+
+	int		 write_failed;
+	char		 write_err[PATH_MAX + 160];
+	uint64_t	 fault_written;	/* for journal_fault_write_limit */
+
+	uint64_t	 written;	/* atomic: bytes written, all segments */
+	uint64_t	 synced;	/* atomic: of those, covered by a sync */
+	pthread_mutex_t	 sync_mtx;
+	pthread_mutex_t	 err_mtx;
+	uint64_t	 broken_seq;	/* a segment whose fsync failed, or 0 */
+	char		 sync_err[PATH_MAX + 160];
+
+	pthread_t	 thread;	/* everysec */
+	pthread_mutex_t	 thr_mtx;
+	pthread_cond_t	 thr_cond;
+	int		 thr_running, thr_stop;
+	unsigned	 interval_ms;
+};
+
+/* ---- encoding ---- */
+
+static void
+put_le16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void
+put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint16_t
+get_le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t
+get_le32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t
+get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t
+sum32(const unsigned char *p, size_t len)
+{
+	return (uint32_t)XXH3_64bits(p, len);
+}
+
+/* The checksum goes into the last 4 bytes of a record of size len. */
+static void
+seal(unsigned char *p, size_t len)
+{
+	put_le32(p + len - SUM_SIZE, sum32(p, len - SUM_SIZE));
+}
+
+static void
+encode_header(unsigned char raw[JOURNAL_HEADER_SIZE], uint64_t seq,
+    uint64_t created)
+{
+	memset(raw, 0, JOURNAL_HEADER_SIZE);
+	memcpy(raw, JOURNAL_MAGIC, 8);
+	put_le32(raw + 8, JOURNAL_VERSION);
+	put_le32(raw + 12, JOURNAL_HEADER_SIZE);
+	put_le64(raw + 16, seq);
+	put_le64(raw + 24, created);
+	seal(raw, JOURNAL_HEADER_SIZE);
+}
+
+/* The fixed size of a record type, 0 if the type is unknown. */
+static size_t
+rec_size(unsigned type)
+{
+	switch (type) {
+	case JOURNAL_REC_NAME:
+		return JOURNAL_NAME_SIZE;
+	case JOURNAL_REC_TIME:
+		return JOURNAL_TIME_SIZE;
+	case JOURNAL_REC_KEY:
+		return JOURNAL_KEY_SIZE;
+	}
+	return 0;
+}
+
+static int
+seg_path(char *buf, size_t len, const char *dir, uint64_t seq)
+{
+	int n;
+
+	n = snprintf(buf, len, "%s/" JOURNAL_PREFIX "%016" PRIx64, dir, seq);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The sequence in a segment's file name, or 0 if the name is not one. */
+static uint64_t
+seg_name_seq(const char *name)
+{
+	const size_t	 plen = sizeof(JOURNAL_PREFIX) - 1;
+	uint64_t	 seq = 0;
+	const char	*p;
+
+	if (strncmp(name, JOURNAL_PREFIX, plen) != 0 ||
+	    strlen(name) != plen + 16)
+		return 0;
+	for (p = name + plen; *p != '\0'; p++) {
+		if (*p >= '0' && *p <= '9')
+			seq = seq << 4 | (uint64_t)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			seq = seq << 4 | (uint64_t)(*p - 'a' + 10);
+		else
+			return 0;
+	}
+	return seq;
+}
+
+static int
+cmp_segment(const void *a, const void *b)
+{
+	const struct segment *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * The segments in dir, sorted, with their sizes. Names that begin with
+ * "journal." but are not a segment's (an operator's "journal.1.bad") are
+ * left alone; so is sequence 0, which is never written.
+ */
+static int
+list_segments(const char *dir, struct segment **out, size_t *nout, char *err,
+    size_t errlen)
+{
+	struct segment	*v = NULL, *nv;
+	struct dirent	*de;
+	struct stat	 sb;
+	size_t		 n = 0, cap = 0;
+	uint64_t	 seq;
+	DIR		*d;
+
+	if ((d = opendir(dir)) == NULL) {
+		snprintf(err, errlen, "open directory %s: %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if ((seq = seg_name_seq(de->d_name)) == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW)
+		    == -1) {
+			snprintf(err, errlen, "stat %s/%s: %s", dir,
+			    de->d_name, strerror(errno));
+			goto fail;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
+				snprintf(err, errlen, "out of memory");
+				goto fail;
+			}
+			v = nv;
+		}
+		v[n].seq = seq;
+		v[n].size = (uint64_t)sb.st_size;
+		n++;
+	}
+	if (errno != 0) {
+		snprintf(err, errlen, "read directory %s: %s", dir,
+		    strerror(errno));
+		goto fail;
+	}
+	closedir(d);
+	if (n > 0)
+		qsort(v, n, sizeof(*v), cmp_segment);
+	*out = v;
+	*nout = n;
+	return 0;
+ fail:
+	closedir(d);
+	free(v);
+	return -1;
+}
+
+/* ---- replay ---- */
+
+static ssize_t
+read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char	*p = buf;
+	size_t		 got = 0;
+	ssize_t		 n;
+
+	while (got < len) {
+		n = pread(fd, p + got, len - got, (off_t)(off + got));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* A segment being read. */
+struct reader {
+	int		 fd;
+	const char	*path;
+	uint64_t	 seq;
+	uint64_t	 size;		/* from fstat: never read past it */
+	int		 last;
+	struct name_slot *names;	/* JOURNAL_NAME_SLOTS */
+	int		 have_time;
+	uint64_t	 time;
+	unsigned char	 buf[READ_CHUNK];
+	char		*err;
+	size_t		 errlen;
+};
+
+static int
+damage(struct reader *r, uint64_t off, const char *what)
+{
+	if (off == 0)
+		snprintf(r->err, r->errlen, "%s: %s; the file is left as it "
+		    "is. To start without its keys, move it out of the data "
+		    "directory", r->path, what);
+	else
+		snprintf(r->err, r->errlen, "%s: %s at byte offset %" PRIu64
+		    "; the file is left as it is. To start without the keys "
+		    "from there on: truncate -s %" PRIu64 " %s; or without "
+		    "any of its keys: move it out of the data directory",
+		    r->path, what, off, off, r->path);
+	return -1;
+}
+
+static void
+torn(struct reader *r, struct journal_replay_info *info, uint64_t off)
+{
+	info->torn = 1;
+	snprintf(info->torn_path, sizeof(info->torn_path), "%s", r->path);
+	info->torn_offset = off;
+	info->torn_bytes = r->size - off;
+}
+
+/* Whether [off, size) of the file is all zero bytes. */
+static int
+zero_to_end(struct reader *r, uint64_t off)
+{
+	size_t	 n;
+	ssize_t	 got;
+
+	while (off < r->size) {
+		n = sizeof(r->buf);
+		if (n > r->size - off)
+			n = (size_t)(r->size - off);
+		if ((got = read_full(r->fd, r->buf, n, off)) != (ssize_t)n)
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if (r->buf[i] != 0)
+				return 0;
+		off += n;
+	}
+	return 1;
+}
+
+static int
+read_header(struct reader *r, struct journal_replay_info *info)
+{
+	unsigned char	 raw[JOURNAL_HEADER_SIZE];
+	uint32_t	 version;
+	uint64_t	 seq;
+	size_t		 have;
+	char		 what[160];
+
+	have = r->size < JOURNAL_HEADER_SIZE ? (size_t)r->size :
+	    JOURNAL_HEADER_SIZE;
+	errno = 0;
+	if (read_full(r->fd, raw, have, 0) != (ssize_t)have) {
+		snprintf(r->err, r->errlen, "read %s: %s", r->path,
+		    errno ? strerror(errno) : "file shrank");
+		return -1;
+	}
+	if (memcmp(raw, JOURNAL_MAGIC, have < 8 ? have : 8) != 0)
+		return damage(r, 0, "not a seend journal segment (bad magic)");
+	if (have < JOURNAL_HEADER_SIZE) {
+		/* the process died as it created the segment */
+		if (r->last) {
+			torn(r, info, 0);
+			return 1;
+		}
+		return damage(r, 0, "shorter than a segment header, and not "
+		    "the last segment");
+	}
+	version = get_le32(raw + 8);
+	if (version != JOURNAL_VERSION) {
+		snprintf(what, sizeof(what), "unsupported journal version %"
+		    PRIu32 " (this seend reads version %d)", version,
+		    JOURNAL_VERSION);
+		return damage(r, 0, what);
+	}
+	if (get_le32(raw + 12) != JOURNAL_HEADER_SIZE ||
+	    get_le32(raw + 32) != 0 ||
+	    get_le32(raw + 36) != sum32(raw, JOURNAL_HEADER_SIZE - SUM_SIZE))
+		return damage(r, 0, "the segment header fails its checks");
+	seq = get_le64(raw + 16);
+	if (r->seq == UINT64_MAX)
+		r->seq = seq;
+	else if (seq != r->seq) {
+		snprintf(what, sizeof(what), "the header says sequence %"
+		    PRIu64 " but the name says %" PRIu64, seq, r->seq);
+		return damage(r, 0, what);
+	}
+	return 0;
+}
+
+/* One whole record at file offset off, checksum verified. */
+static int
+take_record(struct reader *r, const unsigned char *p, uint64_t off,
+    journal_replay_cb cb, void *arg, struct journal_replay_info *info)
+{
+	struct journal_key	 k;
+	struct name_slot	*s;
+	unsigned		 id, len;
+	char			 what[200], cberr[256];
+
+	switch (p[0]) {
+	case JOURNAL_REC_NAME:
+		id = get_le16(p + 2);
+		len = p[4];
+		if (id >= JOURNAL_NAME_SLOTS || len == 0 ||
+		    len > JOURNAL_NAME_MAX || p[5] || p[6] || p[7])
+			return damage(r, off, "bad name record");
+		for (unsigned i = len; i < JOURNAL_NAME_MAX; i++)
+			if (p[16 + i] != 0)
+				return damage(r, off, "bad name record");
+		s = &r->names[id];
+		s->len = (uint8_t)len;
+		s->seed = get_le64(p + 8);
+		memcpy(s->name, p + 16, len);
+		return 0;
+	case JOURNAL_REC_TIME:
+		if (p[2] || p[3])
+			return damage(r, off, "bad time record");
+		r->time = get_le64(p + 4);
+		r->have_time = 1;
+		return 0;
+	}
+	id = get_le16(p + 2);
+	if (id >= JOURNAL_NAME_SLOTS || r->names[id].len == 0) {
+		snprintf(what, sizeof(what), "key record with name id %u, "
+		    "which no name record before it binds", id);
+		return damage(r, off, what);
+	}
+	if (!r->have_time)
+		return damage(r, off, "key record before any time record");
+	k.name = r->names[id].name;
+	k.namelen = r->names[id].len;
+	k.seed = r->names[id].seed;
+	k.hash = get_le64(p + 4);
+	k.time = r->time;
+	k.seq = r->seq;
+	k.offset = off;
+	info->keys++;
+	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
+		snprintf(r->err, r->errlen, "%s: key at byte offset %" PRIu64
+		    ": %s", r->path, off, cberr);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+read_records(struct reader *r, journal_replay_cb cb, void *arg,
+    struct journal_replay_info *info)
+{
+	uint64_t	 base = JOURNAL_HEADER_SIZE;	/* file offset of buf[0] */
+	size_t		 have = 0, pos = 0, size, n;
+	ssize_t		 got;
+	const unsigned char *p;
+	char		 what[120];
+
+	for (;;) {
+		/* keep at least one whole record in view, unless at EOF */
+		if (have - pos < JOURNAL_NAME_SIZE &&
+		    base + have < r->size) {
+			memmove(r->buf, r->buf + pos, have - pos);
+			base += pos;
+			have -= pos;
+			pos = 0;
+			n = sizeof(r->buf) - have;
+			if (n > r->size - (base + have))
+				n = (size_t)(r->size - (base + have));
+			got = read_full(r->fd, r->buf + have, n, base + have);
+			if (got != (ssize_t)n) {
+				snprintf(r->err, r->errlen, "read %s: %s",
+				    r->path, got == -1 ? strerror(errno) :
+				    "file shrank during replay");
+				return -1;
+			}
+			have += n;
+		}
+		if (pos == have)
+			return 0;
+		p = r->buf + pos;
+		size = rec_size(p[0]);
+		if (size == 0) {
+			if (p[0] == 0 && r->last && zero_to_end(r, base + pos)) {
+				torn(r, info, base + pos);
+				return 0;
+			}
+			snprintf(what, sizeof(what), "unknown record type "
+			    "0x%02x", p[0]);
+			return damage(r, base + pos, what);
+		}
+		if (have - pos >= 2 && p[1] != size) {
+			snprintf(what, sizeof(what), "record of type '%c' with "
+			    "length %u (it is %zu bytes)", p[0], p[1], size);
+			return damage(r, base + pos, what);
+		}
+		if (have - pos < size) {
+			/* only at the end of the file: we read ahead above */
+			if (r->last) {
+				torn(r, info, base + pos);
+				return 0;
+			}
+			return damage(r, base + pos, "incomplete record at the "
+			    "end of a segment that is not the last");
+		}
+		if (get_le32(p + size - SUM_SIZE) != sum32(p, size - SUM_SIZE))
+			return damage(r, base + pos, "record fails its "
+			    "checksum");
+		if (take_record(r, p, base + pos, cb, arg, info) == -1)
+			return -1;
+		pos += size;
+	}
+}
+
+int
+journal_replay_fd(int fd, const char *path, uint64_t seq, int last,
+    journal_replay_cb cb, void *arg, struct journal_replay_info *info,
+    char *err, size_t errlen)
+{
+	struct reader	*r;
+	struct stat	 sb;
+	int		 rc;
+
+	if (fstat(fd, &sb) == -1) {
+		snprintf(err, errlen, "stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file; move it out of "
+		    "the data directory", path);
+		return -1;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    (r->names = calloc(JOURNAL_NAME_SLOTS, sizeof(*r->names)))
+	    == NULL) {
+		free(r);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	r->fd = fd;
+	r->path = path;
+	r->seq = seq;
+	r->size = (uint64_t)sb.st_size;
+	r->last = last;
+	r->err = err;
+	r->errlen = errlen;
+	rc = read_header(r, info);
+	if (rc == 0)
+		rc = read_records(r, cb, arg, info);
+	if (rc != -1) {
+		info->segments++;
+		info->bytes += r->size - (info->torn &&
+		    strcmp(info->torn_path, path) == 0 ? info->torn_bytes : 0);
+		if (r->seq != UINT64_MAX && r->seq > info->last_seq)
+			info->last_seq = r->seq;
+		rc = 0;
+	}
+	free(r->names);
+	free(r);
+	return rc;
+}
+
+int
+journal_replay(const char *dir, journal_replay_cb cb, void *arg,
+    struct journal_replay_info *info, char *err, size_t errlen)
+{
+	struct segment	*segs;
+	size_t		 nsegs;
+	char		 path[PATH_MAX];
+	int		 fd, rc = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (list_segments(dir, &segs, &nsegs, err, errlen) == -1)
+		return -1;
+	for (size_t i = 0; i < nsegs && rc == 0; i++) {
+		if (seg_path(path, sizeof(path), dir, segs[i].seq) == -1) {
+			snprintf(err, errlen, "%s: path too long", dir);
+			rc = -1;
+			break;
+		}
+		/* read only: replay must never change what it judges */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+		if (fd == -1) {
+			snprintf(err, errlen, "open %s: %s", path,
+			    strerror(errno));
+			rc = -1;
+			break;
+		}
+		rc = journal_replay_fd(fd, path, segs[i].seq, i + 1 == nsegs,
+		    cb, arg, info, err, errlen);
+		close(fd);
+	}
+	free(segs);
+	return rc;
+}
+
+/* ---- writing ---- */
+
+/* Makes a create, truncate or unlink in dir durable. */
+static int
+sync_dir(const char *dir)
+{
+	int fd, saved;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	if (fsync(fd) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return close(fd);
+}
+
+/*
+ * One write(2), through signals, cut short by the fault hook as a full
+ * disk would cut it. Returns the bytes written (> 0) or -1.
+ */
+static ssize_t
+write_some(struct journal *j, int fd, const void *p, size_t len)
+{
+	size_t	 want = len;
+	ssize_t	 n;
+
+	if (journal_fault_write_limit > 0) {
+		if (j->fault_written >= journal_fault_write_limit) {
+			errno = ENOSPC;
+			return -1;
+		}
+		if (want > journal_fault_write_limit - j->fault_written)
+			want = (size_t)(journal_fault_write_limit -
+			    j->fault_written);
+	}
+	do
+		n = write(fd, p, want);
+	while (n == -1 && errno == EINTR);
+	if (n == 0) {
+		/* no progress and no error: do not spin */
+		errno = EIO;
+		return -1;
+	}
+	if (n > 0)
+		j->fault_written += (uint64_t)n;
+	return n;
+}
+
+/*
+ * Creates segment seq with its header, durable (data, then the directory
+ * entry) before it is used. Returns the descriptor, or -1 with a message;
+ * a failed segment is removed.
+ */
+static int
+seg_create(struct journal *j, uint64_t seq, char *err, size_t errlen)
+{
+	unsigned char	 raw[JOURNAL_HEADER_SIZE];
+	char		 path[PATH_MAX];
+	const char	*what;
+	size_t		 done = 0;
+	ssize_t		 n;
+	int		 fd, saved;
+
+	if (seg_path(path, sizeof(path), j->dir, seq) == -1) {
+		snprintf(err, errlen, "%s: path too long", j->dir);
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
+	    0640);
+	if (fd == -1) {
+		snprintf(err, errlen, "create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	encode_header(raw, seq, (uint64_t)time(NULL));
+	what = "write";
+	while (done < sizeof(raw)) {
+		if ((n = write_some(j, fd, raw + done, sizeof(raw) - done))
+		    == -1)
+			goto fail;
+		done += (size_t)n;
+	}
+	what = "fsync";
+	if (fdatasync(fd) == -1)
+		goto fail;
+	what = "fsync the directory of";
+	if (sync_dir(j->dir) == -1)
+		goto fail;
+	return fd;
+ fail:
+	saved = errno;
+	close(fd);
+	unlink(path);
+	snprintf(err, errlen, "%s %s: %s", what, path, strerror(saved));
+	return -1;
+}
+
+static void
+reset_writer(struct journal *j)
+{
+	for (size_t i = 0; i < JOURNAL_NAME_SLOTS; i++)
+		j->slots[i].len = 0;
+	j->last_slot = 0;
+	j->used = 0;
+	j->have_time = 0;
+}
+
+/* Removes the torn tail replay found: truncated, or the file removed when
+ * not even its header is whole. */
+static int
+drop_torn(const char *dir, const struct journal_replay_info *info, char *err,
+    size_t errlen)
+{
+	struct stat	 sb;
+	int		 fd, saved;
+
+	fd = open(info->torn_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1 || fstat(fd, &sb) == -1) {
+		snprintf(err, errlen, "open %s: %s", info->torn_path,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	if ((uint64_t)sb.st_size != info->torn_offset + info->torn_bytes) {
+		close(fd);
+		snprintf(err, errlen, "%s changed since it was replayed",
+		    info->torn_path);
+		return -1;
+	}
+	if (info->torn_offset < JOURNAL_HEADER_SIZE) {
+		close(fd);
+		if (unlink(info->torn_path) == -1)
+			goto fail_errno;
+	} else {
+		if (ftruncate(fd, (off_t)info->torn_offset) == -1 ||
+		    fsync(fd) == -1) {
+			saved = errno;
+			close(fd);
+			errno = saved;
+			goto fail_errno;
+		}
+		close(fd);
+	}
+	if (sync_dir(dir) == -1)
+		goto fail_errno;
+	return 0;
+ fail_errno:
+	snprintf(err, errlen, "drop the torn tail of %s: %s", info->torn_path,
+	    strerror(errno));
+	return -1;
+}
+
+struct journal *
+journal_open(const char *dir, const struct journal_replay_info *info,
+    size_t bufmax, char *err, size_t errlen)
+{
+	struct journal_replay_info	 own;
+	struct journal			*j;
+	uint64_t			 next;
+
+	if (info == NULL) {
+		if (journal_replay(dir, NULL, NULL, &own, err, errlen) == -1)
+			return NULL;
+		info = &own;
+	}
+	if (bufmax == 0)
+		bufmax = JOURNAL_BUF_DEFAULT;
+	if (bufmax < 4 * JOURNAL_APPEND_MAX)
+		bufmax = 4 * JOURNAL_APPEND_MAX;
+	if (info->torn && drop_torn(dir, info, err, errlen) == -1)
+		return NULL;
+	if ((j = calloc(1, sizeof(*j))) != NULL)
+		j->fd = -1;
+	if (j == NULL || (j->dir = strdup(dir)) == NULL ||
+	    (j->buf = malloc(bufmax)) == NULL ||
+	    (j->slots = calloc(JOURNAL_NAME_SLOTS, sizeof(*j->slots)))
+	    == NULL) {
+		snprintf(err, errlen, "journal: out of memory");
+		goto fail;
+	}
+	j->cap = bufmax;
+	pthread_mutex_init(&j->sync_mtx, NULL);
+	pthread_mutex_init(&j->err_mtx, NULL);
+	pthread_mutex_init(&j->thr_mtx, NULL);
+	pthread_cond_init(&j->thr_cond, NULL);
+	if (list_segments(dir, &j->old, &j->nold, err, errlen) == -1)
+		goto fail;
+	j->oldcap = j->nold;
+	next = info->last_seq + 1;
+	for (size_t i = 0; i < j->nold; i++) {
+		j->old_bytes += j->old[i].size;
+		if (j->old[i].seq >= next)
+			next = j->old[i].seq + 1;
+	}
+	if (next == 0) {
+		snprintf(err, errlen, "%s: journal sequence numbers exhausted",
+		    dir);
+		goto fail;
+	}
+	if ((j->fd = seg_create(j, next, err, errlen)) == -1)
+		goto fail;
+	j->seq = next;
+	j->seg_size = JOURNAL_HEADER_SIZE;
+	j->written = j->synced = JOURNAL_HEADER_SIZE;
+	return j;
+ fail:
+	journal_close(j);
+	return NULL;
+}
+
+void
+journal_close(struct journal *j)
+{
+	if (j == NULL)
+		return;
+	journal_everysec_stop(j);
+	if (j->fd != -1)
+		close(j->fd);
+	if (j->slots != NULL) {
+		pthread_mutex_destroy(&j->sync_mtx);
+		pthread_mutex_destroy(&j->err_mtx);
+		pthread_mutex_destroy(&j->thr_mtx);
+		pthread_cond_destroy(&j->thr_cond);
+	}
+	free(j->old);
+	free(j->slots);
+	free(j->buf);
+	free(j->dir);
+	free(j);
+}
+
+int
+journal_full(const struct journal *j)
+{
+	return j->cap - (j->len - j->off) < JOURNAL_APPEND_MAX;
+}
+
+size_t
+journal_pending(const struct journal *j)
+{
+	return j->len - j->off;
+}
+
+static inline int
+slot_is(const struct name_slot *s, const char *name, size_t namelen,
+    uint64_t seed)
+{
+	return s->len == namelen && s->seed == seed &&
+	    memcmp(s->name, name, namelen) == 0;
+}
+
+/*
+ * The name id of (name, seed) in the current segment: its slot if it is
+ * bound (*bind = 0), else the slot to bind it in (*bind = 1). Linear
+ * probing over a few slots from the name's hash, so that a few thousand
+ * filters keep their ids for the whole segment; once the table is 3/4
+ * full, or the probes find no free slot, the home slot is bound again to
+ * this name (the one it held gets a new name record when next used).
+ * Nothing is changed here: the caller binds once the records fit.
+ */
+static __attribute__((noinline)) uint32_t
+find_slot(const struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, int *bind)
+{
+	uint32_t	 home, slot;
+
+	home = (uint32_t)XXH3_64bits(name, namelen) & (JOURNAL_NAME_SLOTS - 1);
+	*bind = 1;
+	for (uint32_t i = 0; i < NAME_PROBES; i++) {
+		slot = (home + i) & (JOURNAL_NAME_SLOTS - 1);
+		if (j->slots[slot].len == 0)
+			return j->used < JOURNAL_NAME_SLOTS / 4 * 3 ? slot :
+			    home;
+		if (slot_is(&j->slots[slot], name, namelen, seed)) {
+			*bind = 0;
+			return slot;
+		}
+	}
+	return home;
+}
+
+/*
+ * The hot path: a name cache hit (the same filter as last time, or its
+ * slot) and a time equal to the last one's cost a memcmp, a hash of the
+ * name at worst, and a 16-byte record with its checksum.
+ */
+/* flatten: XXH3 inlined with the record's constant length is the 12-byte
+ * path alone, not a call through the length dispatch */
+__attribute__((flatten)) int
+journal_append(struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, uint64_t hash, uint64_t time)
+{
+	struct name_slot	*s;
+	unsigned char		*p;
+	uint32_t		 slot;
+	size_t			 need = JOURNAL_KEY_SIZE;
+	int			 need_name = 0, need_time;
+
+	if (namelen == 0 || namelen > JOURNAL_NAME_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	slot = j->last_slot;
+	if (!slot_is(&j->slots[slot], name, namelen, seed) &&
+	    (slot = find_slot(j, name, namelen, seed, &need_name),
+	    need_name))
+		need += JOURNAL_NAME_SIZE;
+	s = &j->slots[slot];
+	need_time = !j->have_time || j->time != time;
+	if (need_time)
+		need += JOURNAL_TIME_SIZE;
+	if (j->cap - j->len < need) {
+		if (j->cap - (j->len - j->off) < need) {
+			errno = ENOBUFS;
+			return -1;
+		}
+		/* after a short write: move what is left to the front */
+		memmove(j->buf, j->buf + j->off, j->len - j->off);
+		j->len -= j->off;
+		j->off = 0;
+	}
+	p = j->buf + j->len;
+	if (need_name) {
+		memset(p, 0, JOURNAL_NAME_SIZE);
+		p[0] = JOURNAL_REC_NAME;
+		p[1] = JOURNAL_NAME_SIZE;
+		put_le16(p + 2, (uint16_t)slot);
+		p[4] = (unsigned char)namelen;
+		put_le64(p + 8, seed);
+		memcpy(p + 16, name, namelen);
+		seal(p, JOURNAL_NAME_SIZE);
+		p += JOURNAL_NAME_SIZE;
+		j->used += s->len == 0;
+		s->len = (uint8_t)namelen;
+		s->seed = seed;
+		memcpy(s->name, name, namelen);
+	}
+	j->last_slot = slot;
+	if (need_time) {
+		p[0] = JOURNAL_REC_TIME;
+		p[1] = JOURNAL_TIME_SIZE;
+		p[2] = p[3] = 0;
+		put_le64(p + 4, time);
+		seal(p, JOURNAL_TIME_SIZE);
+		p += JOURNAL_TIME_SIZE;
+		j->time = time;
+		j->have_time = 1;
+	}
+	p[0] = JOURNAL_REC_KEY;
+	p[1] = JOURNAL_KEY_SIZE;
+	put_le16(p + 2, (uint16_t)slot);
+	put_le64(p + 4, hash);
+	seal(p, JOURNAL_KEY_SIZE);
+	j->len += need;
+	return 0;
+}
+
+int
+journal_write(struct journal *j, char *err, size_t errlen)
+{
+	char	 path[PATH_MAX];
+	ssize_t	 n;
+
+	while (j->off < j->len) {
+		n = write_some(j, j->fd, j->buf + j->off, j->len - j->off);
+		if (n == -1) {
+			(void)seg_path(path, sizeof(path), j->dir, j->seq);
+			snprintf(j->write_err, sizeof(j->write_err), "write "
+			    "%s: %s (%zu bytes kept in memory)", path,
+			    strerror(errno), j->len - j->off);
+			j->write_failed = 1;
+			snprintf(err, errlen, "%s", j->write_err);
+			return -1;
+		}
+		j->off += (size_t)n;
+		j->seg_size += (uint64_t)n;
+		__atomic_store_n(&j->written, j->written + (uint64_t)n,
+		    __ATOMIC_RELEASE);
+	}
+	j->off = j->len = 0;
+	j->write_failed = 0;
+	return 0;
+}
+
+/* Records a failed fsync of segment seq; err_mtx must not be held. */
+static void
+mark_broken(struct journal *j, uint64_t seq, int errnum)
+{
+	char path[PATH_MAX];
+
+	(void)seg_path(path, sizeof(path), j->dir, seq);
+	pthread_mutex_lock(&j->err_mtx);
+	if (seq > j->broken_seq)
+		j->broken_seq = seq;
+	snprintf(j->sync_err, sizeof(j->sync_err), "fsync %s: %s", path,
+	    strerror(errnum));
+	pthread_mutex_unlock(&j->err_mtx);
+}
+
+int
+journal_sync(struct journal *j, char *err, size_t errlen)
+{
+	uint64_t	 target;
+	int		 rc = 0, saved;
+
+	pthread_mutex_lock(&j->sync_mtx);
+	target = __atomic_load_n(&j->written, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&j->err_mtx);
+	if (j->broken_seq == j->seq) {
+		/* a later fsync may "succeed" over pages the kernel dropped */
+		snprintf(err, errlen, "%s", j->sync_err);
+		rc = -1;
+	}
+	pthread_mutex_unlock(&j->err_mtx);
+	if (rc == 0 && target != __atomic_load_n(&j->synced,
+	    __ATOMIC_ACQUIRE)) {
+		if (fdatasync(j->fd) == 0)
+			__atomic_store_n(&j->synced, target, __ATOMIC_RELEASE);
+		else {
+			saved = errno;
+			mark_broken(j, j->seq, saved);
+			pthread_mutex_lock(&j->err_mtx);
+			snprintf(err, errlen, "%s", j->sync_err);
+			pthread_mutex_unlock(&j->err_mtx);
+			rc = -1;
+		}
+	}
+	pthread_mutex_unlock(&j->sync_mtx);
+	return rc;
+}
+
+static int
+push_old(struct journal *j, uint64_t seq, uint64_t size)
+{
+	struct segment	*v;
+	size_t		 cap;
+
+	if (j->nold == j->oldcap) {
+		cap = j->oldcap ? j->oldcap * 2 : 16;
+		if ((v = realloc(j->old, cap * sizeof(*v))) == NULL)
+			return -1;
+		j->old = v;
+		j->oldcap = cap;
+	}
+	j->old[j->nold].seq = seq;
+	j->old[j->nold].size = size;
+	j->nold++;
+	j->old_bytes += size;
+	return 0;
+}
+
+int
+journal_rotate(struct journal *j, uint64_t *closed, char *err, size_t errlen)
+{
+	uint64_t	 next = j->seq + 1, prev = j->seq;
+	int		 fd, oldfd, sync_rc, saved = 0;
+
+	if (journal_write(j, err, errlen) == -1)
+		return -1;
+	if (next == 0) {
+		snprintf(err, errlen, "journal sequence numbers exhausted");
+		return -1;
+	}
+	/* room in the list first: past the switch nothing may fail */
+	if (push_old(j, prev, 0) == -1) {
+		snprintf(err, errlen, "journal: out of memory");
+		return -1;
+	}
+	j->nold--;
+	if ((fd = seg_create(j, next, err, errlen)) == -1)
+		return -1;
+
+	pthread_mutex_lock(&j->sync_mtx);
+	oldfd = j->fd;
+	sync_rc = fdatasync(oldfd);
+	if (sync_rc == -1)
+		saved = errno;
+	j->fd = fd;
+	j->seq = next;
+	__atomic_store_n(&j->written, j->written + JOURNAL_HEADER_SIZE,
+	    __ATOMIC_RELEASE);
+	if (sync_rc == 0)
+		__atomic_store_n(&j->synced, j->written, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&j->sync_mtx);
+	/* the keys of a segment whose fsync failed wait for a snapshot:
+	 * journal_status says so until the segment is dropped */
+	if (sync_rc == -1)
+		mark_broken(j, prev, saved);
+
+	close(oldfd);
+	(void)push_old(j, prev, j->seg_size);
+	j->seg_size = JOURNAL_HEADER_SIZE;
+	reset_writer(j);
+	*closed = prev;
+	return 0;
+}
+
+int
+journal_drop_upto(struct journal *j, uint64_t seq, char *err, size_t errlen)
+{
+	char	 path[PATH_MAX];
+	size_t	 i, keep = 0, removed = 0;
+	int	 rc = 0;
+
+	for (i = 0; i < j->nold; i++) {
+		if (rc == 0 && j->old[i].seq <= seq) {
+			if (seg_path(path, sizeof(path), j->dir,
+			    j->old[i].seq) == 0 && (unlink(path) == 0 ||
+			    errno == ENOENT)) {
+				j->old_bytes -= j->old[i].size;
+				removed++;
+				continue;
+			}
+			snprintf(err, errlen, "remove %s: %s", path,
+			    strerror(errno));
+			rc = -1;
+		}
+		j->old[keep++] = j->old[i];
+	}
+	j->nold = keep;
+	if (removed > 0 && sync_dir(j->dir) == -1 && rc == 0) {
+		snprintf(err, errlen, "fsync directory %s: %s", j->dir,
+		    strerror(errno));
+		rc = -1;
+	}
+	pthread_mutex_lock(&j->err_mtx);
+	if (j->broken_seq != 0 && j->broken_seq <= seq &&
+	    j->broken_seq != j->seq && rc == 0)
+		j->broken_seq = 0;
+	pthread_mutex_unlock(&j->err_mtx);
+	return rc;
+}
+
+uint64_t
+journal_bytes(const struct journal *j)
+{
+	return j->old_bytes + j->seg_size + (j->len - j->off);
+}
+
+uint64_t
+journal_seq(const struct journal *j)
+{
+	return j->seq;
+}
+
+uint64_t
+journal_unsynced(const struct journal *j)
+{
+	return __atomic_load_n(&j->written, __ATOMIC_ACQUIRE) -
+	    __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE);
+}
+
+int
+journal_status(struct journal *j, char *buf, size_t len)
+{
+	int rc = 0;
+
+	if (j->write_failed) {
+		snprintf(buf, len, "%s", j->write_err);
+		return -1;
+	}
+	pthread_mutex_lock(&j->err_mtx);
+	if (j->broken_seq != 0) {
+		snprintf(buf, len, "%s", j->sync_err);
+		rc = -1;
+	} else
+		snprintf(buf, len, "ok");
+	pthread_mutex_unlock(&j->err_mtx);
+	return rc;
+}
+
+/* ---- everysec ---- */
+
+static void *
+everysec(void *arg)
+{
+	struct journal	*j = arg;
+	struct timespec	 ts;
+	char		 err[256];
+
+	pthread_mutex_lock(&j->thr_mtx);
+	while (!j->thr_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += j->interval_ms / 1000;
+		ts.tv_nsec += (long)(j->interval_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&j->thr_cond, &j->thr_mtx, &ts);
+		if (j->thr_stop)
+			break;
+		pthread_mutex_unlock(&j->thr_mtx);
+		/* a failure is kept in j for journal_status */
+		if (journal_unsynced(j) > 0)
+			(void)journal_sync(j, err, sizeof(err));
+		pthread_mutex_lock(&j->thr_mtx);
+	}
+	pthread_mutex_unlock(&j->thr_mtx);
+	return NULL;
+}
+
+int
+journal_everysec_start(struct journal *j, unsigned interval_ms, char *err,
+    size_t errlen)
+{
+	int e;
+
+	if (j->thr_running)
+		return 0;
+	j->interval_ms = interval_ms ? interval_ms : 1000;
+	j->thr_stop = 0;
+	if ((e = pthread_create(&j->thread, NULL, everysec, j)) != 0) {
+		snprintf(err, errlen, "cannot start the journal sync thread: "
+		    "%s", strerror(e));
+		return -1;
+	}
+	j->thr_running = 1;
+	return 0;
+}
+
+void
+journal_everysec_stop(struct journal *j)
+{
+	if (!j->thr_running)
+		return;
+	pthread_mutex_lock(&j->thr_mtx);
+	j->thr_stop = 1;
+	pthread_cond_signal(&j->thr_cond);
+	pthread_mutex_unlock(&j->thr_mtx);
+	pthread_join(j->thread, NULL);
+	j->thr_running = 0;
+}

@@ -1,0 +1,223 @@
+/*
+ * journal.h - the append-only journal of keys answered new, beside the
+ * snapshots: <data_dir>/journal.<16 hex digits>, one file per segment.
+ *
+ * Segment file (all integers little-endian):
+ *
+ *   off  size  field
+ *     0     8  magic "SEENDJL\n"
+ *     8     4  format version (1)
+ *    12     4  header size (40)
+ *    16     8  sequence number (the one in the file's name)
+ *    24     8  creation time (Unix seconds)
+ *    32     4  reserved, zero
+ *    36     4  checksum: low 32 bits of XXH3-64 (seed 0) of bytes 0-35
+ *    40     -  records, back to back
+ *
+ * Every record starts with a type byte and a length byte and ends with a
+ * 4-byte checksum, the low 32 bits of XXH3-64 (seed 0) of the record's bytes
+ * before it. Each type has one fixed length, which the length byte repeats:
+ *
+ *   'N' (0x4E) name, 84 bytes: binds a name id to a filter
+ *     0 1 type, 1 1 length (84), 2 2 name id (0-4095),
+ *     4 1 name length (1-64), 5 3 reserved zero, 8 8 the filter's hash
+ *     seed, 16 64 the name, zero padded, 80 4 checksum
+ *   'T' (0x54) time, 16 bytes: the time of the keys that follow
+ *     0 1 type, 1 1 length (16), 2 2 reserved zero,
+ *     4 8 Unix seconds, 12 4 checksum
+ *   'K' (0x4B) key, 16 bytes: one key answered new
+ *     0 1 type, 1 1 length (16), 2 2 name id,
+ *     4 8 the key's XXH3-64 hash with its filter's seed, 12 4 checksum
+ *
+ * Name ids and the time are per segment: a segment says everything it
+ * means, so any other segment may be removed without changing it. A 'K'
+ * record refers to the latest 'N' record with its id and the latest 'T'
+ * record before it in the same segment; an id may be bound again to
+ * another name (the writer keeps a bounded table of names).
+ *
+ * Why the seed: a hash means nothing without it, and a filter's seed is
+ * drawn at random when it is created. A filter created after the last
+ * start has no snapshot until its first one succeeds; replay must create
+ * it with the seed its keys were hashed with. And a record whose seed is
+ * not the filter's belongs to an earlier filter of the same name.
+ *
+ * Why fixed lengths and these type codes: the three codes differ from each
+ * other in at least two bits and the length byte must match the type, so
+ * one flipped bit in a record's first two bytes is always an error rather
+ * than a length that would run past the end of the file and pass for a
+ * torn tail.
+ *
+ * Replay rules: a torn tail - an incomplete record running to the end of
+ * the last segment, whose type and length bytes (as far as present) are
+ * right, or zero bytes from a record boundary to the end of the last
+ * segment - is dropped, and journal_open truncates it away. Any other
+ * failure is damage: replay stops, naming the file and the offset, and
+ * changes nothing.
+ *
+ * Threads: journal_append, journal_write, journal_rotate,
+ * journal_drop_upto and the accessors belong to one thread (the event
+ * loop); journal_sync may be called from another thread at the same time
+ * (see journal.c for the locking).
+ */
+#ifndef SEEND_JOURNAL_H
+#define SEEND_JOURNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JOURNAL_PREFIX		"journal."
+#define JOURNAL_MAGIC		"SEENDJL\n"
+#define JOURNAL_VERSION		1
+#define JOURNAL_HEADER_SIZE	40
+#define JOURNAL_NAME_MAX	64
+#define JOURNAL_REC_NAME	0x4E	/* 'N' */
+#define JOURNAL_REC_TIME	0x54	/* 'T' */
+#define JOURNAL_REC_KEY		0x4B	/* 'K' */
+#define JOURNAL_NAME_SIZE	84
+#define JOURNAL_TIME_SIZE	16
+#define JOURNAL_KEY_SIZE	16
+/* The most bytes one journal_append can add: a name, a time and a key. */
+#define JOURNAL_APPEND_MAX	(JOURNAL_NAME_SIZE + JOURNAL_TIME_SIZE + \
+				 JOURNAL_KEY_SIZE)
+/* journal_open's buffer when bufmax is 0: 262144 key records. */
+#define JOURNAL_BUF_DEFAULT	(4UL << 20)
+/* Name ids the writer uses (slots of its name cache); ids are 16 bits. */
+#define JOURNAL_NAME_SLOTS	4096
+
+struct journal;
+
+/* One key as replay finds it; name is not NUL-terminated. */
+struct journal_key {
+	const char	*name;
+	size_t		 namelen;
+	uint64_t	 seed;		/* the filter's hash seed */
+	uint64_t	 hash;
+	uint64_t	 time;		/* Unix seconds */
+	uint64_t	 seq;		/* segment */
+	uint64_t	 offset;	/* of the record in its segment */
+};
+
+/* Returns 0 to go on, -1 with a message in err to stop the replay. */
+typedef int	(*journal_replay_cb)(void *arg, const struct journal_key *,
+		    char *err, size_t errlen);
+
+struct journal_replay_info {
+	uint64_t	 segments;	/* segment files read */
+	uint64_t	 keys;		/* key records replayed */
+	uint64_t	 bytes;		/* in all segments, torn tail excluded */
+	uint64_t	 last_seq;	/* highest sequence found, 0 if none */
+	int		 torn;		/* a torn tail was found: */
+	char		 torn_path[PATH_MAX];
+	uint64_t	 torn_offset;	/* where the whole records end */
+	uint64_t	 torn_bytes;	/* the bytes dropped */
+};
+
+/*
+ * Visits every segment in dir in sequence order and calls cb (if not NULL)
+ * for each key record. Returns 0 with *info filled in (a torn tail is
+ * reported there, not as an error), or -1 with a message naming the file,
+ * the offset and the way out in err. Never modifies anything.
+ */
+int	journal_replay(const char *dir, journal_replay_cb cb, void *arg,
+	    struct journal_replay_info *info, char *err, size_t errlen);
+
+/*
+ * The same for one open segment (fuzzing, tests). seq is the sequence its
+ * name says, or UINT64_MAX to take the header's; last says whether a torn
+ * tail is allowed. Adds to *info, which the caller zeroes.
+ */
+int	journal_replay_fd(int fd, const char *path, uint64_t seq, int last,
+	    journal_replay_cb cb, void *arg, struct journal_replay_info *info,
+	    char *err, size_t errlen);
+
+/*
+ * Opens the journal in dir for appending, after a replay: info is what
+ * journal_replay returned for the same dir (NULL: a replay without
+ * callback is run here first). A torn tail in info is truncated away (and
+ * an empty or header-less torn segment removed); then a new segment,
+ * numbered one past the highest, is created, so appending never has to
+ * rebuild an old segment's name ids. bufmax bounds the in-memory buffer of
+ * records not yet written (0: JOURNAL_BUF_DEFAULT; at least
+ * 4 * JOURNAL_APPEND_MAX). Returns NULL
+ * with a message in err.
+ */
+struct journal	*journal_open(const char *dir,
+		    const struct journal_replay_info *info, size_t bufmax,
+		    char *err, size_t errlen);
+/* Closes and frees; writes nothing (call journal_write and journal_sync
+ * first). Stops the everysec thread if it runs. */
+void		 journal_close(struct journal *);
+
+/*
+ * Copies one key's record (and a name or time record when the segment
+ * needs one) into the buffer: no system call. seed is the filter's hash
+ * seed, hash the key's hash with it, time when it was answered new. Returns 0, or -1 with errno
+ * EINVAL (namelen not 1-64) or ENOBUFS (fewer than JOURNAL_APPEND_MAX
+ * bytes free in the buffer: nothing was added).
+ */
+int		 journal_append(struct journal *, const char *name,
+		    size_t namelen, uint64_t seed, uint64_t hash,
+		    uint64_t time);
+/* Whether the next journal_append could fail with ENOBUFS; a caller that
+ * must not acknowledge an unjournalled key asks before it sets the key. */
+int		 journal_full(const struct journal *);
+/* Bytes appended and not yet written. */
+size_t		 journal_pending(const struct journal *);
+
+/*
+ * Writes the buffer to the current segment. Returns 0 when all of it is
+ * written, or -1 with a message (ENOSPC, EIO): the bytes not written stay
+ * in the buffer, in order, and the next call goes on from there.
+ */
+int		 journal_write(struct journal *, char *err, size_t errlen);
+
+/*
+ * fdatasync(2)s the current segment: everything written before the call
+ * is durable when it returns 0. Safe from another thread while the owner
+ * appends, writes and rotates. After a failed fsync the kernel may have
+ * dropped the data it could not write, so the segment stays in error (-1)
+ * until it is dropped: only a snapshot can then make its keys safe.
+ */
+int		 journal_sync(struct journal *, char *err, size_t errlen);
+
+/*
+ * Writes what is buffered, fsyncs the current segment, starts the next and
+ * sets *closed to the sequence of the one it closed. Returns -1 with a
+ * message and changes nothing if the buffer cannot be written or the new
+ * segment cannot be created.
+ */
+int		 journal_rotate(struct journal *, uint64_t *closed, char *err,
+		    size_t errlen);
+/* Removes every segment numbered <= seq except the current one, then
+ * fsyncs the directory. */
+int		 journal_drop_upto(struct journal *, uint64_t seq, char *err,
+		    size_t errlen);
+
+/* Bytes in all live segments plus the bytes buffered. */
+uint64_t	 journal_bytes(const struct journal *);
+/* The current segment's sequence number. */
+uint64_t	 journal_seq(const struct journal *);
+/* Bytes written but not yet covered by a successful sync. */
+uint64_t	 journal_unsynced(const struct journal *);
+/*
+ * "ok", or a description of the first fault still standing: a write that
+ * failed, or a segment whose fsync failed and that has not been dropped.
+ * Returns 0 when ok, -1 otherwise.
+ */
+int		 journal_status(struct journal *, char *buf, size_t len);
+
+/*
+ * The everysec mode's background thread: calls journal_sync every
+ * interval_ms while something is unsynced. A failure is kept for
+ * journal_status. Returns 0, or -1 with a message.
+ */
+int		 journal_everysec_start(struct journal *, unsigned interval_ms,
+		    char *err, size_t errlen);
+void		 journal_everysec_stop(struct journal *);
+
+/* Test hook: when > 0, journal writes fail with ENOSPC once this many bytes
+ * in all have been written by the process (headers included). */
+extern uint64_t journal_fault_write_limit;
+
+#endif

@@ -1,0 +1,1006 @@
+/*
+ * test_journal.c - the journal: round trip across segments, rotation and
+ * dropping, a torn tail at every byte of the last record, one flipped bit
+ * anywhere reported as damage with the file untouched, ENOSPC that keeps
+ * the records, size accounting, empty and header-only segments, unknown
+ * versions, the everysec thread.
+ *
+ * With JOURNAL_CORPUS_DIR set in the environment it writes the seed corpus
+ * for tests/fuzz/fuzz_journal.c there and exits:
+ *   JOURNAL_CORPUS_DIR=tests/fuzz/corpus/journal ./tests/unit/test_journal
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "journal.h"
+#include "tap.h"
+
+#define T0	1700000000ULL
+
+static char	 err[8192];
+
+/* ---- files ---- */
+
+struct blob {
+	unsigned char	*p;
+	size_t		 len;
+};
+
+static int
+slurp(const char *path, struct blob *b)
+{
+	struct stat	 sb;
+	FILE		*f;
+
+	b->p = NULL;
+	b->len = 0;
+	if (stat(path, &sb) == -1 || (f = fopen(path, "rb")) == NULL)
+		return -1;
+	b->len = (size_t)sb.st_size;
+	if ((b->p = malloc(b->len + 1)) == NULL ||
+	    fread(b->p, 1, b->len, f) != b->len) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int
+spit(const char *path, const void *p, size_t len)
+{
+	FILE	*f;
+	int	 rc = 0;
+
+	if ((f = fopen(path, "wb")) == NULL)
+		return -1;
+	if (len > 0 && fwrite(p, 1, len, f) != len)
+		rc = -1;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
+}
+
+static int
+same_file(const char *path, const struct blob *want)
+{
+	struct blob	 got;
+	int		 same;
+
+	if (slurp(path, &got) == -1) {
+		free(got.p);
+		return 0;
+	}
+	same = got.len == want->len && memcmp(got.p, want->p, got.len) == 0;
+	free(got.p);
+	return same;
+}
+
+static uint64_t
+file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : UINT64_MAX;
+}
+
+static void
+seg(char *buf, size_t len, const char *dir, uint64_t seq)
+{
+	snprintf(buf, len, "%s/journal.%016" PRIx64, dir, seq);
+}
+
+static void
+new_dir(char *buf, size_t len)
+{
+	snprintf(buf, len, "/tmp/test_journal.XXXXXX");
+	if (mkdtemp(buf) == NULL) {
+		perror("mkdtemp");
+		exit(2);
+	}
+}
+
+static void
+rm_dir(const char *dir)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		diag("could not remove %s", dir);
+}
+
+/* ---- what replay finds ---- */
+
+struct rec {
+	char		 name[JOURNAL_NAME_MAX + 1];
+	uint64_t	 seed;
+	uint64_t	 hash;
+	uint64_t	 time;
+};
+
+struct seen {
+	struct rec	*v;
+	size_t		 n, cap;
+	size_t		 fail_at;	/* 1-based; 0 never */
+};
+
+static int
+collect(void *arg, const struct journal_key *k, char *e, size_t elen)
+{
+	struct seen	*s = arg;
+	struct rec	*nv;
+
+	if (s->fail_at != 0 && s->n + 1 == s->fail_at) {
+		snprintf(e, elen, "no filter named %.*s", (int)k->namelen,
+		    k->name);
+		return -1;
+	}
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 1024;
+		if ((nv = realloc(s->v, s->cap * sizeof(*nv))) == NULL)
+			exit(2);
+		s->v = nv;
+	}
+	memcpy(s->v[s->n].name, k->name, k->namelen);
+	s->v[s->n].name[k->namelen] = '\0';
+	s->v[s->n].seed = k->seed;
+	s->v[s->n].hash = k->hash;
+	s->v[s->n].time = k->time;
+	s->n++;
+	return 0;
+}
+
+static void
+seen_free(struct seen *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The i-th test record: names (and their seeds) from a set of nnames, a
+ * new time every 7 records. */
+static void
+gen(struct rec *r, uint64_t i, unsigned nnames)
+{
+	unsigned name = (unsigned)(i * 2654435761u % nnames);
+
+	snprintf(r->name, sizeof(r->name), "filter-%u", name);
+	r->seed = 0x9e3779b97f4a7c15ULL * (name + 1);
+	r->hash = XXH3_64bits(&i, sizeof(i));
+	r->time = T0 + i / 7;
+}
+
+static int
+append_gen(struct journal *j, uint64_t from, uint64_t to, unsigned nnames)
+{
+	struct rec r;
+
+	for (uint64_t i = from; i < to; i++) {
+		gen(&r, i, nnames);
+		if (journal_append(j, r.name, strlen(r.name), r.seed, r.hash,
+		    r.time) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Whether s holds exactly the generated records [from, to). */
+static int
+matches(const struct seen *s, uint64_t from, uint64_t to, unsigned nnames)
+{
+	struct rec r;
+
+	if (s->n != to - from)
+		return 0;
+	for (uint64_t i = from; i < to; i++) {
+		gen(&r, i, nnames);
+		if (strcmp(r.name, s->v[i - from].name) != 0 ||
+		    r.seed != s->v[i - from].seed ||
+		    r.hash != s->v[i - from].hash ||
+		    r.time != s->v[i - from].time)
+			return 0;
+	}
+	return 1;
+}
+
+static struct journal *
+open_j(const char *dir, size_t bufmax)
+{
+	struct journal *j;
+
+	if ((j = journal_open(dir, NULL, bufmax, err, sizeof(err))) == NULL)
+		diag("journal_open: %s", err);
+	return j;
+}
+
+/* ---- tests ---- */
+
+static void
+test_round_trip(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64];
+	uint64_t			 closed;
+	int				 rc, ok_all = 1;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 1 << 20)) == NULL)
+		return;
+	ok(journal_seq(j) == 1, "a new journal starts at segment 1");
+	/* 10000 names: more than the 4096 slots, so ids are rebound */
+	for (uint64_t k = 0; k < 4; k++) {
+		for (uint64_t i = k * 25000; i < (k + 1) * 25000; i += 1000) {
+			ok_all &= append_gen(j, i, i + 1000, 10000) == 0;
+			ok_all &= journal_write(j, err, sizeof(err)) == 0;
+		}
+		if (k < 3)
+			ok_all &= journal_rotate(j, &closed, err,
+			    sizeof(err)) == 0 && closed == k + 1;
+	}
+	ok(ok_all, "round trip: 100000 records appended and written, "
+	    "rotated 3 times");
+	ok(journal_sync(j, err, sizeof(err)) == 0 &&
+	    journal_unsynced(j) == 0, "round trip: synced");
+	journal_close(j);
+
+	rc = journal_replay(dir, collect, &s, &info, err, sizeof(err));
+	ok(rc == 0, "round trip: replay (%s)", rc == 0 ? "ok" : err);
+	ok(info.segments == 4 && info.last_seq == 4 && !info.torn &&
+	    info.keys == 100000, "round trip: 4 segments, 100000 keys, "
+	    "no torn tail (%" PRIu64 " segments, %" PRIu64 " keys)",
+	    info.segments, info.keys);
+	ok(matches(&s, 0, 100000, 10000), "round trip: every record back, "
+	    "in order, with its name, hash and time");
+	seen_free(&s);
+
+	/* reopening starts a new segment after the highest */
+	j = open_j(dir, 0);
+	ok(j != NULL && journal_seq(j) == 5, "reopen: appends go to segment "
+	    "5");
+	if (j != NULL) {
+		ok(append_gen(j, 100000, 100010, 3) == 0 &&
+		    journal_write(j, err, sizeof(err)) == 0, "reopen: append");
+		journal_close(j);
+	}
+	rc = journal_replay(dir, collect, &s, &info, err, sizeof(err));
+	ok(rc == 0 && s.n == 100010 && info.segments == 5,
+	    "reopen: replay sees old and new records");
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+static void
+test_rotate_drop(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64], p1[128], p2[128], p3[128];
+	uint64_t			 closed = 0, before;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	seg(p1, sizeof(p1), dir, 1);
+	seg(p2, sizeof(p2), dir, 2);
+	seg(p3, sizeof(p3), dir, 3);
+	append_gen(j, 0, 100, 2);
+	ok(journal_rotate(j, &closed, err, sizeof(err)) == 0 && closed == 1,
+	    "rotate: closes segment 1 (%s)", err);
+	ok(file_size(p1) == journal_bytes(j) - 40 &&
+	    file_size(p2) == 40, "rotate: the buffer went to segment 1, "
+	    "segment 2 holds a header");
+	append_gen(j, 100, 200, 2);
+	ok(journal_rotate(j, &closed, err, sizeof(err)) == 0 && closed == 2,
+	    "rotate: closes segment 2");
+	append_gen(j, 200, 300, 2);
+	journal_write(j, err, sizeof(err));
+	before = journal_bytes(j);
+	ok(before == file_size(p1) + file_size(p2) + file_size(p3),
+	    "size: journal_bytes is the sum of the segment files (%" PRIu64
+	    ")", before);
+	ok(journal_drop_upto(j, 1, err, sizeof(err)) == 0 &&
+	    file_size(p1) == UINT64_MAX && file_size(p2) != UINT64_MAX,
+	    "drop_upto 1 removes segment 1 only");
+	ok(journal_bytes(j) == file_size(p2) + file_size(p3),
+	    "size: dropping subtracts the segment's bytes");
+	ok(journal_drop_upto(j, 99, err, sizeof(err)) == 0 &&
+	    file_size(p2) == UINT64_MAX && file_size(p3) != UINT64_MAX,
+	    "drop_upto never removes the current segment");
+	ok(journal_bytes(j) == file_size(p3), "size: only the current "
+	    "segment is left");
+	append_gen(j, 300, 310, 2);
+	ok(journal_bytes(j) == file_size(p3) + journal_pending(j) &&
+	    journal_pending(j) > 0, "size: buffered bytes count too");
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    matches(&s, 200, 310, 2), "after dropping, replay gives only "
+	    "the records of the live segment");
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+/*
+ * Writes records [0, n) into segment 1 and returns the offset where the
+ * last record begins (a key record, or a name record when last_name).
+ */
+static uint64_t
+one_segment(const char *dir, uint64_t n, int last_name)
+{
+	struct journal	*j;
+	uint64_t	 start;
+
+	if ((j = open_j(dir, 0)) == NULL)
+		exit(2);
+	append_gen(j, 0, n - 1, 3);
+	journal_write(j, err, sizeof(err));
+	start = journal_bytes(j);
+	if (last_name)
+		/* a new name and the same time: a name record, then a key */
+		journal_append(j, "another", 7, 5, 42, T0 + (n - 2) / 7);
+	else
+		append_gen(j, n - 1, n, 3);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	return start;
+}
+
+static void
+torn_at_every_byte(int last_name)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct blob			 whole, before;
+	struct journal			*j;
+	char				 dir[64], p1[128];
+	uint64_t			 start, whole_end;
+	/* records 49 and 50 share a time: the last one is a lone record */
+	const size_t			 n = 51;
+	int				 good = 1, dropped = 1, reopened = 1;
+	int				 untouched = 1;
+
+	new_dir(dir, sizeof(dir));
+	start = one_segment(dir, n, last_name);
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &whole);
+	for (size_t cut = (size_t)start + 1; cut < whole.len; cut++) {
+		/* the name whole and no key: whole records, not a tear */
+		if (last_name && cut == start + JOURNAL_NAME_SIZE)
+			continue;
+		spit(p1, whole.p, cut);
+		/* only segment 1: later segments of a reopen are removed */
+		for (uint64_t q = 2; q < 5; q++) {
+			char pq[128];
+
+			seg(pq, sizeof(pq), dir, q);
+			unlink(pq);
+		}
+		slurp(p1, &before);
+		/* a name record then its key: a cut in the key leaves the
+		 * name whole, and the torn tail starts after it */
+		whole_end = last_name && cut >= start + JOURNAL_NAME_SIZE ?
+		    start + JOURNAL_NAME_SIZE : start;
+		if (journal_replay(dir, collect, &s, &info, err,
+		    sizeof(err)) == -1) {
+			diag("cut at %zu: %s", cut, err);
+			good = 0;
+		} else if (!info.torn || info.torn_offset != whole_end ||
+		    info.torn_bytes != cut - whole_end || s.n != n - 1) {
+			if (dropped)
+				diag("cut at %zu: torn %d at %" PRIu64 " (%"
+				    PRIu64 " bytes), %zu keys", cut, info.torn,
+				    info.torn_offset, info.torn_bytes, s.n);
+			dropped = 0;
+		}
+		untouched &= same_file(p1, &before);
+		free(before.p);
+		seen_free(&s);
+		/* open truncates, then replay sees whole records only */
+		if ((j = journal_open(dir, NULL, 0, err, sizeof(err))) == NULL)
+			reopened = 0;
+		else {
+			journal_close(j);
+			if (file_size(p1) != whole_end || journal_replay(dir,
+			    collect, &s, &info, err, sizeof(err)) == -1 ||
+			    info.torn || s.n != n - 1)
+				reopened = 0;
+			seen_free(&s);
+		}
+	}
+	ok(good, "torn %s record: replay succeeds at every cut",
+	    last_name ? "name" : "key");
+	ok(dropped, "torn %s record: every cut is reported torn where the "
+	    "whole records end and the %zu keys before it replay",
+	    last_name ? "name" : "key", n - 1);
+	ok(untouched, "torn %s record: replay leaves the file as it is",
+	    last_name ? "name" : "key");
+	ok(reopened, "torn %s record: journal_open truncates the tail, "
+	    "a second replay finds no torn tail", last_name ? "name" : "key");
+	free(whole.p);
+	rm_dir(dir);
+}
+
+static void
+test_torn_tail(void)
+{
+	torn_at_every_byte(0);
+	torn_at_every_byte(1);
+}
+
+static void
+test_zero_tail(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct blob			 whole;
+	char				 dir[64], p1[128];
+	unsigned char			*p;
+	uint64_t			 start;
+
+	new_dir(dir, sizeof(dir));
+	start = one_segment(dir, 20, 0);
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &whole);
+	p = calloc(1, whole.len + 4096);
+	memcpy(p, whole.p, whole.len);
+	spit(p1, p, whole.len + 4096);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    info.torn && info.torn_offset == whole.len &&
+	    info.torn_bytes == 4096 && s.n == 20, "zeros after the last "
+	    "record of the last segment are a torn tail");
+	seen_free(&s);
+	p[whole.len + 100] = 1;
+	spit(p1, p, whole.len + 4096);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == -1,
+	    "zeros followed by anything else are damage");
+	seen_free(&s);
+	(void)start;
+	free(p);
+	free(whole.p);
+	rm_dir(dir);
+}
+
+/* The start of the record holding byte off of a segment image. */
+static uint64_t
+record_start(const struct blob *b, uint64_t off)
+{
+	uint64_t at = 40, size;
+
+	if (off < 40)
+		return 0;
+	while (at < b->len) {
+		switch (b->p[at]) {
+		case JOURNAL_REC_NAME: size = JOURNAL_NAME_SIZE; break;
+		case JOURNAL_REC_TIME: size = JOURNAL_TIME_SIZE; break;
+		default: size = JOURNAL_KEY_SIZE; break;
+		}
+		if (off < at + size)
+			return at;
+		at += size;
+	}
+	return UINT64_MAX;
+}
+
+static void
+test_flipped_bit(void)
+{
+	struct journal_replay_info	 info;
+	struct journal			*j;
+	struct blob			 img[2], now;
+	char				 dir[64], path[2][128], want[64];
+	uint64_t			 closed, start;
+	int				 refused = 1, offset = 1, untouched = 1;
+	int				 named = 1;
+	unsigned			 tried = 0;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	append_gen(j, 0, 40, 3);
+	journal_rotate(j, &closed, err, sizeof(err));
+	append_gen(j, 40, 80, 3);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	for (int k = 0; k < 2; k++) {
+		seg(path[k], sizeof(path[k]), dir, (uint64_t)k + 1);
+		slurp(path[k], &img[k]);
+	}
+	/* every bit of both segments, the last one included */
+	for (int k = 0; k < 2; k++) {
+		for (size_t bit = 0; bit < img[k].len * 8; bit++) {
+			size_t off = bit / 8;
+
+			img[k].p[off] ^= (unsigned char)(1u << (bit % 8));
+			spit(path[k], img[k].p, img[k].len);
+			tried++;
+			err[0] = '\0';
+			if (journal_replay(dir, NULL, NULL, &info, err,
+			    sizeof(err)) != -1) {
+				if (refused)
+					diag("segment %d byte %zu: accepted",
+					    k + 1, off);
+				refused = 0;
+			}
+			start = record_start(&img[k], off);
+			if (start == 0)
+				snprintf(want, sizeof(want), "move it out");
+			else
+				snprintf(want, sizeof(want), "at byte offset %"
+				    PRIu64 ";", start);
+			if (strstr(err, want) == NULL) {
+				if (offset)
+					diag("segment %d byte %zu: want "
+					    "\"%s\" in: %s", k + 1, off, want,
+					    err);
+				offset = 0;
+			}
+			named &= strstr(err, path[k]) != NULL;
+			slurp(path[k], &now);
+			untouched &= now.len == img[k].len &&
+			    memcmp(now.p, img[k].p, now.len) == 0;
+			free(now.p);
+			img[k].p[off] ^= (unsigned char)(1u << (bit % 8));
+			spit(path[k], img[k].p, img[k].len);
+		}
+	}
+	ok(refused, "flipped bit: all %u single-bit flips are refused as "
+	    "damage, none passes for a torn tail", tried);
+	ok(offset, "flipped bit: the message gives the offset of the "
+	    "damaged record (or says to move the file for its header)");
+	ok(named, "flipped bit: the message names the file");
+	ok(untouched, "flipped bit: replay changes nothing");
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == 0 &&
+	    info.keys == 80, "flipped bit: restored files replay again");
+	free(img[0].p);
+	free(img[1].p);
+	rm_dir(dir);
+}
+
+static void
+test_way_out(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	struct blob			 img;
+	char				 dir[64], p1[128], aside[160], cmd[512];
+	const char			*t;
+	uint64_t			 closed, off;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	append_gen(j, 0, 40, 3);
+	journal_rotate(j, &closed, err, sizeof(err));
+	append_gen(j, 40, 80, 3);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &img);
+	img.p[img.len / 2] ^= 0x10;
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == -1 &&
+	    (t = strstr(err, "truncate -s ")) != NULL,
+	    "damage in a middle segment: refused, with a truncate command");
+	seen_free(&s);
+	off = strtoull(strstr(err, "truncate -s ") + 12, NULL, 10);
+	snprintf(cmd, sizeof(cmd), "truncate -s %" PRIu64 " %s", off, p1);
+	ok(system(cmd) == 0 && journal_replay(dir, collect, &s, &info, err,
+	    sizeof(err)) == 0 && s.n >= 40 && s.n < 80 && !info.torn,
+	    "the truncate it suggests lets the journal replay (%zu keys)",
+	    s.n);
+	seen_free(&s);
+	/* or move the damaged segment aside */
+	spit(p1, img.p, img.len);
+	snprintf(aside, sizeof(aside), "%s.bad", p1);
+	ok(rename(p1, aside) == 0 && journal_replay(dir, collect, &s, &info,
+	    err, sizeof(err)) == 0 && matches(&s, 40, 80, 3),
+	    "a segment moved aside (renamed *.bad) is ignored; the others "
+	    "replay");
+	seen_free(&s);
+	free(img.p);
+	rm_dir(dir);
+}
+
+static void
+test_enospc(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64], st[512];
+	size_t				 pending;
+	int				 rc;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	append_gen(j, 0, 10, 3);
+	journal_write(j, err, sizeof(err));
+	/* header and 10 records are written (a fresh journal: all its
+	 * bytes are this one's); allow 100 bytes more */
+	journal_fault_write_limit = journal_bytes(j) + 100;
+	append_gen(j, 10, 60, 3);
+	rc = journal_write(j, err, sizeof(err));
+	ok(rc == -1 && strstr(err, "No space left") != NULL,
+	    "ENOSPC: journal_write fails with the reason (%s)", err);
+	pending = journal_pending(j);
+	ok(pending > 0, "ENOSPC: the %zu unwritten bytes are kept", pending);
+	ok(journal_status(j, st, sizeof(st)) == -1 && strstr(st, "No space")
+	    != NULL, "ENOSPC: journal_status reports it (%s)", st);
+	ok(journal_write(j, err, sizeof(err)) == -1 &&
+	    journal_pending(j) == pending, "ENOSPC: a retry on a still full "
+	    "disk fails and loses nothing");
+	append_gen(j, 60, 70, 3);
+
+	/* a crash now: replay drops the half record the disk took */
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    info.torn && s.n < 60 && matches(&s, 0, s.n, 3),
+	    "ENOSPC: a crash during the fault leaves a torn tail and the "
+	    "records before it (%zu)", s.n);
+	seen_free(&s);
+
+	journal_fault_write_limit = 0;
+	ok(journal_write(j, err, sizeof(err)) == 0 && journal_pending(j) == 0,
+	    "ENOSPC lifted: the next journal_write writes everything");
+	ok(journal_sync(j, err, sizeof(err)) == 0 &&
+	    journal_status(j, st, sizeof(st)) == 0 && strcmp(st, "ok") == 0,
+	    "ENOSPC lifted: sync succeeds and the status is ok again");
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    !info.torn && matches(&s, 0, 70, 3), "ENOSPC lifted: all 70 "
+	    "records replay, none lost, none doubled");
+	seen_free(&s);
+
+	/* a rotation cannot start while the old segment's bytes wait */
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	/* the limit counts this journal's bytes: its header, then 3 */
+	journal_fault_write_limit = JOURNAL_HEADER_SIZE + 3;
+	append_gen(j, 0, 5, 3);
+	{
+		uint64_t closed = 0, seq = journal_seq(j);
+
+		ok(journal_rotate(j, &closed, err, sizeof(err)) == -1 &&
+		    journal_seq(j) == seq && journal_pending(j) > 0,
+		    "ENOSPC: rotate refuses and changes nothing (%s)", err);
+		journal_fault_write_limit = 0;
+		ok(journal_rotate(j, &closed, err, sizeof(err)) == 0 &&
+		    closed == seq, "ENOSPC lifted: rotate succeeds");
+	}
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    !info.torn && s.n == 75, "ENOSPC during rotate: every record "
+	    "replays (%zu)", s.n);
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+static void
+test_buffer_bound(void)
+{
+	struct journal	*j;
+	char		 dir[64];
+	unsigned	 n = 0;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 1024)) == NULL)
+		return;
+	while (!journal_full(j) && n < 1000) {
+		if (journal_append(j, "f", 1, 5, n, T0) == -1)
+			break;
+		n++;
+	}
+	ok(journal_full(j) && n < 1000, "buffer: full after %u records in "
+	    "1024 bytes", n);
+	errno = 0;
+	ok(journal_append(j, "a-new-name", 10, 5, 1, T0 + 1) == -1 &&
+	    errno == ENOBUFS, "buffer: a full buffer refuses with ENOBUFS");
+	ok(journal_write(j, err, sizeof(err)) == 0 && !journal_full(j) &&
+	    journal_append(j, "f", 1, 5, 1, T0) == 0, "buffer: room again "
+	    "once written");
+	errno = 0;
+	ok(journal_append(j, "", 0, 5, 1, T0) == -1 && errno == EINVAL,
+	    "append refuses an empty name");
+	{
+		char long_name[JOURNAL_NAME_MAX + 1];
+
+		memset(long_name, 'x', sizeof(long_name));
+		errno = 0;
+		ok(journal_append(j, long_name, sizeof(long_name), 5, 1,
+		    T0)
+		    == -1 && errno == EINVAL, "append refuses a 65-byte name");
+		ok(journal_append(j, long_name, JOURNAL_NAME_MAX, 5, 1, T0)
+		    == 0,
+		    "append takes a 64-byte name");
+	}
+	journal_close(j);
+	rm_dir(dir);
+}
+
+static void
+test_record_sizes(void)
+{
+	struct journal	*j;
+	char		 dir[64];
+	uint64_t	 b0;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	b0 = journal_bytes(j);
+	journal_append(j, "f", 1, 5, 1, T0);
+	ok(journal_bytes(j) - b0 == 84 + 16 + 16, "size: the first key of a "
+	    "segment costs a name, a time and a key record (116 bytes)");
+	b0 = journal_bytes(j);
+	for (int i = 0; i < 100; i++)
+		journal_append(j, "f", 1, 5, (uint64_t)i, T0);
+	ok(journal_bytes(j) - b0 == 1600, "size: later keys of the same "
+	    "filter and second cost 16 bytes each");
+	journal_close(j);
+	rm_dir(dir);
+}
+
+/* A filter removed and created again under the same name has a new seed:
+ * its keys must replay with that seed, the earlier ones with theirs. */
+static void
+test_new_seed(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64];
+	uint64_t			 b0;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	journal_append(j, "news", 4, 111, 1, T0);
+	journal_append(j, "news", 4, 111, 2, T0);
+	b0 = journal_bytes(j);
+	journal_append(j, "news", 4, 222, 3, T0);
+	ok(journal_bytes(j) - b0 == JOURNAL_NAME_SIZE + JOURNAL_KEY_SIZE,
+	    "a new seed for a known name binds the name again");
+	journal_append(j, "news", 4, 111, 4, T0);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    s.n == 4 && s.v[0].seed == 111 && s.v[1].seed == 111 &&
+	    s.v[2].seed == 222 && s.v[2].hash == 3 && s.v[3].seed == 111 &&
+	    strcmp(s.v[2].name, "news") == 0, "each key replays with the "
+	    "seed it was hashed with");
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+static void
+test_empty_segments(void)
+{
+	struct journal_replay_info	 info;
+	struct journal			*j;
+	struct blob			 hdr;
+	char				 dir[64], p1[128], p2[128], p3[128];
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	journal_close(j);
+	seg(p1, sizeof(p1), dir, 1);
+	ok(file_size(p1) == 40 && journal_replay(dir, NULL, NULL, &info, err,
+	    sizeof(err)) == 0 && info.keys == 0 && info.segments == 1 &&
+	    !info.torn, "a header-only segment replays with no keys");
+	slurp(p1, &hdr);
+
+	/* an empty last segment: the process died creating it */
+	seg(p2, sizeof(p2), dir, 2);
+	spit(p2, "", 0);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == 0 &&
+	    info.torn && info.torn_offset == 0 && info.torn_bytes == 0,
+	    "an empty last segment is a torn tail");
+	/* and one cut inside its header */
+	spit(p2, hdr.p, 17);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == 0 &&
+	    info.torn && info.torn_bytes == 17, "a last segment cut inside "
+	    "its header is a torn tail");
+	j = journal_open(dir, NULL, 0, err, sizeof(err));
+	ok(j != NULL && file_size(p2) == UINT64_MAX && journal_seq(j) == 3,
+	    "open removes it and starts segment 3");
+	journal_close(j);
+
+	/* an empty segment that is not the last is damage */
+	spit(p2, "", 0);
+	seg(p3, sizeof(p3), dir, 3);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, p2) != NULL, "an empty segment before the last is "
+	    "damage (%s)", err);
+	unlink(p2);
+	free(hdr.p);
+	rm_dir(dir);
+}
+
+static void
+put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+test_header_checks(void)
+{
+	struct journal_replay_info	 info;
+	struct journal			*j;
+	struct blob			 img;
+	char				 dir[64], p1[128], p7[128];
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	append_gen(j, 0, 5, 1);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &img);
+
+	put_le32(img.p + 8, 2);
+	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, "unsupported journal version 2") != NULL,
+	    "an unknown version is refused (%s)", err);
+	ok(journal_open(dir, NULL, 0, err, sizeof(err)) == NULL &&
+	    file_size(p1) == img.len, "open refuses it too, the file kept");
+
+	put_le32(img.p + 8, 1);
+	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
+	spit(p1, img.p, img.len);
+	seg(p7, sizeof(p7), dir, 7);
+	ok(rename(p1, p7) == 0 && journal_replay(dir, NULL, NULL, &info, err,
+	    sizeof(err)) == -1 && strstr(err, "sequence 1") != NULL,
+	    "a segment whose name and header disagree is refused");
+	rename(p7, p1);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == 0,
+	    "the fixed header replays");
+
+	memcpy(img.p, "SEENDBF\n", 8);
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, "bad magic") != NULL, "a file that is not a journal "
+	    "segment is refused");
+	free(img.p);
+	rm_dir(dir);
+}
+
+static void
+test_callback_stops(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64];
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	append_gen(j, 0, 10, 1);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	s.fail_at = 4;
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == -1 &&
+	    s.n == 3 && strstr(err, "no filter named filter-0") != NULL &&
+	    strstr(err, "offset") != NULL, "a callback's error stops the "
+	    "replay with its message and the record's offset (%s)", err);
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+static void
+test_everysec(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	struct timespec			 ts = { 0, 2000000 };
+	char				 dir[64];
+	uint64_t			 closed;
+	int				 ok_all = 1, tries;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	ok(journal_everysec_start(j, 5, err, sizeof(err)) == 0,
+	    "everysec: the sync thread starts");
+	/* append, write and rotate while the thread syncs */
+	for (uint64_t i = 0; i < 200; i++) {
+		ok_all &= append_gen(j, i * 50, (i + 1) * 50, 5) == 0 &&
+		    journal_write(j, err, sizeof(err)) == 0;
+		if (i % 40 == 39)
+			ok_all &= journal_rotate(j, &closed, err,
+			    sizeof(err)) == 0;
+		if (i % 10 == 0)
+			nanosleep(&ts, NULL);
+	}
+	ok(ok_all, "everysec: appends, writes and rotations beside the "
+	    "thread");
+	for (tries = 0; tries < 2000 && journal_unsynced(j) > 0; tries++)
+		nanosleep(&ts, NULL);
+	ok(journal_unsynced(j) == 0, "everysec: the thread syncs what was "
+	    "written");
+	journal_everysec_stop(j);
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    matches(&s, 0, 10000, 5), "everysec: all 10000 records replay");
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+/* ---- seeds for the fuzzer ---- */
+
+static void
+write_corpus(const char *out)
+{
+	struct journal	*j;
+	struct blob	 b;
+	char		 dir[64], p1[128], path[512];
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		exit(2);
+	append_gen(j, 0, 30, 4);
+	journal_append(j, "a-much-longer-filter-name-for-the-name-record", 45,
+	    3, 7, T0 + 99);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &b);
+	snprintf(path, sizeof(path), "%s/valid", out);
+	spit(path, b.p, b.len);
+	snprintf(path, sizeof(path), "%s/torn", out);
+	spit(path, b.p, b.len - 5);
+	snprintf(path, sizeof(path), "%s/header-only", out);
+	spit(path, b.p, 40);
+	b.p[200] ^= 4;
+	snprintf(path, sizeof(path), "%s/damaged", out);
+	spit(path, b.p, b.len);
+	free(b.p);
+	rm_dir(dir);
+}
+
+int
+main(void)
+{
+	const char *corpus = getenv("JOURNAL_CORPUS_DIR");
+
+	if (corpus != NULL) {
+		write_corpus(corpus);
+		return 0;
+	}
+	test_round_trip();
+	test_rotate_drop();
+	test_torn_tail();
+	test_zero_tail();
+	test_flipped_bit();
+	test_way_out();
+	test_enospc();
+	test_buffer_bound();
+	test_record_sizes();
+	test_new_seed();
+	test_empty_segments();
+	test_header_checks();
+	test_callback_stops();
+	test_everysec();
+	return done_testing();
+}
