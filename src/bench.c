@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -49,6 +50,13 @@
 #define REDIS_LOG2_BITS	30
 #define REDIS_KEY	"seen-bench:bloom"
 #define REDIS_URL_BYTES	(REDIS_K * 80)
+/*
+ * --resp: each URL is one RESP command to seend (or any Redis): "SETNX url
+ * 1", "SADD filter url" or "BF.ADD filter url", answered ":1" (new) or
+ * ":0" (seen). The command up to the URL's length is the same for every
+ * URL; RESP_TAIL bounds the length, CR LF pairs and "$1 1" around a URL.
+ */
+#define RESP_TAIL	40
 /* --rate: sleep in the kernel only when the next request is due later than
  * this; nearer deadlines are waited for by polling without a timeout. */
 #define SPIN_NS		50000
@@ -117,6 +125,10 @@ struct bench {
 	int			 csv;
 	int			 quiet;
 	int			 redis;		/* six SETBITs per URL */
+	int			 resp;		/* one RESP command per URL */
+	const char		*resp_cmd;	/* "SETNX", "SADD", "BF.ADD" */
+	char			 resp_prefix[400];
+	size_t			 resp_plen;
 	double			 rate;		/* requests/s in all, 0: no limit */
 	uint64_t		 interval_ns;	/* --rate: per connection */
 	uint64_t		 start_ns;
@@ -176,6 +188,11 @@ usage(FILE *fp)
 	    "  --redis       talk to redis-server: each URL is %d pipelined "
 	    "SETBITs\n"
 	    "                on one 2^%d-bit key (a request = a URL)\n"
+	    "  --resp        speak RESP (the Redis protocol): SETNX url 1 per "
+	    "request\n"
+	    "  --resp-cmd C  with --resp: setnx (default), sadd or bfadd (SADD "
+	    "or\n"
+	    "                BF.ADD to the --filter name, default \"default\")\n"
 	    "  --csv         print one CSV header line and one result line\n"
 	    "  -q            print only a one-line summary\n"
 	    "  -V, --version print the version\n"
@@ -317,6 +334,36 @@ keybuf_reserve(struct keybuf *kb, size_t need)
 	kb->cap = cap;
 }
 
+/* Appends the whole RESP command of one URL: the URL as it is (RESP is
+ * binary safe, nothing to encode). */
+static void
+keybuf_add_resp(struct keybuf *kb, const char *url, size_t len)
+{
+	char	*d;
+	int	 n;
+
+	keybuf_reserve(kb, B.resp_plen + len + RESP_TAIL);
+	d = kb->buf + kb->len;
+	memcpy(d, B.resp_prefix, B.resp_plen);
+	d += B.resp_plen;
+	n = sprintf(d, "%zu\r\n", len);
+	memcpy(d + n, url, len);
+	d += (size_t)n + len;
+	/* SETNX's value; SADD and BF.ADD end with the URL */
+	if (strcmp(B.resp_cmd, "SETNX") == 0) {
+		memcpy(d, "\r\n$1\r\n1\r\n", 9);
+		d += 9;
+	} else {
+		memcpy(d, "\r\n", 2);
+		d += 2;
+	}
+	if ((size_t)(d - (kb->buf + kb->len)) > B.maxline)
+		B.maxline = (size_t)(d - (kb->buf + kb->len));
+	kb->len = (size_t)(d - kb->buf);
+	kb->off[++kb->n] = kb->len;
+	kb->urlbytes += len;
+}
+
 /* Appends one request line (or, when the verb varies, the key and "\n"). */
 static void
 keybuf_add(struct keybuf *kb, const char *url, size_t len)
@@ -325,6 +372,10 @@ keybuf_add(struct keybuf *kb, const char *url, size_t len)
 			    B.check_prefix : B.seen_prefix) : "";
 	size_t		 plen = strlen(prefix), line;
 
+	if (B.resp) {
+		keybuf_add_resp(kb, url, len);
+		return;
+	}
 	keybuf_reserve(kb, plen + 3 * len + 1);
 	memcpy(kb->buf + kb->len, prefix, plen);
 	line = plen + client_encode_key(kb->buf + kb->len + plen, url, len);
@@ -399,6 +450,17 @@ keys_prepare(void)
 	    B.filter ? B.filter : "", B.filter ? " " : "");
 	B.seen_plen = strlen(B.seen_prefix);
 	B.check_plen = strlen(B.check_prefix);
+	if (B.resp && strcmp(B.resp_cmd, "SETNX") == 0)
+		snprintf(B.resp_prefix, sizeof(B.resp_prefix),
+		    "*3\r\n$5\r\nSETNX\r\n$");
+	else if (B.resp) {
+		const char *f = B.filter ? B.filter : "default";
+
+		snprintf(B.resp_prefix, sizeof(B.resp_prefix),
+		    "*3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$",
+		    strlen(B.resp_cmd), B.resp_cmd, strlen(f), f);
+	}
+	B.resp_plen = strlen(B.resp_prefix);
 
 	if (B.keyfile != NULL) {
 		/* with a file, -k only caps how many of its lines are used */
@@ -619,6 +681,36 @@ note_error(struct worker *w, const char *p, size_t len)
 }
 
 /*
+ * One RESP reply at p (before e) to a command answering ":0" or ":1": sets
+ * *len to its bytes and returns 0 or 1; -1 for an error reply (noted);
+ * -3 if it is not all there yet; -2 (the run fails) for anything else.
+ */
+static int
+resp_int_reply(struct worker *w, const char *p, const char *e, size_t *len)
+{
+	const char	*nl;
+	size_t		 n;
+
+	if (e - p >= 4 && p[0] == ':' && (p[1] == '0' || p[1] == '1') &&
+	    p[2] == '\r' && p[3] == '\n') {
+		*len = 4;
+		return p[1] - '0';
+	}
+	if ((nl = memchr(p, '\n', (size_t)(e - p))) == NULL)
+		return -3;
+	*len = (size_t)(nl - p) + 1;
+	n = *len - 1;
+	if (n > 0 && p[n - 1] == '\r')
+		n--;
+	if (p[0] != '-' || n == 0) {
+		fail(w, "unexpected reply from %s: %.*s", B.name, (int)n, p);
+		return -2;
+	}
+	note_error(w, p + 1, n - 1);
+	return -1;
+}
+
+/*
  * Reads once and pairs every complete reply with its slot. "0\r\n" and
  * "1\r\n" are recognised without a search; anything else is framed with
  * memchr. Returns 0, or -1 if the connection failed.
@@ -631,6 +723,7 @@ conn_read(struct worker *w, struct conn *c)
 	size_t			 len;
 	ssize_t			 n;
 	uint64_t		 t;
+	int			 bit;
 
 	n = client_reader_fill(r);
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -648,28 +741,26 @@ conn_read(struct worker *w, struct conn *c)
 	p = r->buf + r->start;
 	e = r->buf + r->end;
 	while (p < e) {
-		if (B.redis) {
+		if (B.resp) {
+			/* SETNX, SADD, BF.ADD: ":1" new, ":0" seen */
+			if ((bit = resp_int_reply(w, p, e, &len)) == -2)
+				return -1;
+			if (bit == -3)
+				break;
+			if (bit == 1)
+				w->replies_new++;
+			else if (bit == 0)
+				w->replies_seen++;
+		} else if (B.redis) {
 			/* ":0" or ":1" per SETBIT, REDIS_K per URL */
-			if (e - p >= 4 && p[0] == ':' && (p[1] == '0' ||
-			    p[1] == '1') && p[2] == '\r' && p[3] == '\n') {
-				c->allset &= p[1] == '1';
-				len = 4;
-			} else {
-				if ((nl = memchr(p, '\n', (size_t)(e - p))) ==
-				    NULL)
-					break;
-				len = (size_t)(nl - p) + 1;
-				n = (ssize_t)len - 1;
-				if (n > 0 && p[n - 1] == '\r')
-					n--;
-				if (p[0] != '-') {
-					fail(w, "unexpected reply from %s: "
-					    "%.*s", B.name, (int)n, p);
-					return -1;
-				}
-				note_error(w, p + 1, (size_t)n - 1);
+			if ((bit = resp_int_reply(w, p, e, &len)) == -2)
+				return -1;
+			if (bit == -3)
+				break;
+			if (bit == -1)
 				c->suberr = 1;
-			}
+			else
+				c->allset &= bit;
 			p += len;
 			if (++c->sub < REDIS_K)
 				continue;
@@ -693,7 +784,7 @@ conn_read(struct worker *w, struct conn *c)
 			c->inflight--;
 			continue;
 		}
-		if (e - p >= 3 && (p[0] == '0' || p[0] == '1') &&
+		else if (e - p >= 3 && (p[0] == '0' || p[0] == '1') &&
 		    p[1] == '\r' && p[2] == '\n') {
 			if (p[0] == '0')
 				w->replies_new++;
@@ -845,6 +936,37 @@ parse_count(const char *flag, const char *s, uint64_t min)
 	return v * mult;
 }
 
+/* AUTH in RESP: "+OK" or the server's error. */
+static int
+resp_auth(int fd, struct client_reader *r, const char *token, char *err,
+    size_t errlen)
+{
+	char	 req[600], *line;
+	size_t	 len;
+	int	 n, rc;
+
+	n = snprintf(req, sizeof(req), "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n",
+	    strlen(token), token);
+	if (n < 0 || (size_t)n >= sizeof(req)) {
+		snprintf(err, errlen, "AUTH: token too long");
+		return -1;
+	}
+	if (client_write_all(fd, req, (size_t)n) == -1) {
+		snprintf(err, errlen, "write: %s", strerror(errno));
+		return -1;
+	}
+	if ((rc = client_reader_line(r, &line, &len)) != 1) {
+		snprintf(err, errlen, "%s", rc == 0 ?
+		    "connection closed by server" : strerror(errno));
+		return -1;
+	}
+	if (strcmp(line, "+OK") != 0) {
+		snprintf(err, errlen, "AUTH: %s", line);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 connect_all(struct worker *workers)
 {
@@ -870,8 +992,9 @@ connect_all(struct worker *workers)
 		    (c->out = malloc(B.batch_max * B.maxline)) == NULL ||
 		    (c->sent = calloc(B.depth, sizeof(uint64_t))) == NULL)
 			die("out of memory");
-		if (B.token != NULL &&
-		    client_auth(c->fd, &c->in, B.token, err, sizeof(err)) == -1)
+		if (B.token != NULL && (B.resp ?
+		    resp_auth(c->fd, &c->in, B.token, err, sizeof(err)) :
+		    client_auth(c->fd, &c->in, B.token, err, sizeof(err))) == -1)
 			die("%s: %s", B.name, err);
 		if (client_set_nonblock(c->fd, 1) == -1)
 			die("fcntl: %s", strerror(errno));
@@ -1000,6 +1123,11 @@ report(int argc, char **argv, struct worker *workers, double secs)
 	if (B.redis)
 		printf("requests:    %" PRIu64 " URLs, each %d pipelined SETBITs "
 		    "on a 2^%d-bit key\n", h.total, REDIS_K, REDIS_LOG2_BITS);
+	else if (B.resp)
+		printf("requests:    %" PRIu64 " (RESP %s%s%s)\n", h.total,
+		    B.resp_cmd, strcmp(B.resp_cmd, "SETNX") ? ", filter " : "",
+		    strcmp(B.resp_cmd, "SETNX") ? (B.filter ? B.filter :
+		    "default") : "");
 	else
 		printf("requests:    %" PRIu64 " (%s%s%s)\n", h.total,
 		    B.ratio == 0 ? "SEEN" : B.ratio == 1 ? "CHECK" :
@@ -1013,8 +1141,12 @@ report(int argc, char **argv, struct worker *workers, double secs)
 	printf("throughput:  %.0f requests/s\n", rps);
 	printf("latency us:  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  "
 	    "(avg %.1f)\n", p50, p99, p999, pmax, avg);
-	printf("replies:     %" PRIu64 " new (0), %" PRIu64 " seen (1), %"
-	    PRIu64 " ERR\n", rnew, rseen, rerr);
+	if (B.resp)
+		printf("replies:     %" PRIu64 " new (:1), %" PRIu64 " seen "
+		    "(:0), %" PRIu64 " ERR\n", rnew, rseen, rerr);
+	else
+		printf("replies:     %" PRIu64 " new (0), %" PRIu64 " seen "
+		    "(1), %" PRIu64 " ERR\n", rnew, rseen, rerr);
 }
 
 /* Replies so far, on stderr once a second while the run lasts, when
@@ -1082,6 +1214,8 @@ main(int argc, char *argv[])
 		{ "filter",	required_argument,	NULL, 'F' },
 		{ "rate",	required_argument,	NULL, 'R' },
 		{ "redis",	no_argument,		NULL, 'D' },
+		{ "resp",	no_argument,		NULL, 'E' },
+		{ "resp-cmd",	required_argument,	NULL, 'M' },
 		{ NULL,		0,			NULL, 0 },
 	};
 	struct worker	*workers;
@@ -1158,6 +1292,22 @@ main(int argc, char *argv[])
 		case 'D':
 			B.redis = 1;
 			break;
+		case 'E':
+			B.resp = 1;
+			break;
+		case 'M':
+			B.resp = 1;
+			if (strcasecmp(optarg, "setnx") == 0)
+				B.resp_cmd = "SETNX";
+			else if (strcasecmp(optarg, "sadd") == 0)
+				B.resp_cmd = "SADD";
+			else if (strcasecmp(optarg, "bfadd") == 0 ||
+			    strcasecmp(optarg, "bf.add") == 0)
+				B.resp_cmd = "BF.ADD";
+			else
+				die("--resp-cmd %s: expected setnx, sadd or "
+				    "bfadd", optarg);
+			break;
 		case 'V':
 			printf("seen-bench %s\n", SEEN_VERSION);
 			return 0;
@@ -1182,8 +1332,16 @@ main(int argc, char *argv[])
 		B.seed = now_ns();
 	if (B.nthreads > B.nconns)
 		B.nthreads = B.nconns;
-	if (B.redis && (B.token != NULL || B.filter != NULL || B.ratio > 0))
-		die("--redis takes no -a, --filter or -r");
+	if (B.redis && (B.token != NULL || B.filter != NULL || B.ratio > 0 ||
+	    B.resp))
+		die("--redis takes no -a, --filter, -r or --resp");
+	if (B.resp && B.resp_cmd == NULL)
+		B.resp_cmd = "SETNX";
+	if (B.resp && B.ratio > 0)
+		die("--resp takes no -r: every request is %s", B.resp_cmd);
+	if (B.resp && B.filter != NULL && strcmp(B.resp_cmd, "SETNX") == 0)
+		die("--filter with --resp needs --resp-cmd sadd or bfadd "
+		    "(SETNX keys are routed as SEEN routes them)");
 	if (B.rate > 0) {
 		B.interval_ns = (uint64_t)((double)B.nconns * 1e9 / B.rate);
 		if (B.interval_ns == 0)

@@ -20,6 +20,7 @@ built programs; SEEND_WRAPPER, if set, is a command prefix (for example
 """
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -276,6 +277,59 @@ class Client:
 
     def close(self):
         self.s.close()
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port, in t's scratch dir, to
+    hold seend's Redis side up against (max_bulk: its proto-max-bulk-len,
+    1 MB at least). Stopped by stop() or at the end of the test."""
+
+    def __init__(self, t, max_bulk=512 * 1024 * 1024):
+        exe = shutil.which("redis-server")
+        t.ok(exe is not None, "redis-server is installed (tools/install-deps)")
+        self.port = free_port()
+        self.log = open(t.path("redis.log"), "w")
+        self.proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--daemonize", "no",
+             "--dir", t.dir, "--proto-max-bulk-len", str(max_bulk)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        t.servers.append(self)  # killed by run() if the test fails first
+        t.ok(wait_until(lambda: self.talk(b"*1\r\n$4\r\nPING\r\n", 0.5)
+                        == b"+PONG\r\n", 10), "redis-server answers PING")
+
+    def talk(self, data, idle=3.0):
+        """Sends data, returns what comes back until the server closes or
+        is silent for idle seconds."""
+        try:
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+        except OSError:
+            return None
+        got = b""
+        try:
+            s.sendall(data)
+            s.settimeout(idle)
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except socket.timeout:
+            pass
+        except OSError:
+            pass
+        finally:
+            s.close()
+        return got
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
 
 
 def run():
