@@ -430,6 +430,7 @@ info_filter(struct conn *c, const struct filter *f)
 	    "error_rate %g\r\n"
 	    "growth %s\r\n"
 	    "expire %lld\r\n"
+	    "normalize %s\r\n"
 	    "state %s\r\n"
 	    "count %llu\r\n"
 	    "slices %zu\r\n"
@@ -450,7 +451,7 @@ info_filter(struct conn *c, const struct filter *f)
 	    "refused_full %llu\r\n",
 	    f->name, (unsigned long long)f->capacity, f->error_rate,
 	    growth_text(f, g, sizeof(g)), (long long)(f->expire_ms / 1000),
-	    filter_state_name(filter_state(f)),
+	    f->normalize ? "standard" : "off", filter_state_name(filter_state(f)),
 	    (unsigned long long)filter_count(f), f->nslices,
 	    (unsigned long long)cap, bits, (unsigned long long)filter_bytes(f),
 	    (unsigned long long)filter_mapped(f),

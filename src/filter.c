@@ -13,6 +13,7 @@
 #include "filter.h"
 #include "log.h"
 #include "snapshot.h"
+#include "url.h"
 
 int64_t		filter_now_ms;
 uint64_t	filter_memory_used;
@@ -372,6 +373,17 @@ filter_seen_at(struct filter *f, uint64_t h, int64_t when)
 	return filter_seen_slices(f, h, f->expire_ms > 0 ? when : now);
 }
 
+uint64_t
+filter_hash_normalized(const struct filter *f, const char *key, size_t len)
+{
+	char	 out[FILTER_NORMAL_MAX];
+	size_t	 n = url_normalize(key, len, out, sizeof(out));
+
+	if (n == 0)
+		return XXH3_64bits_withSeed(key, len, f->seed);
+	return XXH3_64bits_withSeed(out, n, f->seed);
+}
+
 /* ---- the filter ---- */
 
 static struct filter *
@@ -386,6 +398,7 @@ filter_alloc(const struct filter_config *fc)
 	f->error_rate = fc->error_rate;
 	f->growth = fc->growth;
 	f->expire_ms = (int64_t)fc->expire * 1000;
+	f->normalize = fc->normalize == CONFIG_NORMALIZE_STANDARD;
 	f->refs = 1;
 	f->last_save_ok = -1;
 	f->drop_at_ms = INT64_MAX;
@@ -528,6 +541,13 @@ filter_reconfigure(struct filter *f, const struct filter_config *fc,
 		SAID("%sexpire %llds -> %llds", n ? ", " : "",
 		    (long long)(f->expire_ms / 1000),
 		    (long long)(expire / 1000));
+	if (f->normalize != (fc->normalize == CONFIG_NORMALIZE_STANDARD)) {
+		/* keys already recorded keep the form they were hashed in */
+		f->normalize = fc->normalize == CONFIG_NORMALIZE_STANDARD;
+		SAID("%snormalize %s (keys recorded before keep their "
+		    "spelling)", n ? ", " : "", f->normalize ? "standard" :
+		    "off");
+	}
 #undef SAID
 	if (n == 0)
 		return;

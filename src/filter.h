@@ -80,6 +80,7 @@ struct filter {
 	unsigned	 growth;	/* 0 = off */
 	int64_t		 expire_ms;	/* 0 = never */
 	uint64_t	 seed;		/* one hash per key for every slice */
+	int		 normalize;	/* hash url_normalize()d keys */
 	struct slice	**slices;	/* oldest first */
 	size_t		 nslices;
 	size_t		 slots;		/* allocated in slices[] */
@@ -198,9 +199,19 @@ void		 filter_head_filled(struct filter *);
 /* filter_seen at a given time (journal replay). */
 int		 filter_seen_at(struct filter *, uint64_t h, int64_t when_ms);
 
+/* The hash of a key's canonical URL (normalize = standard). */
+uint64_t	 filter_hash_normalized(const struct filter *, const char *key,
+		    size_t len);
+/* The longest canonical form hashed; a longer one, or a key that is not a
+ * URL, is hashed as given. */
+#define FILTER_NORMAL_MAX	16384
+
+/* The one hash of a key for every slice of f. */
 static inline uint64_t
 filter_hash(const struct filter *f, const void *key, size_t len)
 {
+	if (__builtin_expect(f->normalize, 0))
+		return filter_hash_normalized(f, key, len);
 	return XXH3_64bits_withSeed(key, len, f->seed);
 }
 
