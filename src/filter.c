@@ -117,6 +117,7 @@ refresh(struct filter *f)
 	struct slice *h = f->head;
 
 	f->simple = f->nslices == 1 && f->expire_ms == 0 && !f->full;
+	f->fast = f->simple && !f->normalize ? &h->bloom : NULL;
 	if (h == NULL) {
 		f->next_mark = UINT64_MAX;
 		return;

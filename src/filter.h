@@ -88,6 +88,9 @@ struct filter {
 	/* the fast path: one slice, no window, not full; filter_seen and
 	 * filter_check then cost what one Bloom filter does */
 	int		 simple;
+	/* the head's bits when simple and keys are hashed as given: the
+	 * batch path then works on them directly (command_run_simple) */
+	struct bloom	*fast;
 	int		 full;		/* cannot record: refuses new keys */
 	int		 held;		/* full because of max_memory */
 	uint64_t	 next_mark;	/* head count at which to look again */
