@@ -112,10 +112,12 @@ class _Seend:
                 self.down_until = now + max(self.retry, 1.0)
             self.stats.inc_value("seend/fail_open", n, spider=spider)
             return [False] * n
-        self.stats.inc_value("seend/errors", spider=spider)
         msg = ("seend at %s did not answer: %s; stopping the crawl "
                "(SEEND_FAIL_OPEN = True would treat such requests as new)"
                % (self.address, err))
+        if self.stopped is not None:
+            raise SeendUnavailable(msg)
+        self.stats.inc_value("seend/errors", spider=spider)
         logger.error(msg)
         self.stopped = err
         engine = getattr(self.crawler, "engine", None)

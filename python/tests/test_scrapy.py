@@ -1,0 +1,203 @@
+"""
+Real Scrapy crawls (Debian's python3-scrapy, in their own processes) of a
+real local website, deduplicated by a real seend: every page once, across
+processes, restarts of the crawl and restarts of seend; nothing recorded
+for what OffsiteMiddleware drops; fail-closed and fail-open.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from pyseend import HERE, SYSTEM_PYTHON, Failed, Server, address, free_port, \
+    run, test
+from website import Site
+
+import seend
+
+
+class Crawl:
+    """A crawl.py process; wait() returns its result (stats, error)."""
+
+    def __init__(self, t, name, starts, settings):
+        self.t = t
+        self.out = t.path(name + ".json")
+        self.log = t.path(name + ".log")
+        args = [SYSTEM_PYTHON, os.path.join(HERE, "crawl.py"), self.out]
+        args += starts
+        for k, v in settings.items():
+            args += ["-s", "%s=%s" % (k, json.dumps(v))]
+        with open(self.log, "w") as logf:
+            self.proc = subprocess.Popen(args, stdout=logf, stderr=logf,
+                                         env=os.environ)
+
+    def wait(self, timeout=90):
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise Failed("crawl did not finish in %ss; log:\n%s"
+                         % (timeout, self.text()[-3000:]))
+        try:
+            with open(self.out) as f:
+                self.result = json.load(f)
+        except (OSError, ValueError):
+            raise Failed("crawl wrote no result (exit %s); log:\n%s"
+                         % (self.proc.returncode, self.text()[-3000:]))
+        self.stats = self.result.get("stats", {})
+        return self
+
+    def text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+
+def crawl(t, name, starts, settings):
+    return Crawl(t, name, starts, settings).wait()
+
+
+def seend_settings(s, **extra):
+    d = {"SEEND_ADDRESS": address(s)}
+    d.update(extra)
+    return d
+
+
+def every_page_once(t, site, what):
+    hits = site.page_hits()
+    twice = {p: n for p, n in hits.items() if n > 1}
+    t.eq(twice, {}, "%s: pages fetched more than once" % what)
+    t.eq(sorted(hits), list(range(site.pages)), "%s: pages fetched" % what)
+
+
+@test
+def two_processes_sharing_one_seend_fetch_every_page_once(t):
+    with Server(t) as s, Site(pages=300) as site:
+        # one over TCP, one over the Unix socket; different start pages
+        a = Crawl(t, "a", [site.url(0)], seend_settings(s))
+        b = Crawl(t, "b", [site.url(150)],
+                  seend_settings(s, SEEND_ADDRESS=address(s, unix=True)))
+        a, b = a.wait(), b.wait()
+        every_page_once(t, site, "two processes")
+        for c in (a, b):
+            t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
+            t.ok(c.stats.get("response_received_count", 0) > 20,
+                 "both crawled a share: %s" % c.stats.get("response_received_count"))
+            # links came from the middleware's batches, not one trip each
+            t.ok(c.stats.get("seend/batched", 0) > 10 *
+                 c.stats.get("seend/direct", 0), "batched: %s" % c.stats)
+        t.eq(a.stats["response_received_count"] +
+             b.stats["response_received_count"], 300, "responses in total")
+
+
+@test
+def a_stopped_and_resumed_crawl_fetches_nothing_twice(t):
+    with Server(t) as s, Site(pages=300) as site:
+        jobdir = t.path("job")
+        first = crawl(t, "first", [site.url(0)],
+                      seend_settings(s, JOBDIR=jobdir, CLOSESPIDER_PAGECOUNT=60))
+        t.eq(first.stats.get("finish_reason"), "closespider_pagecount", "stopped")
+        done = len(site.page_hits())
+        t.ok(done < 200, "the first run stopped early (%d pages)" % done)
+        second = crawl(t, "second", [site.url(0)], seend_settings(s, JOBDIR=jobdir))
+        t.eq(second.stats.get("finish_reason"), "finished", "resumed run")
+        every_page_once(t, site, "stop and resume")
+
+
+@test
+def a_seend_restarted_mid_crawl_forgets_nothing(t):
+    with Server(t) as s, Site(pages=200) as site:
+        restarted = []
+
+        def restart():
+            # the crawler is idle on this one download (one at a time):
+            # seend gets SIGTERM, saves, and is started again
+            time.sleep(0.3)
+            restarted.append(s.stop(signal.SIGTERM))
+            s.start()
+
+        site.hooks[100] = restart
+        c = crawl(t, "c", [site.url(0)],
+                  seend_settings(s, CONCURRENT_REQUESTS=1,
+                                 CONCURRENT_REQUESTS_PER_DOMAIN=1))
+        t.eq(restarted, [0], "seend was restarted mid-crawl, exit status")
+        t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
+        every_page_once(t, site, "seend restart")
+        t.contains(s.read_log(), "SIGTERM", "seend log")
+
+
+def offsite_recorded(t, order):
+    """Crawls with the middleware at order; how many offsite URLs seend holds."""
+    with Server(t, name="o%d" % order) as s, Site(pages=40) as site:
+        c = crawl(t, "off%d" % order, [site.url(0)],
+                  seend_settings(s, SEEND_KEY="url",
+                                 SPIDER_MIDDLEWARES={"seend.scrapy.SeenMiddleware": order}))
+        t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
+        t.ok(c.stats.get("offsite/filtered", 0) >= 40, "offsite links dropped")
+        every_page_once(t, site, "offsite crawl")
+        cl = seend.Client(address(s))
+        t.eq(cl.check(site.url(7)), True, "pages are recorded by URL")
+        recorded = sum(cl.check_many([site.offsite_url(i) for i in range(40)]))
+        t.eq(site.hits.get("/off/1", 0), 0, "offsite never fetched")
+        return recorded
+
+
+@test
+def requests_dropped_as_offsite_are_never_recorded(t):
+    t.eq(offsite_recorded(t, 100), 0, "offsite URLs recorded at order 100")
+    # the same crawl with the middleware on the spider's side of
+    # OffsiteMiddleware records them: the order is what protects them
+    t.eq(offsite_recorded(t, 600), 40, "offsite URLs recorded at order 600")
+
+
+@test
+def an_unreachable_seend_stops_the_crawl_by_default(t):
+    port = free_port()
+    with Site(pages=20) as site:
+        c = crawl(t, "closed", [site.url(0)],
+                  {"SEEND_ADDRESS": "127.0.0.1:%d" % port,
+                   "SEEND_CONNECT_RETRY": 0.2})
+        t.contains(c.result.get("error", ""), "127.0.0.1:%d" % port, "error")
+        t.contains(c.text(), "seend at 127.0.0.1:%d cannot be reached" % port, "log")
+        t.eq(site.page_hits(), {}, "nothing fetched")
+
+
+@test
+def a_seend_lost_mid_crawl_stops_it_with_an_error(t):
+    with Server(t) as s, Site(pages=100) as site:
+        def stop():
+            time.sleep(0.3)
+            s.stop(signal.SIGTERM)
+
+        site.hooks[30] = stop
+        c = crawl(t, "lost", [site.url(0)],
+                  seend_settings(s, CONCURRENT_REQUESTS=1,
+                                 CONCURRENT_REQUESTS_PER_DOMAIN=1,
+                                 SEEND_CONNECT_RETRY=0.3))
+        t.eq(c.stats.get("finish_reason"), "seend_unavailable", "finish reason")
+        t.contains(c.text(), "seend at %s did not answer" % address(s), "log")
+        hits = site.page_hits()
+        t.ok(len(hits) < 100, "the crawl stopped (%d pages)" % len(hits))
+        t.eq({p: n for p, n in hits.items() if n > 1}, {}, "nothing twice")
+        t.eq(c.stats.get("seend/fail_open", 0), 0, "no request guessed new")
+
+
+@test
+def fail_open_crawls_on_and_counts_it(t):
+    port = free_port()
+    with Site(pages=15, fanout=2, repeat=1, offsite=False) as site:
+        c = crawl(t, "open", [site.url(0)],
+                  {"SEEND_ADDRESS": "127.0.0.1:%d" % port,
+                   "SEEND_FAIL_OPEN": True, "SEEND_CONNECT_RETRY": 0.1,
+                   "DEPTH_LIMIT": 3})
+        t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
+        t.ok(c.stats.get("seend/fail_open", 0) > 15,
+             "counted: %s" % c.stats.get("seend/fail_open"))
+        t.eq(c.stats.get("dupefilter/filtered", 0), 0, "nothing called seen")
+        t.ok(sum(site.page_hits().values()) > site.pages, "duplicates fetched")
+        t.contains(c.text(), "SEEND_FAIL_OPEN", "log says why")
+
+
+if __name__ == "__main__":
+    run()
