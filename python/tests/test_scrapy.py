@@ -199,5 +199,26 @@ def fail_open_crawls_on_and_counts_it(t):
         t.contains(c.text(), "SEEND_FAIL_OPEN", "log says why")
 
 
+@test
+def the_example_project_runs_and_a_second_run_fetches_nothing(t):
+    project = os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                           "examples", "scrapy")
+    with Server(t) as s, Site(pages=30) as site:
+        for run_no in (1, 2):
+            log = t.path("example%d.log" % run_no)
+            with open(log, "w") as logf:
+                rc = subprocess.call(
+                    [SYSTEM_PYTHON, "-m", "scrapy", "crawl", "site",
+                     "-a", "start=" + site.url(0), "-s", "ROBOTSTXT_OBEY=False",
+                     "-s", "SEEND_ADDRESS=" + address(s)],
+                    cwd=project, stdout=logf, stderr=logf, timeout=90)
+            with open(log) as f:
+                text = f.read()
+            t.eq(rc, 0, "scrapy crawl exit status; log:\n" + text[-2000:])
+            t.contains(text, "'finish_reason': 'finished'", "finished")
+        every_page_once(t, site, "example project, two runs")
+        t.contains(text, "'dupefilter/filtered': 1,", "second run: start page seen")
+
+
 if __name__ == "__main__":
     run()
