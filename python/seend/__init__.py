@@ -31,6 +31,7 @@ Number = Union[int, float, str]
 
 # What the line protocol splits tokens on, or cannot carry inside one.
 _FORBIDDEN = (b" ", b"\t", b"\n", b"\r", b"\v", b"\f")
+_FORBIDDEN_STR = tuple(ch.decode() for ch in _FORBIDDEN)
 _CHUNK = 1 << 18
 
 
@@ -359,16 +360,19 @@ class Client:
         if not all(keys):
             raise ValueError("seend: empty key at index %d"
                              % next(i for i, k in enumerate(keys) if not k))
-        if all(isinstance(k, str) for k in keys):
-            joined = ("\n" + prefix.decode()).join(keys)  # type: ignore[arg-type]
-            body = (prefix.decode() + joined + "\n").encode()
-        else:
-            body = prefix + (b"\n" + prefix).join(
-                k.encode() if isinstance(k, str) else bytes(k) for k in keys) + b"\n"
-        # each request holds exactly the spaces of its prefix and one newline
-        spaces = prefix.count(b" ") * len(keys)
-        if (body.count(b"\n") != len(keys) or body.count(b" ") != spaces or
-                any(ch in body for ch in _FORBIDDEN[1:] if ch != b"\n")):
+        try:
+            # str keys (the usual case): one join, then memchr-fast scans of
+            # the keys alone for what the protocol cannot carry
+            plain = "".join(keys)  # type: ignore[arg-type]
+            bad = any(ch in plain for ch in _FORBIDDEN_STR)
+            sep = "\n" + prefix.decode()
+            body = (prefix.decode() + sep.join(keys) + "\n").encode()  # type: ignore[arg-type]
+        except TypeError:
+            bkeys = [k.encode() if isinstance(k, str) else bytes(k) for k in keys]
+            plain_b = b"".join(bkeys)
+            bad = any(ch in plain_b for ch in _FORBIDDEN)
+            body = prefix + (b"\n" + prefix).join(bkeys) + b"\n"
+        if bad:
             for k in keys:
                 _encode(k)
         return body
