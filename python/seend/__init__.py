@@ -148,6 +148,7 @@ class Client:
         self.connect_retry = connect_retry
         self._family, self._addr = _parse_address(address)
         self._sock: Optional[socket.socket] = None
+        self._sel: Optional[selectors.BaseSelector] = None
         self._buf = bytearray()
 
     # ---- connection ----
@@ -163,6 +164,9 @@ class Client:
 
     def close(self) -> None:
         """Closes the connection; the next call opens a new one."""
+        if self._sel is not None:
+            self._sel.close()
+            self._sel = None
         if self._sock is not None:
             try:
                 self._sock.close()
@@ -198,6 +202,12 @@ class Client:
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
         self._buf = bytearray()
+        # non-blocking from here on: waits go through the selector, which
+        # applies the timeout, and a big batch is written while replies
+        # are read
+        self._sock.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._sock, selectors.EVENT_READ)
         if self.token is not None:
             reply = self._exchange(b"AUTH " + _encode(self.token, "token")
                                    + b"\n", 1).rstrip()
@@ -213,21 +223,15 @@ class Client:
         in flight it can be replaced without losing anything.
         """
         s = self._sock
-        if s is None:
-            return False
-        if self._buf:
+        if s is None or self._buf:
             return False
         try:
-            s.setblocking(False)
-            try:
-                data = s.recv(1, socket.MSG_PEEK)
-            finally:
-                s.settimeout(self.timeout)
+            s.recv(1, socket.MSG_PEEK)   # the socket is non-blocking
         except (BlockingIOError, InterruptedError):
-            return True
+            return True                  # nothing to read: as it should be
         except OSError:
             return False
-        return False  # EOF, or bytes nobody asked for
+        return False                     # EOF, or bytes nobody asked for
 
     def _ready(self) -> None:
         if not self._usable():
@@ -238,54 +242,55 @@ class Client:
                   multiline: bool = False) -> bytes:
         """
         Writes payload and reads nreplies reply lines (or, multiline, the
-        lines up to END), sending and receiving together so that a big batch
-        cannot deadlock on full socket buffers.  Returns the raw lines
-        without CRLF.  On a lost connection raises ConnectionError with the
-        lines that did arrive (as raw lines in .replies).
+        reply up to END), sending and receiving together so that a big
+        batch cannot deadlock on full socket buffers.  Returns the reply
+        block as it came.  On a lost connection raises ConnectionError; its
+        .raw holds the complete reply lines that did arrive.
         """
         s = self._sock
-        assert s is not None
+        sel = self._sel
+        assert s is not None and sel is not None
         view = memoryview(payload)
         sent = 0
         buf = self._buf
-        got = 0          # complete lines in buf
-        ended = False    # multiline: END seen
-        sel = selectors.DefaultSelector()
-        s.setblocking(False)
+        got = 0          # newlines in buf
+        ended = False    # multiline: the reply is complete
+        writing = False
         try:
-            sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
-            writing = True
-            while True:
-                if multiline:
-                    if ended:
-                        break
-                elif got >= nreplies:
-                    break
-                if writing and sent >= len(view):
-                    sel.modify(s, selectors.EVENT_READ)
-                    writing = False
+            if payload:
+                try:
+                    sent = s.send(view[:_CHUNK])
+                except (BlockingIOError, InterruptedError):
+                    pass
+            if sent < len(view):
+                sel.modify(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
+                writing = True
+            while not (ended if multiline else got >= nreplies):
                 events = sel.select(self.timeout)
                 if not events:
                     raise TimeoutError("seend at %s: no answer within %ss"
                                        % (self.address, self.timeout))
-                for _key, mask in events:
-                    if mask & selectors.EVENT_WRITE and sent < len(view):
-                        try:
-                            sent += s.send(view[sent:sent + _CHUNK])
-                        except (BlockingIOError, InterruptedError):
-                            pass
-                    if mask & selectors.EVENT_READ:
-                        try:
-                            chunk = s.recv(_CHUNK)
-                        except (BlockingIOError, InterruptedError):
-                            continue
-                        if not chunk:
-                            raise OSError("connection closed by the server")
-                        buf += chunk
-                        if multiline:
-                            ended = _multi_end(buf) >= 0
-                        else:
-                            got += chunk.count(b"\n")
+                mask = events[0][1]
+                if mask & selectors.EVENT_WRITE and writing:
+                    try:
+                        sent += s.send(view[sent:sent + _CHUNK])
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                    if sent >= len(view):
+                        sel.modify(s, selectors.EVENT_READ)
+                        writing = False
+                if mask & selectors.EVENT_READ:
+                    try:
+                        chunk = s.recv(_CHUNK)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    if not chunk:
+                        raise OSError("connection closed by the server")
+                    buf += chunk
+                    if multiline:
+                        ended = _multi_end(buf) >= 0
+                    else:
+                        got += chunk.count(b"\n")
         except TimeoutError:
             self.close()
             raise
@@ -303,10 +308,6 @@ class Client:
             # connection is out of step, drop it
             self.close()
             raise
-        finally:
-            sel.close()
-            if self._sock is not None:
-                s.settimeout(self.timeout)
         if multiline:
             end = _multi_end(buf)
             data = bytes(buf[:end])
