@@ -98,46 +98,61 @@ class _Seend:
             return request.url
         return self.fingerprinter.fingerprint(request).hex()
 
-    def unavailable(self, err: Exception, n: int, spider: Any) -> List[bool]:
+    def answers(self, keys: Sequence[str], spider: Any) -> List[Optional[bool]]:
         """
-        seend did not answer n requests: fail open (all new, counted) or
-        stop the crawl and raise.  Answers are never guessed as "seen".
+        SEEN of every key: True seen, False new.  None for a key seend did
+        not answer (unreachable, connection lost, ERR) when failing closed:
+        the crawl is then stopping.  Failing open, those are False, counted
+        in seend/fail_open.  An answer is never guessed as "seen".
         """
-        if self.fail_open:
-            now = time.monotonic()
-            if now >= self.down_until:
-                logger.warning("seend at %s did not answer (%s): requests "
-                               "are treated as new (SEEND_FAIL_OPEN)",
-                               self.address, err)
-                self.down_until = now + max(self.retry, 1.0)
-            self.stats.inc_value("seend/fail_open", n, spider=spider)
-            return [False] * n
-        msg = ("seend at %s did not answer: %s; stopping the crawl "
-               "(SEEND_FAIL_OPEN = True would treat such requests as new)"
-               % (self.address, err))
         if self.stopped is not None:
-            raise SeendUnavailable(msg)
-        self.stats.inc_value("seend/errors", spider=spider)
-        logger.error(msg)
-        self.stopped = err
-        engine = getattr(self.crawler, "engine", None)
-        if engine is not None and spider is not None and \
-                getattr(engine, "spider", None) is spider:
-            engine.close_spider(spider, CLOSE_REASON)
-        raise SeendUnavailable(msg) from err
-
-    def seen_many(self, keys: Sequence[str], spider: Any) -> List[bool]:
-        if self.stopped is not None:
-            return self.unavailable(self.stopped, len(keys), spider)
+            return self._failed(self.stopped, [None] * len(keys), spider)
         if self.fail_open and time.monotonic() < self.down_until:
-            return self.unavailable(seend.ConnectionError("down a moment ago"),
-                                    len(keys), spider)
+            # down a moment ago: do not spend connect_retry on every request
+            return self._failed(None, [None] * len(keys), spider)
+        self.client.connect_retry = self.retry if not self.down_until else 0.0
+        err: Exception
         try:
-            return self.client.seen_many(keys, filter=self.filter)
+            got: List[Optional[bool]] = list(
+                self.client.seen_many(keys, filter=self.filter))
+            self.down_until = 0.0
+            return got
         except seend.ConnectionError as e:
-            # the answers that arrived stand; the rest are not guessed
-            got = list(e.replies)
-            return got + self.unavailable(e, len(keys) - len(got), spider)
+            # the answers that arrived stand; the others are not guessed
+            got, err = list(e.replies), e
+            if self.fail_open:
+                self.down_until = time.monotonic() + max(self.retry, 1.0)
+        except seend.Error as e:
+            got = list(e.replies or [])
+            err = seend.Error("it answered ERR %s" % e)
+        got += [None] * (len(keys) - len(got))
+        return self._failed(err, got, spider)
+
+    def _failed(self, err: Optional[Exception], answers: List[Optional[bool]],
+                spider: Any) -> List[Optional[bool]]:
+        n = answers.count(None)
+        if self.fail_open:
+            if err is not None:
+                logger.warning("seend at %s did not answer %d request(s) (%s): "
+                               "treated as new (SEEND_FAIL_OPEN)",
+                               self.address, n, err)
+            self.stats.inc_value("seend/fail_open", n, spider=spider)
+            return [False if a is None else a for a in answers]
+        if self.stopped is None and err is not None:
+            self.stopped = err
+            self.stats.inc_value("seend/errors", spider=spider)
+            logger.error("seend at %s did not answer: %s; stopping the crawl "
+                         "(SEEND_FAIL_OPEN = True would treat such requests "
+                         "as new)", self.address, err)
+            engine = getattr(self.crawler, "engine", None)
+            if engine is not None and spider is not None and \
+                    getattr(engine, "spider", None) is spider:
+                engine.close_spider(spider, CLOSE_REASON)
+        return answers
+
+    def unavailable_error(self) -> SeendUnavailable:
+        return SeendUnavailable("seend at %s did not answer: %s; the crawl is "
+                                "stopping" % (self.address, self.stopped))
 
 
 class DupeFilter(BaseDupeFilter):
@@ -178,6 +193,7 @@ class DupeFilter(BaseDupeFilter):
             logger.warning("seend at %s cannot be reached (%s); "
                            "SEEND_FAIL_OPEN: requests count as new until it "
                            "answers", self.shared.address, e)
+            self.shared.down_until = time.monotonic() + max(self.shared.retry, 1.0)
 
     def close(self, reason: str) -> None:
         self.shared.client.close()
@@ -190,7 +206,12 @@ class DupeFilter(BaseDupeFilter):
             self.shared.stats.inc_value("seend/batched", spider=self.spider)
             return bool(mark[1])
         self.shared.stats.inc_value("seend/direct", spider=self.spider)
-        return self.shared.seen_many([key], self.spider)[0]
+        answer = self.shared.answers([key], self.spider)[0]
+        if answer is None:
+            # not "seen", not "new": the request is not scheduled, and the
+            # crawl is stopping with the error logged
+            raise self.shared.unavailable_error()
+        return answer
 
     def log(self, request: Request, spider: Any) -> None:
         """As RFPDupeFilter: every duplicate with DUPEFILTER_DEBUG, else the first."""
@@ -239,15 +260,19 @@ class SeenMiddleware:
         if not reqs:
             return out
         keys = [self.shared.key(r) for r in reqs]
-        try:
-            answers = self.shared.seen_many(keys, spider)
-        except SeendUnavailable:
-            # the crawl is stopping; the requests are not scheduled, since
-            # none of them can be answered honestly
-            return [r for r in out if not isinstance(r, Request)
-                    or r.dont_filter]
+        answers = self.shared.answers(keys, spider)
+        unanswered = set()
         for r, k, a in zip(reqs, keys, answers):
-            r.meta[META_KEY] = (k, a)
+            if a is None:
+                unanswered.add(id(r))
+            else:
+                r.meta[META_KEY] = (k, a)
+        if unanswered:
+            # failing closed, the crawl is stopping: the answered requests
+            # still go to the scheduler (with JOBDIR, to the queue on disk,
+            # so a resumed crawl fetches them); the others cannot be
+            # scheduled honestly
+            out = [r for r in out if id(r) not in unanswered]
         return out
 
     def process_spider_output(self, response: Any, result: Iterable[Any],

@@ -26,6 +26,11 @@ class Site:
         # server's thread, before that request is answered
         self.hooks: Dict[int, Callable[[], None]] = {}
         self.requests = 0
+        # hold every reply until all of these paths were asked for (so that
+        # crawls started at once really run side by side)
+        self.hold: set = set()
+        self.released = threading.Event()
+        self.released.set()
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,6 +39,9 @@ class Site:
                     site.hits[self.path] += 1
                     site.requests += 1
                     hook = site.hooks.pop(site.requests, None)
+                    if site.hold and site.hold.issubset(site.hits):
+                        site.released.set()
+                site.released.wait(60)
                 if hook is not None:
                     hook()
                 body = site.page(self.path)
@@ -57,6 +65,11 @@ class Site:
 
     def url(self, i: int) -> str:
         return "http://127.0.0.1:%d/p/%d" % (self.port, i)
+
+    def hold_until(self, *paths: str) -> None:
+        """Answers nothing until every one of paths has been requested."""
+        self.hold = set(paths)
+        self.released.clear()
 
     def offsite_url(self, i: int) -> str:
         return "http://localhost:%d/off/%d" % (self.port, i)
