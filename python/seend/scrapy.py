@@ -44,11 +44,10 @@ import time
 from typing import Any, Iterable, List, Optional, Sequence
 
 from scrapy import signals
-from scrapy.dupefilters import BaseDupeFilter
+from scrapy.dupefilters import BaseDupeFilter, RFPDupeFilter
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.utils.misc import load_object
-from scrapy.utils.request import referer_str
 
 import seend
 
@@ -214,18 +213,12 @@ class DupeFilter(BaseDupeFilter):
         return answer
 
     def log(self, request: Request, spider: Any) -> None:
-        """As RFPDupeFilter: every duplicate with DUPEFILTER_DEBUG, else the first."""
-        if self.debug:
-            msg = "Filtered duplicate request: %(request)s (referer: %(referer)s)"
-            args = {"request": request, "referer": referer_str(request)}
-            self.logger.debug(msg, args, extra={"spider": spider})
-        elif self.logdupes:
-            msg = ("Filtered duplicate request: %(request)s"
-                   " - no more duplicates will be shown"
-                   " (see DUPEFILTER_DEBUG to show all duplicates)")
-            self.logger.debug(msg, {"request": request}, extra={"spider": spider})
-            self.logdupes = False
-        spider.crawler.stats.inc_value("dupefilter/filtered", spider=spider)
+        """
+        As RFPDupeFilter logs (the first duplicate, or every one with
+        DUPEFILTER_DEBUG) and counts ``dupefilter/filtered``: its own code,
+        so the messages stay those of the installed Scrapy.
+        """
+        RFPDupeFilter.log(self, request, spider)  # type: ignore[arg-type]
 
 
 class SeenMiddleware:

@@ -186,6 +186,19 @@ def a_seend_lost_mid_crawl_stops_it_with_an_error(t):
 
 
 @test
+def dupefilter_debug_logs_every_duplicate(t):
+    with Server(t) as s, Site(pages=20) as site:
+        c = crawl(t, "debug", [site.url(0)],
+                  seend_settings(s, DUPEFILTER_DEBUG=True, LOG_LEVEL="DEBUG"))
+        n = c.stats.get("dupefilter/filtered", 0)
+        t.ok(n > 20, "duplicates filtered: %d" % n)
+        t.eq(c.text().count("Filtered duplicate request: <GET "), n,
+             "one log line per duplicate")
+        t.contains(c.text(), "(referer: http://127.0.0.1:%d/p/" % site.port,
+                   "with the referer")
+
+
+@test
 def an_err_reply_stops_the_crawl_too(t):
     with Server(t) as s, Site(pages=20) as site:
         c = crawl(t, "err", [site.url(0)],
@@ -229,6 +242,9 @@ def the_example_project_runs_and_a_second_run_fetches_nothing(t):
                 text = f.read()
             t.eq(rc, 0, "scrapy crawl exit status; log:\n" + text[-2000:])
             t.contains(text, "'finish_reason': 'finished'", "finished")
+            # DUPEFILTER_DEBUG off: the first duplicate is logged, no more
+            t.eq(text.count("Filtered duplicate request"), 1, "duplicates logged")
+            t.contains(text, "no more duplicates will be shown", "log")
         every_page_once(t, site, "example project, two runs")
         t.contains(text, "'dupefilter/filtered': 1,", "second run: start page seen")
 
