@@ -121,10 +121,14 @@ def main():
               "process's user+system time; us/req: extra CPU per request)")
         for name in CONFIGS:
             s = info[name]
-            print("%s: crawl s %s, CPU s %s; seend/batched %s, seend/direct %s"
+            trips = s.get("seend/round_trips", 0)
+            wait = s.get("seend/wait_ms", 0.0)
+            print("%s: crawl s %s, CPU s %s; seend/batched %s, seend/direct %s,"
+                  " %d round trips, %.0f ms waiting on seend (%.2f us a request)"
                   % (name, ["%.2f" % x for x in times[name]],
                      ["%.2f" % x for x in cpus[name]],
-                     s.get("seend/batched", 0), s.get("seend/direct", 0)))
+                     s.get("seend/batched", 0), s.get("seend/direct", 0),
+                     trips, wait, wait * 1e3 / reqs))
     finally:
         if sp is not None:
             sp.terminate()

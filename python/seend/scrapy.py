@@ -41,7 +41,7 @@ Settings:
 """
 import logging
 import time
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence, cast
 
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter, RFPDupeFilter
@@ -111,9 +111,10 @@ class _Seend:
             return self._failed(None, [None] * len(keys), spider)
         self.client.connect_retry = self.retry if not self.down_until else 0.0
         err: Exception
+        t0 = time.perf_counter()
         try:
-            got: List[Optional[bool]] = list(
-                self.client.seen_many(keys, filter=self.filter))
+            got = cast(List[Optional[bool]],
+                       self.client.seen_many(keys, filter=self.filter))
             self.down_until = 0.0
             return got
         except seend.ConnectionError as e:
@@ -124,6 +125,11 @@ class _Seend:
         except seend.Error as e:
             got = list(e.replies or [])
             err = seend.Error("it answered ERR %s" % e)
+        finally:
+            # what seend costs the crawl: round trips and the time in them
+            self.stats.inc_value("seend/round_trips", spider=spider)
+            self.stats.inc_value("seend/wait_ms", (time.perf_counter() - t0) * 1e3,
+                                 spider=spider)
         got += [None] * (len(keys) - len(got))
         return self._failed(err, got, spider)
 
