@@ -39,9 +39,11 @@ class Error(Exception):
     """
     The server answered ``ERR <reason>``; ``str(e)`` is the reason.
 
-    For a batch, ``index`` is the position of the first key that failed and
-    ``replies`` the answers of the whole batch (``None`` where a key got an
-    error); the other keys were answered and, for ``SEEN``, recorded.
+    For ``seen_many``/``check_many``, ``index`` is the position of the first
+    key that failed and ``replies`` the answers of every key sent, up to the
+    end of the batch that failed (``None`` where a key got an error); those
+    others were answered and, for ``SEEN``, recorded.  Later batches were
+    not sent.
     """
 
     def __init__(self, reason: str, index: Optional[int] = None,
@@ -86,7 +88,7 @@ def _parse_address(address: str) -> Tuple[int, object]:
         if not sep or not host:
             raise ValueError("seend address %r: expected host:port, [v6]:port "
                              "or a Unix socket path" % address)
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise ValueError("seend address %r: bad port %r" % (address, port))
     return socket.AF_UNSPEC, (host, int(port))
 
