@@ -186,6 +186,18 @@ def a_seend_lost_mid_crawl_stops_it_with_an_error(t):
 
 
 @test
+def the_asyncio_reactor_works_too(t):
+    with Server(t) as s, Site(pages=60) as site:
+        c = crawl(t, "asyncio", [site.url(0)], seend_settings(
+            s, TWISTED_REACTOR="twisted.internet.asyncioreactor."
+                               "AsyncioSelectorReactor"))
+        t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
+        t.eq(c.stats.get("log_count/ERROR", 0), 0, "errors logged")
+        t.ok(c.stats.get("seend/batched", 0) > 100, "batched")
+        every_page_once(t, site, "asyncio reactor")
+
+
+@test
 def dupefilter_debug_logs_every_duplicate(t):
     with Server(t) as s, Site(pages=20) as site:
         c = crawl(t, "debug", [site.url(0)],
