@@ -186,6 +186,89 @@ def a_seend_lost_mid_crawl_stops_it_with_an_error(t):
 
 
 @test
+def redirected_requests_get_their_own_round_trip(t):
+    with Server(t) as s, Site(pages=80, redirects=True) as site:
+        c = crawl(t, "redirects", [site.url(0)], seend_settings(s))
+        t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
+        every_page_once(t, site, "with redirects")
+        with site.lock:
+            r = {p: n for p, n in site.hits.items() if p.startswith("/r/")}
+        t.eq(sorted(r.values()), [1] * 40, "each redirect followed once")
+        # the redirect copies the request's meta: its target is asked
+        # about directly, not answered from the link's mark
+        t.ok(c.stats.get("seend/direct", 0) >= 40,
+             "direct round trips: %s" % c.stats.get("seend/direct"))
+
+
+def in_process(s, **settings):
+    """A crawler of this process with seend's DupeFilter and middleware."""
+    from scrapy.utils.test import get_crawler
+    from seend.scrapy import DupeFilter, SeenMiddleware
+    base = {"DUPEFILTER_CLASS": "seend.scrapy.DupeFilter",
+            "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7",
+            "SEEND_ADDRESS": address(s)}
+    base.update(settings)
+    crawler = get_crawler(settings_dict=base)
+    crawler.stats.open_spider(None)
+    return crawler, DupeFilter.from_crawler(crawler), \
+        SeenMiddleware.from_crawler(crawler)
+
+
+@test
+def marks_answer_only_their_own_request(t):
+    from scrapy import Request
+    with Server(t) as s:
+        crawler, df, mw = in_process(s, SEEND_KEY="url")
+        cl = seend.Client(address(s))
+        reqs = [Request("http://a.example/%d" % (i % 3)) for i in range(5)]
+        reqs.append(Request("http://a.example/x", dont_filter=True))
+        item = {"an": "item"}
+        before = cl.info()["cmd_seen"]
+        out = list(mw.process_spider_output(None, reqs + [item], None))
+        t.eq(out, reqs + [item], "everything passed on, in order")
+        t.eq(cl.info()["cmd_seen"] - before, 5, "one SEEN per request")
+        t.eq([r.meta.get("seend_seen") for r in reqs[:5]],
+             [("http://a.example/0", False), ("http://a.example/1", False),
+              ("http://a.example/2", False), ("http://a.example/0", True),
+              ("http://a.example/1", True)], "marks")
+        t.ok("seend_seen" not in reqs[5].meta, "dont_filter not asked about")
+        t.eq([r.dont_filter for r in reqs], [False] * 5 + [True], "dont_filter")
+        t.eq(crawler.stats.get_value("seend/round_trips"), 1, "one round trip")
+        # the DupeFilter answers from the marks, sending nothing
+        before = cl.info()["cmd_seen"]
+        t.eq([df.request_seen(r) for r in reqs[:5]],
+             [False, False, False, True, True], "answers from marks")
+        t.eq(cl.info()["cmd_seen"], before, "nothing sent")
+        t.ok("seend_seen" not in reqs[0].meta, "a mark is used once")
+        # a copy for another URL (what a redirect does) keeps the meta but
+        # not the answer: asked directly
+        other = Request("http://a.example/new", meta={"seend_seen": (
+            "http://a.example/0", True)})
+        t.eq(df.request_seen(other), False, "mark for another key ignored")
+        t.eq(cl.check("http://a.example/new"), True, "recorded directly")
+        # unmarked, seen before: True, from seend
+        t.eq(df.request_seen(Request("http://a.example/new")), True, "direct")
+        t.eq(crawler.stats.get_value("seend/direct"), 2, "direct trips")
+        # the fingerprint key is the hex of Scrapy's fingerprint
+        crawler2, df2, _ = in_process(s)
+        r = Request("http://b.example/")
+        t.eq(df2.request_seen(r), False, "fingerprint key new")
+        fp = crawler2.request_fingerprinter.fingerprint(r).hex()
+        t.eq(cl.check(fp), True, "the fingerprint's hex was recorded")
+
+
+@test
+def the_middleware_refuses_to_run_without_the_dupefilter(t):
+    from scrapy.exceptions import NotConfigured
+    with Server(t) as s:
+        try:
+            in_process(s, DUPEFILTER_CLASS="scrapy.dupefilters.RFPDupeFilter")
+            raise Failed("SeenMiddleware accepted RFPDupeFilter")
+        except NotConfigured as e:
+            t.contains(str(e), "seend.scrapy.DupeFilter")
+
+
+@test
 def the_asyncio_reactor_works_too(t):
     with Server(t) as s, Site(pages=60) as site:
         c = crawl(t, "asyncio", [site.url(0)], seend_settings(

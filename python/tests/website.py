@@ -15,11 +15,12 @@ from typing import Callable, Dict, List, Optional
 
 class Site:
     def __init__(self, pages: int = 200, fanout: int = 6, repeat: int = 3,
-                 offsite: bool = True) -> None:
+                 offsite: bool = True, redirects: bool = False) -> None:
         self.pages = pages
         self.fanout = fanout
         self.repeat = repeat
         self.offsite = offsite
+        self.redirects = redirects  # link to /r/N (a redirect) for odd N
         self.hits: Dict[str, int] = collections.Counter()
         self.lock = threading.Lock()
         # request number (1 = the first request) -> function called, in the
@@ -44,6 +45,13 @@ class Site:
                 site.released.wait(60)
                 if hook is not None:
                     hook()
+                if self.path.startswith("/r/"):
+                    # /r/N redirects to /p/N
+                    self.send_response(302)
+                    self.send_header("Location", "/p/" + self.path[3:])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = site.page(self.path)
                 if body is None:
                     self.send_error(404)
@@ -88,7 +96,9 @@ class Site:
             return None
         if not 0 <= i < self.pages:
             return None
-        a = ['<a href="/p/%d">page %d</a>' % (j, j) for j in self.links(i)]
+        a = ['<a href="/%s/%d">page %d</a>'
+             % ("r" if self.redirects and j % 2 else "p", j, j)
+             for j in self.links(i)]
         if self.offsite:
             a.append('<a href="%s">elsewhere</a>' % self.offsite_url(i))
         return "<html><body><h1>%d</h1>%s</body></html>" % (
