@@ -19,12 +19,10 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(TOP, "python", "tests")

@@ -26,8 +26,11 @@ for p in (PKG, os.path.join(TOP, "tests", "integration")):
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [PKG] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from seendtest import (Failed, Server, T, free_port, run, test,  # noqa: E402,F401
+from seendtest import (Failed, Server, T, free_port, run, test,  # noqa: E402
                        wait_until)
+
+__all__ = ["Failed", "Server", "T", "free_port", "run", "test", "wait_until",
+           "address", "HERE", "SYSTEM_PYTHON"]
 
 
 def address(server, unix=False):
