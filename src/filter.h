@@ -157,6 +157,9 @@ uint64_t	 filter_mutations(const struct filter *);
 /* 1 if changed since the last successful snapshot, or the snapshot is not
  * in the current data_dir. */
 int		 filter_dirty(const struct filter *);
+/* A filter held full by max_memory tries to grow again (the sweep calls
+ * it every second, and a reload). */
+void		 filter_retry(struct filter *);
 /* Drops expired slices; the sweep calls it so memory goes back without
  * traffic. */
 void		 filter_expire(struct filter *, int64_t now_ms);
