@@ -179,18 +179,29 @@ bloom_masks(const struct bloom *b, uint64_t h, uint64_t mask[BLOOM_BLOCK_WORDS])
 	}
 }
 
-/* 1 if every bit of the key is set (seen, or a false positive), else 0. */
+/* bloom_check with the key's masks already computed (bloom_masks): a
+ * filter of several slices with the same k computes them once. */
 static inline __attribute__((always_inline)) int
-bloom_check(const struct bloom *b, uint64_t h)
+bloom_check_masks(const struct bloom *b, uint64_t h,
+    const uint64_t mask[BLOOM_BLOCK_WORDS])
 {
 	const uint64_t	*blk = bloom_block(b, h);
-	uint64_t	 mask[BLOOM_BLOCK_WORDS], missing = 0;
+	uint64_t	 missing = 0;
 
-	bloom_masks(b, h, mask);
 	BLOOM_UNROLL
 	for (int w = 0; w < BLOOM_BLOCK_WORDS; w++)
 		missing |= mask[w] & ~blk[w];
 	return missing == 0;
+}
+
+/* 1 if every bit of the key is set (seen, or a false positive), else 0. */
+static inline __attribute__((always_inline)) int
+bloom_check(const struct bloom *b, uint64_t h)
+{
+	uint64_t mask[BLOOM_BLOCK_WORDS];
+
+	bloom_masks(b, h, mask);
+	return bloom_check_masks(b, h, mask);
 }
 
 /*
@@ -204,13 +215,13 @@ bloom_check(const struct bloom *b, uint64_t h)
  * do.
  */
 static inline __attribute__((always_inline)) int
-bloom_add(struct bloom *b, uint64_t h)
+bloom_add_masks(struct bloom *b, uint64_t h,
+    const uint64_t mask[BLOOM_BLOCK_WORDS])
 {
 	uint64_t	*blk = bloom_block(b, h);
-	uint64_t	 mask[BLOOM_BLOCK_WORDS], word[BLOOM_BLOCK_WORDS];
+	uint64_t	 word[BLOOM_BLOCK_WORDS];
 	uint64_t	 added = 0, fresh;
 
-	bloom_masks(b, h, mask);
 	if (b->hashes == 16) {
 		BLOOM_UNROLL
 		for (int w = 0; w < BLOOM_BLOCK_WORDS; w++) {
@@ -234,6 +245,15 @@ bloom_add(struct bloom *b, uint64_t h)
 	b->bits_set += added;
 	b->count++;
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+bloom_add(struct bloom *b, uint64_t h)
+{
+	uint64_t mask[BLOOM_BLOCK_WORDS];
+
+	bloom_masks(b, h, mask);
+	return bloom_add_masks(b, h, mask);
 }
 
 #endif

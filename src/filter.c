@@ -388,14 +388,41 @@ head_for(struct filter *f, int64_t t)
 	return f->head;
 }
 
+/*
+ * A key's masks depend on its hash and k only: computed once per k for
+ * all the slices of a lookup (slices differ in k as they tighten).
+ */
+struct key_masks {
+	unsigned	 have;		/* bit k/4: masks[k/8] computed */
+	uint64_t	 m[3][BLOOM_BLOCK_WORDS];
+};
+
+static inline const uint64_t *
+masks_for(struct key_masks *km, const struct bloom *b, uint64_t h)
+{
+	unsigned i = b->hashes == 4 ? 0 : b->hashes == 8 ? 1 : 2;
+
+	if (!(km->have & (1u << i))) {
+		bloom_masks(b, h, km->m[i]);
+		km->have |= 1u << i;
+	}
+	return km->m[i];
+}
+
 int
 filter_check_slices(struct filter *f, uint64_t h, int64_t now)
 {
+	struct key_masks km;
+
+	km.have = 0;
 	filter_expire(f, now);
 	/* newest first: the big slices hold most keys */
-	for (size_t i = f->nslices; i-- > 0;)
-		if (bloom_check(&f->slices[i]->bloom, h))
+	for (size_t i = f->nslices; i-- > 0;) {
+		const struct bloom *b = &f->slices[i]->bloom;
+
+		if (bloom_check_masks(b, h, masks_for(&km, b, h)))
 			return 1;
+	}
 	return 0;
 }
 
@@ -404,25 +431,32 @@ filter_seen_slices(struct filter *f, uint64_t h, int64_t now)
 {
 	struct slice	*head;
 	struct bloom	*b;
+	struct key_masks km;
 	int		 hit;
 
+	km.have = 0;
 	filter_expire(f, now);
 	/* every slice but the head is only asked */
-	for (size_t i = f->nslices; i-- > 0;)
+	for (size_t i = f->nslices; i-- > 0;) {
+		b = &f->slices[i]->bloom;
 		if (f->slices[i] != f->head &&
-		    bloom_check(&f->slices[i]->bloom, h))
+		    bloom_check_masks(b, h, masks_for(&km, b, h)))
 			return 1;
-	if (f->full)
-		return f->head != NULL && bloom_check(&f->head->bloom, h) ?
-		    1 : FILTER_FULL;
-	if (f->head != NULL && f->expire_ms > 0 &&
-	    f->head->start_ms < period_start(f, now) &&
-	    bloom_check(&f->head->bloom, h))
-		return 1;	/* in the last period's slice */
+	}
+	if (f->head != NULL && (f->full || (f->expire_ms > 0 &&
+	    f->head->start_ms < period_start(f, now)))) {
+		/* full, or the last period's slice: only asked */
+		b = &f->head->bloom;
+		if (bloom_check_masks(b, h, masks_for(&km, b, h)))
+			return 1;
+		if (f->full)
+			return FILTER_FULL;
+	} else if (f->full)
+		return FILTER_FULL;
 	if ((head = head_for(f, now)) == NULL)
 		return FILTER_FULL;
 	b = &head->bloom;
-	hit = bloom_add(b, h);
+	hit = bloom_add_masks(b, h, masks_for(&km, b, h));
 	if (!hit && b->count >= f->next_mark)
 		filter_head_filled(f);
 	return hit;
