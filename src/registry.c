@@ -372,7 +372,8 @@ registry_create(struct registry *reg, const struct config *cfg,
     const char *name, size_t len, uint64_t capacity, double error_rate,
     unsigned growth, char *err, size_t errlen)
 {
-	struct filter_config fc;
+	struct filter_config	 fc;
+	struct filter		*f;
 
 	if (!registry_valid_name(name, len)) {
 		snprintf(err, errlen, "bad filter name (1 to %d bytes of "
@@ -386,7 +387,9 @@ registry_create(struct registry *reg, const struct config *cfg,
 	fc.capacity = capacity;
 	fc.error_rate = error_rate;
 	fc.growth = growth;
-	return runtime_add(reg, cfg, &fc, 0, err, errlen);
+	if ((f = runtime_add(reg, cfg, &fc, 0, err, errlen)) != NULL)
+		f->reshapes = 1;	/* owes a snapshot, empty or not */
+	return f;
 }
 
 void

@@ -380,3 +380,46 @@ resp_add_null_array(struct buf *b)
 {
 	return buf_append(b, "*-1\r\n", 5);
 }
+
+/* A bulk length as resp_parse accepts it: "0" or 1-18 digits without a
+ * leading zero, then CR LF. Returns the position after the LF, or 0. */
+static inline size_t
+simple_length(const char *p, size_t len, size_t pos, size_t *n)
+{
+	size_t i = pos, u = 0;
+
+	if (i < len && p[i] == '0') {
+		i++;
+	} else {
+		if (i >= len || p[i] < '1' || p[i] > '9')
+			return 0;
+		for (; i < len && i - pos < 18 && p[i] >= '0' && p[i] <= '9';
+		    i++)
+			u = u * 10 + (size_t)(p[i] - '0');
+	}
+	if (i + 1 >= len || p[i] != '\r' || p[i + 1] != '\n')
+		return 0;
+	*n = u;
+	return i + 2;
+}
+
+size_t
+resp_parse3(const char *p, size_t len, const struct resp_limits *lim,
+    const char *argv[3], size_t argl[3])
+{
+	size_t pos = 4, n;
+
+	if (len < 4 || memcmp(p, "*3\r\n", 4) != 0)
+		return 0;
+	for (int k = 0; k < 3; k++) {
+		if (pos >= len || p[pos] != '$' ||
+		    (pos = simple_length(p, len, pos + 1, &n)) == 0 ||
+		    n > lim->max_bulk || n > len - pos || len - pos - n < 2 ||
+		    p[pos + n] != '\r' || p[pos + n + 1] != '\n')
+			return 0;
+		argv[k] = p + pos;
+		argl[k] = n;
+		pos += n + 2;
+	}
+	return pos <= lim->max_request ? pos : 0;
+}

@@ -75,6 +75,17 @@ enum resp_status resp_parse(const char *p, size_t len,
 	    const struct resp_limits *, struct resp_request *);
 
 /*
+ * The hot shape, an array of exactly three bulk strings (SETNX url v,
+ * SADD filter member, BF.ADD filter item), read in one pass: returns the
+ * bytes the request takes with its arguments in argv/argl, or 0 if the
+ * input does not begin with a whole such request within lim (unauth is
+ * not looked at: the caller has authenticated). Where it answers, it
+ * answers what resp_parse does (fuzz_resp checks it); on 0, ask resp_parse.
+ */
+size_t	resp_parse3(const char *p, size_t len, const struct resp_limits *,
+	    const char *argv[3], size_t argl[3]);
+
+/*
  * Reply encoding. Each returns 0, or -1 if the buffer cannot grow. Simple
  * strings and errors cannot hold CR or LF: as Redis does, those at either
  * end are dropped and those inside become spaces.

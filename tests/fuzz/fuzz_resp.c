@@ -17,7 +17,9 @@
  *     that size so that ASan sees any read past it) answers RESP_MORE, with
  *     an honest need, until the same result as the whole buffer;
  *   - encoding the arguments as an array of bulk strings parses back to
- *     the same arguments; resp_add_error never lets a CR or LF through.
+ *     the same arguments; resp_add_error never lets a CR or LF through;
+ *   - resp_parse3 (the hot path's recogniser), where it accepts, agrees
+ *     with resp_parse: RESP_OK, three arguments, the same bytes.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -190,6 +192,30 @@ check_roundtrip(const struct result *r, const struct resp_limits *lim)
 	buf_free(&b);
 }
 
+/* The one-pass recogniser agrees with resp_parse wherever it accepts. */
+static void
+check_parse3(const char *p, size_t len, const struct resp_limits *lim,
+    const struct result *r)
+{
+	struct resp_limits	 authed = *lim;
+	struct result		 full;
+	const char		*av[3];
+	size_t			 al[3], used;
+
+	authed.unauth = 0;
+	if ((used = resp_parse3(p, len, lim, av, al)) == 0)
+		return;
+	if (lim->unauth)
+		parse(p, len, &authed, &full);
+	else
+		full = *r;
+	CHECK(full.st == RESP_OK || (full.st == RESP_TOO_MANY &&
+	    lim->max_args < 3));
+	CHECK(full.req.argc == 3 && full.req.used == used);
+	for (int i = 0; i < 3 && i < lim->max_args; i++)
+		CHECK(full.av[i] == av[i] && full.al[i] == al[i]);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -212,6 +238,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (left > 0) {
 		parse(p, left, &lim, &r);
 		check_one(p, left, &lim, &r);
+		check_parse3(p, left, &lim, &r);
 		if (first)
 			check_splits(p, left, &lim, &r);
 		first = 0;
