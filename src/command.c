@@ -914,7 +914,7 @@ cmd_sadd(struct conn *c, struct op *op, struct result *r)
 	struct filter	*f;
 	uint8_t		*a = NULL;
 	long long	 n = 0;
-	int		 hit, madd = op->cmd->lname[3] == 'm';
+	int		 hit, madd = strcmp(op->cmd->lname, "bf.madd") == 0;
 
 	if ((f = named_filter(c, op, 1, r)) == NULL)
 		return;
@@ -941,7 +941,8 @@ cmd_sismember(struct conn *c, struct op *op, struct result *r)
 {
 	struct filter	*f = named_filter(c, op, 0, r);
 	const char	*name = op->cmd->lname;
-	int		 multi = name[1] == 'm' || name[3] == 'm';
+	int		 multi = strcmp(name, "smismember") == 0 ||
+		    strcmp(name, "bf.mexists") == 0;
 	uint8_t		*a = NULL;
 	int		 hit = 0;
 
