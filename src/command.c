@@ -677,7 +677,8 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	const struct registry *reg = c->srv->reg;
 	struct stats	*st = &c->srv->stats;
 	const char	*p = buf_head(&c->in), *av[3];
-	size_t		 left = buf_used(&c->in), off = 0, next, al[3];
+	size_t		 left = buf_used(&c->in), off = 0, next, al[3], lastl = 0;
+	struct filter	*last = NULL;
 	uint64_t	 seen_hits = 0;
 	int		 n, i;
 	char		*out;
@@ -692,7 +693,14 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 			q[n].f = registry_route(reg, av[1], al[1]);
 		else if (name_is(av[0], al[0], "SADD", 4) ||
 		    name_is(av[0], al[0], "BF.ADD", 6)) {
-			q[n].f = registry_find(reg, av[1], al[1]);
+			/* a pipeline names one filter again and again:
+			 * the last one found saves a hash of its name */
+			if (last == NULL || al[1] != lastl ||
+			    memcmp(av[1], last->name, lastl) != 0) {
+				last = registry_find(reg, av[1], al[1]);
+				lastl = al[1];
+			}
+			q[n].f = last;
 			av[1] = av[2];
 			al[1] = al[2];
 		} else

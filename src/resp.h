@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include <string.h>
+
 #include "buf.h"
 
 /*
@@ -75,17 +77,6 @@ enum resp_status resp_parse(const char *p, size_t len,
 	    const struct resp_limits *, struct resp_request *);
 
 /*
- * The hot shape, an array of exactly three bulk strings (SETNX url v,
- * SADD filter member, BF.ADD filter item), read in one pass: returns the
- * bytes the request takes with its arguments in argv/argl, or 0 if the
- * input does not begin with a whole such request within lim (unauth is
- * not looked at: the caller has authenticated). Where it answers, it
- * answers what resp_parse does (fuzz_resp checks it); on 0, ask resp_parse.
- */
-size_t	resp_parse3(const char *p, size_t len, const struct resp_limits *,
-	    const char *argv[3], size_t argl[3]);
-
-/*
  * Reply encoding. Each returns 0, or -1 if the buffer cannot grow. Simple
  * strings and errors cannot hold CR or LF: as Redis does, those at either
  * end are dropped and those inside become spaces.
@@ -101,5 +92,56 @@ int	resp_add_bulk(struct buf *, const void *, size_t); /* $n data */
 int	resp_add_null(struct buf *);			/* $-1 */
 int	resp_add_array(struct buf *, long long n);	/* *n, then n items */
 int	resp_add_null_array(struct buf *);		/* *-1 */
+
+/* A bulk length as resp_parse accepts it: "0" or 1-18 digits without a
+ * leading zero, then CR LF. Returns the position after the LF, or 0. */
+static inline size_t
+resp_simple_length(const char *p, size_t len, size_t pos, size_t *n)
+{
+	size_t i = pos, u = 0;
+
+	if (i < len && p[i] == '0') {
+		i++;
+	} else {
+		if (i >= len || p[i] < '1' || p[i] > '9')
+			return 0;
+		for (; i < len && i - pos < 18 && p[i] >= '0' && p[i] <= '9';
+		    i++)
+			u = u * 10 + (size_t)(p[i] - '0');
+	}
+	if (i + 1 >= len || p[i] != '\r' || p[i + 1] != '\n')
+		return 0;
+	*n = u;
+	return i + 2;
+}
+
+/*
+ * The hot shape, an array of exactly three bulk strings (SETNX url v,
+ * SADD filter member, BF.ADD filter item), read in one pass: returns the
+ * bytes the request takes with its arguments in argv/argl, or 0 if the
+ * input does not begin with a whole such request within lim (unauth is
+ * not looked at: the caller has authenticated). Where it answers, it
+ * answers what resp_parse does (fuzz_resp checks it); on 0, ask resp_parse.
+ */
+static inline size_t
+resp_parse3(const char *p, size_t len, const struct resp_limits *lim,
+    const char *argv[3], size_t argl[3])
+{
+	size_t pos = 4, n;
+
+	if (len < 4 || memcmp(p, "*3\r\n", 4) != 0)
+		return 0;
+	for (int k = 0; k < 3; k++) {
+		if (pos >= len || p[pos] != '$' ||
+		    (pos = resp_simple_length(p, len, pos + 1, &n)) == 0 ||
+		    n > lim->max_bulk || n > len - pos || len - pos - n < 2 ||
+		    p[pos + n] != '\r' || p[pos + n + 1] != '\n')
+			return 0;
+		argv[k] = p + pos;
+		argl[k] = n;
+		pos += n + 2;
+	}
+	return pos <= lim->max_request ? pos : 0;
+}
 
 #endif
