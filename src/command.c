@@ -1253,6 +1253,7 @@ cmd_del(struct conn *c, struct op *op, struct result *r)
 		if ((f = registry_find(reg, op->argv[i], op->argl[i])) == NULL)
 			continue;
 		registry_remove(reg, f);
+		f->deleted = 1;
 		if (snapshot_path(path, sizeof(path), c->srv->cfg->data_dir,
 		    f->name) == 0 && unlink(path) == -1 && errno != ENOENT)
 			log_warn("filter %s: cannot remove %s: %s", f->name,
