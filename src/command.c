@@ -676,9 +676,10 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	struct simple	 q[COMMAND_SIMPLE_BATCH];
 	const struct registry *reg = c->srv->reg;
 	struct stats	*st = &c->srv->stats;
-	const char	*p = buf_head(&c->in), *av[3];
-	size_t		 left = buf_used(&c->in), off = 0, next, al[3], lastl = 0;
+	const char	*p = buf_head(&c->in), *av[2];
+	size_t		 left = buf_used(&c->in), off = 0, next, al[2], lastl = 0;
 	struct filter	*last = NULL;
+	enum resp_hot	 cmd;
 	uint64_t	 seen_hits = 0;
 	int		 n, i;
 	char		*out;
@@ -686,28 +687,26 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
 	for (n = 0; n < max; n++) {
-		next = resp_parse3(p + off, left - off, lim, av, al);
+		next = resp_parse_hot(p + off, left - off, lim, &cmd, av, al);
 		if (next == 0)
 			break;
-		if (name_is(av[0], al[0], "SETNX", 5))
-			q[n].f = registry_route(reg, av[1], al[1]);
-		else if (name_is(av[0], al[0], "SADD", 4) ||
-		    name_is(av[0], al[0], "BF.ADD", 6)) {
+		if (cmd == RESP_HOT_SETNX)
+			q[n].f = registry_route(reg, av[0], al[0]);
+		else {
 			/* a pipeline names one filter again and again:
 			 * the last one found saves a hash of its name */
-			if (last == NULL || al[1] != lastl ||
-			    memcmp(av[1], last->name, lastl) != 0) {
-				last = registry_find(reg, av[1], al[1]);
-				lastl = al[1];
+			if (last == NULL || al[0] != lastl ||
+			    memcmp(av[0], last->name, lastl) != 0) {
+				last = registry_find(reg, av[0], al[0]);
+				lastl = al[0];
 			}
 			q[n].f = last;
-			av[1] = av[2];
-			al[1] = al[2];
-		} else
-			break;
+			av[0] = av[1];
+			al[0] = al[1];
+		}
 		if (q[n].f == NULL)
 			break;	/* the general path explains or creates */
-		q[n].h = filter_hash(q[n].f, av[1], al[1]);
+		q[n].h = filter_hash(q[n].f, av[0], al[0]);
 		q[n].next = next;
 		off += next;
 	}

@@ -99,7 +99,7 @@ int		command_encode(struct buf *out, int proto,
 int		command_run_simple(struct conn *, int max);
 /*
  * The same for RESP: "SETNX <url> <v>", "SADD <filter> <member>" and
- * "BF.ADD <filter> <item>" arrays (resp_parse3), answered ":1" new, ":0"
+ * "BF.ADD <filter> <item>" arrays (resp_parse_hot), answered ":1" new, ":0"
  * seen. Stops at anything else, a missing filter, or a full one.
  */
 int		command_run_resp_simple(struct conn *, const struct resp_limits *,
