@@ -584,6 +584,53 @@ struct simple {
 	size_t		 next;		/* bytes of its line */
 };
 
+/*
+ * A batch whose keys all go to f, a filter of one slice b with room for
+ * all of them (so none can fill it): prefetch and answer on b alone, the
+ * filter's counters added once; replies as lines, or (resp) as RESP
+ * integers for SETNX/SADD/BF.ADD. Returns n.
+ */
+static inline __attribute__((always_inline)) int
+answer_fast(struct filter *f, struct bloom *b, const struct simple *q, int n,
+    char *out, uint64_t *checks, uint64_t *check_hits, uint64_t *seen_hits,
+    int resp)
+{
+	uint64_t	 nchecks = 0, chits = 0, shits = 0, hit;
+
+	for (int i = 0; i < n; i++)
+		bloom_prefetch(b, q[i].h);
+	for (int i = 0; i < n; i++) {
+		if (q[i].check) {
+			hit = (uint64_t)bloom_check(b, q[i].h);
+			nchecks++;
+			chits += hit;
+		} else {
+			hit = (uint64_t)bloom_add(b, q[i].h);
+			shits += hit;
+		}
+		if (resp) {
+			/* SETNX, SADD, BF.ADD: 1 for a new key */
+			out[0] = ':';
+			out[1] = (char)('1' - hit);
+			out[2] = '\r';
+			out[3] = '\n';
+			out += 4;
+		} else {
+			out[0] = (char)('0' + hit);
+			out[1] = '\r';
+			out[2] = '\n';
+			out += 3;
+		}
+	}
+	f->checks += nchecks;
+	f->seen_old += shits;
+	f->seen_new += (uint64_t)n - nchecks - shits;
+	*checks += nchecks;
+	*check_hits += chits;
+	*seen_hits += shits;
+	return n;
+}
+
 int
 command_run_simple(struct conn *c, int max)
 {
@@ -593,54 +640,70 @@ command_run_simple(struct conn *c, int max)
 	const char	*p = buf_head(&c->in), *key;
 	size_t		 left = buf_used(&c->in), off = 0, next, maxl;
 	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
+	struct bloom	*b;
 	long		 klen;
-	int		 n, i;
+	int		 n, i, j, uniform = 1;
 	char		*out;
 
 	maxl = c->srv->cfg->max_line;
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
 	for (n = 0; n < max; n++) {
+		struct filter *f;
+
 		klen = proto_simple_key(p + off, left - off, maxl, &key,
 		    &q[n].check, &next);
 		if (klen < 0 ||
-		    (q[n].f = registry_route(reg, key, (size_t)klen)) == NULL)
+		    (f = registry_route(reg, key, (size_t)klen)) == NULL)
 			break;	/* not simple, or an error to explain */
-		q[n].h = filter_hash(q[n].f, key, (size_t)klen);
+		q[n].f = f;
+		uniform &= f == q[0].f;
+		q[n].h = f->fast != NULL ?
+		    XXH3_64bits_withSeed(key, (size_t)klen, f->seed) :
+		    filter_hash(f, key, (size_t)klen);
 		q[n].next = next;
 		off += next;
 	}
 	if (n == 0 || buf_reserve(&c->out, 3 * (size_t)n) == -1)
 		return 0;
-	/*
-	 * The prefetches back to back, after all of the hashing. Measured
-	 * in seend (bench/RESULTS.md): a prefetch right after each hash cost
-	 * 60% more CPU per request, a sliding window of them 66-113% more,
-	 * double-buffered batches no less. Why this CPU prefers bursts was
-	 * not measured (no PMU counters in this VM).
-	 */
-	for (i = 0; i < n; i++)
-		filter_prefetch(q[i].f, q[i].h);
 	out = c->out.data + c->out.len;
-	off = 0;
-	for (i = 0; i < n; i++) {
-		int r = filter_answer(q[i].f, q[i].h, q[i].check);
-		uint64_t hit;
+	b = q[0].f->fast;
+	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
+		/* one filter of one slice with room for every key: each
+		 * key is one Bloom filter operation, nothing else */
+		i = answer_fast(q[0].f, b, q, n, out, &checks, &check_hits,
+		    &seen_hits, 0);
+	else {
+		/*
+		 * The prefetches back to back, after all of the hashing.
+		 * Measured in seend (bench/RESULTS.md): a prefetch right
+		 * after each hash cost 60% more CPU per request, a sliding
+		 * window of them 66-113% more, double-buffered batches no
+		 * less. Why this CPU prefers bursts was not measured (no
+		 * PMU counters in this VM).
+		 */
+		for (i = 0; i < n; i++)
+			filter_prefetch(q[i].f, q[i].h);
+		for (i = 0; i < n; i++) {
+			int r = filter_answer(q[i].f, q[i].h, q[i].check);
+			uint64_t hit;
 
-		if (__builtin_expect(r == FILTER_FULL, 0))
-			break;	/* the general path explains, in order */
-		hit = (uint64_t)r;
-		off += q[i].next;
-
-		if (q[i].check) {
-			checks++;
-			check_hits += hit;
-		} else
-			seen_hits += hit;
-		out[0] = (char)('0' + hit);
-		out[1] = '\r';
-		out[2] = '\n';
-		out += 3;
+			if (__builtin_expect(r == FILTER_FULL, 0))
+				break;	/* the general path explains it */
+			hit = (uint64_t)r;
+			if (q[i].check) {
+				checks++;
+				check_hits += hit;
+			} else
+				seen_hits += hit;
+			out[0] = (char)('0' + hit);
+			out[1] = '\r';
+			out[2] = '\n';
+			out += 3;
+		}
+		if (i < n)	/* only the answered lines are consumed */
+			for (off = 0, j = 0; j < i; j++)
+				off += q[j].next;
 	}
 	n = i;
 	c->out.len += 3 * (size_t)n;
@@ -678,10 +741,11 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	struct stats	*st = &c->srv->stats;
 	const char	*p = buf_head(&c->in), *av[2];
 	size_t		 left = buf_used(&c->in), off = 0, next, al[2], lastl = 0;
-	struct filter	*last = NULL;
+	struct filter	*last = NULL, *f;
+	struct bloom	*b;
 	enum resp_hot	 cmd;
-	uint64_t	 seen_hits = 0;
-	int		 n, i;
+	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
+	int		 n, i, j, uniform = 1;
 	char		*out;
 
 	if (max > COMMAND_SIMPLE_BATCH)
@@ -691,7 +755,7 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 		if (next == 0)
 			break;
 		if (cmd == RESP_HOT_SETNX)
-			q[n].f = registry_route(reg, av[0], al[0]);
+			f = registry_route(reg, av[0], al[0]);
 		else {
 			/* a pipeline names one filter again and again:
 			 * the last one found saves a hash of its name */
@@ -700,36 +764,47 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 				last = registry_find(reg, av[0], al[0]);
 				lastl = al[0];
 			}
-			q[n].f = last;
+			f = last;
 			av[0] = av[1];
 			al[0] = al[1];
 		}
-		if (q[n].f == NULL)
+		if (f == NULL)
 			break;	/* the general path explains or creates */
-		q[n].h = filter_hash(q[n].f, av[0], al[0]);
+		q[n].f = f;
+		q[n].check = 0;
+		uniform &= f == q[0].f;
+		q[n].h = f->fast != NULL ?
+		    XXH3_64bits_withSeed(av[0], al[0], f->seed) :
+		    filter_hash(f, av[0], al[0]);
 		q[n].next = next;
 		off += next;
 	}
 	if (n == 0 || buf_reserve(&c->out, 4 * (size_t)n) == -1)
 		return 0;
-	/* as command_run_simple does, and for its reason */
-	for (i = 0; i < n; i++)
-		filter_prefetch(q[i].f, q[i].h);
 	out = c->out.data + c->out.len;
-	off = 0;
-	for (i = 0; i < n; i++) {
-		int r = filter_answer(q[i].f, q[i].h, 0);
+	b = q[0].f->fast;
+	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
+		i = answer_fast(q[0].f, b, q, n, out, &checks, &check_hits,
+		    &seen_hits, 1);
+	else {
+		/* as command_run_simple does, and for its reason */
+		for (i = 0; i < n; i++)
+			filter_prefetch(q[i].f, q[i].h);
+		for (i = 0; i < n; i++) {
+			int r = filter_answer(q[i].f, q[i].h, 0);
 
-		if (__builtin_expect(r == FILTER_FULL, 0))
-			break;
-		off += q[i].next;
-		seen_hits += (uint64_t)r;
-		/* all three answer 1 for a new key */
-		out[0] = ':';
-		out[1] = (char)('1' - r);
-		out[2] = '\r';
-		out[3] = '\n';
-		out += 4;
+			if (__builtin_expect(r == FILTER_FULL, 0))
+				break;
+			seen_hits += (uint64_t)r;
+			out[0] = ':';
+			out[1] = (char)('1' - r);
+			out[2] = '\r';
+			out[3] = '\n';
+			out += 4;
+		}
+		if (i < n)	/* only the answered requests are consumed */
+			for (off = 0, j = 0; j < i; j++)
+				off += q[j].next;
 	}
 	n = i;
 	c->out.len += 4 * (size_t)n;

@@ -117,6 +117,7 @@ refresh(struct filter *f)
 	struct slice *h = f->head;
 
 	f->simple = f->nslices == 1 && f->expire_ms == 0 && !f->full;
+	f->fast = f->simple && !f->normalize ? &h->bloom : NULL;
 	if (h == NULL) {
 		f->next_mark = UINT64_MAX;
 		return;
@@ -164,26 +165,73 @@ filter_first_shape(uint64_t capacity, double error_rate, unsigned growth,
 		*rate *= 1.0 - FILTER_TIGHTENING;
 }
 
-/* The plan of the next slice of f, for a period starting at start. */
-static void
-next_shape(const struct filter *f, int64_t start, uint64_t *capacity,
+/*
+ * The next slice of a period whose slices so far were planned for rates
+ * summing to spent and capacities summing to capsum (both 0 for a new
+ * period), the newest of capacity last. Returns 0, or -1 when a fixed
+ * filter has no capacity left to give.
+ *
+ * A growing filter's next slice takes (1 - r) of the rate budget the
+ * period has left, which is the geometric series of filter.h whatever
+ * came before: slices planned for more than the budget (a fixed filter
+ * turned growing, a version 1 snapshot, an error_rate lowered by a reload)
+ * open a second budget as large, so such a filter stays under the rate
+ * its old slices were planned for plus error_rate. Capacity grows by
+ * growth from the newest slice, and is never less than the first slice's:
+ * a capacity raised by a reload applies to the next slice. A fixed filter
+ * whose capacity a reload raised gets one more slice for the difference.
+ */
+static int
+shape_after(uint64_t capacity, double error_rate, unsigned growth,
+    int64_t expire_ms, uint64_t last, double spent, uint64_t capsum,
+    uint64_t *cap, double *rate)
+{
+	uint64_t	 base;
+	double		 budget, left;
+
+	filter_first_shape(capacity, error_rate, growth, expire_ms, &base,
+	    &budget);
+	if (capsum == 0) {
+		*cap = base;
+		*rate = budget;
+		return 0;
+	}
+	budget = expire_ms > 0 ? error_rate / FILTER_LIVE_PERIODS : error_rate;
+	left = budget - fmod(spent, budget);
+	if (left < budget * 1e-6)
+		left += budget;
+	if (growth == 0) {
+		if (capsum >= base)
+			return -1;
+		*cap = base - capsum;
+		*rate = left;
+		return 0;
+	}
+	if (__builtin_mul_overflow(last, (uint64_t)growth, cap))
+		*cap = UINT64_MAX / 2;
+	if (*cap < base)
+		*cap = base;
+	*rate = left * (1.0 - FILTER_TIGHTENING);
+	return 0;
+}
+
+/* The plan of the next slice of f in the period starting at start. */
+static int
+next_shape(const struct filter *f, int64_t start, uint64_t *cap,
     double *rate)
 {
-	const struct slice	*h = f->head;
-	double			 budget;
-	uint64_t		 cap;
+	uint64_t	 capsum = 0, last = 0;
+	double		 spent = 0;
 
-	filter_first_shape(f->capacity, f->error_rate, f->growth, f->expire_ms,
-	    &cap, &budget);
-	/* growth within the head's period: larger and tighter than it */
-	if (h != NULL && f->growth > 0 && h->start_ms == start) {
-		if (__builtin_mul_overflow(h->capacity, (uint64_t)f->growth,
-		    &cap))
-			cap = UINT64_MAX / 2;
-		budget = h->error_rate * FILTER_TIGHTENING;
+	for (size_t i = f->nslices; i-- > 0 &&
+	    f->slices[i]->start_ms == start;) {
+		if (last == 0)
+			last = f->slices[i]->capacity;
+		spent += f->slices[i]->error_rate;
+		capsum += f->slices[i]->capacity;
 	}
-	*capacity = cap;
-	*rate = budget;
+	return shape_after(f->capacity, f->error_rate, f->growth, f->expire_ms,
+	    last, spent, capsum, cap, rate);
 }
 
 static int
@@ -197,7 +245,10 @@ add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
 		snprintf(err, errlen, "%d slices", FILTER_MAX_SLICES);
 		return -1;
 	}
-	next_shape(f, start, &cap, &rate);
+	if (next_shape(f, start, &cap, &rate) == -1) {
+		snprintf(err, errlen, "growth = off");
+		return -1;
+	}
 	if ((s = slice_new(cap, rate, start, f->seed, 0, err, errlen)) ==
 	    NULL)
 		return -1;
@@ -217,9 +268,9 @@ become_full(struct filter *f, const char *why)
 	refresh(f);
 	if (f->warned < 100) {
 		f->warned = 100;
-		log_warn("filter %s is full: %llu keys, its capacity; new keys "
-		    "are refused with \"ERR full %s\" (%s)", f->name,
-		    (unsigned long long)filter_count(f), f->name, why);
+		log_warn("filter %s is full (%s): it holds %llu keys; new keys "
+		    "are refused with \"ERR full %s\"", f->name, why,
+		    (unsigned long long)filter_count(f), f->name);
 	}
 }
 
@@ -244,18 +295,36 @@ filter_head_filled(struct filter *f)
 		refresh(f);
 		return;
 	}
-	if (f->growth == 0) {
-		become_full(f, "growth = off");
-		return;
-	}
 	if (add_slice(f, h->start_ms, err, sizeof(err)) == -1) {
-		f->held = 1;
+		/* growth off is final; anything else (max_memory) is
+		 * tried again by filter_retry */
+		f->held = f->growth > 0 || strcmp(err, "growth = off") != 0;
 		become_full(f, err);
 		return;
 	}
 	f->held = 0;
 	log_info("filter %s grew to %zu slices (%llu bytes)", f->name,
 	    f->nslices, (unsigned long long)filter_bytes(f));
+}
+
+void
+filter_retry(struct filter *f)
+{
+	char	 err[256];
+	int64_t	 start;
+
+	if (!f->held || f->head == NULL)
+		return;
+	start = f->expire_ms > 0 ? period_start(f, now_ms()) :
+	    f->head->start_ms;
+	if (add_slice(f, start, err, sizeof(err)) == -1)
+		return;
+	f->held = 0;
+	f->full = 0;
+	f->warned = 0;
+	refresh(f);
+	log_info("filter %s takes keys again: %zu slices (%llu bytes)",
+	    f->name, f->nslices, (unsigned long long)filter_bytes(f));
 }
 
 /* Drops the slices whose period started FILTER_LIVE_PERIODS ago. */
@@ -549,8 +618,11 @@ filter_reconfigure(struct filter *f, const struct filter_config *fc,
 		    "off");
 	}
 #undef SAID
-	if (n == 0)
+	if (n == 0) {
+		/* max_memory may have been raised */
+		filter_retry(f);
 		return;
+	}
 	/* a window that starts now counts from now for the keys held:
 	 * nothing is forgotten sooner than one window after the change */
 	if (f->expire_ms == 0 && expire > 0) {
@@ -704,7 +776,6 @@ filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
 {
 	struct filter_config	 fc;
 	struct filter		*f;
-	struct slice		 last;
 	double			 miss = 1.0;
 	uint64_t		 left = keys, per;
 	int			 periods = 1;
@@ -725,22 +796,20 @@ filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
 	per = expire_ms > 0 ? (keys + FILTER_PERIODS - 1) / FILTER_PERIODS :
 	    keys;
 	for (int p = 0; p < periods; p++) {
-		int64_t start = (int64_t)p * period_ms(f);
+		uint64_t	 capsum = 0, last = 0;
+		double		 spent = 0;
 
 		left = per;
-		f->head = NULL;
 		for (;;) {
 			uint64_t	 cap, nb, take;
 			double		 rate;
 			uint32_t	 k;
 
-			next_shape(f, start, &cap, &rate);
-			if (growth == 0 && f->head != NULL &&
-			    f->head->start_ms == start)
+			if (shape_after(capacity, error_rate, growth, expire_ms,
+			    last, spent, capsum, &cap, &rate) == -1)
 				break;	/* fixed: keys past capacity refused */
 			if (bloom_plan(cap, rate, &nb, &k) == -1 ||
 			    plan->slices >= FILTER_MAX_SLICES) {
-				f->head = NULL;
 				free(f);
 				return -1;
 			}
@@ -750,11 +819,9 @@ filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
 			plan->hashes = k;
 			miss *= 1.0 - bloom_fp_rate(nb, k, take);
 			left -= take;
-			/* the next shape grows from this one */
-			last.capacity = cap;
-			last.error_rate = rate;
-			last.start_ms = start;
-			f->head = &last;
+			last = cap;
+			spent += rate;
+			capsum += cap;
 			if (left == 0)
 				break;
 		}

@@ -88,6 +88,9 @@ struct filter {
 	/* the fast path: one slice, no window, not full; filter_seen and
 	 * filter_check then cost what one Bloom filter does */
 	int		 simple;
+	/* the head's bits when simple and keys are hashed as given: the
+	 * batch path then works on them directly (command_run_simple) */
+	struct bloom	*fast;
 	int		 full;		/* cannot record: refuses new keys */
 	int		 held;		/* full because of max_memory */
 	uint64_t	 next_mark;	/* head count at which to look again */
@@ -157,6 +160,9 @@ uint64_t	 filter_mutations(const struct filter *);
 /* 1 if changed since the last successful snapshot, or the snapshot is not
  * in the current data_dir. */
 int		 filter_dirty(const struct filter *);
+/* A filter held full by max_memory tries to grow again (the sweep calls
+ * it every second, and a reload). */
+void		 filter_retry(struct filter *);
 /* Drops expired slices; the sweep calls it so memory goes back without
  * traffic. */
 void		 filter_expire(struct filter *, int64_t now_ms);

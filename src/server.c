@@ -511,8 +511,10 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 	release_retired(srv);
 	/* windows drop their old slices even without traffic */
 	filter_clock_update();
-	for (size_t i = 0; i < srv->reg->nfilters; i++)
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
 		filter_expire(srv->reg->filters[i], filter_now_ms);
+		filter_retry(srv->reg->filters[i]);
+	}
 	/* a time when the daemon did not run (SIGSTOP, a frozen VM) is not
 	 * its clients' idleness: a sweep that comes late moves every
 	 * client's last activity forward by the delay */

@@ -327,5 +327,81 @@ error_rate = 0.01
         t.eq(c.cmd("SEEN default k1"), "1", "held keys still answer 1")
 
 
+@test
+def reload_raising_a_full_fixed_filters_capacity_gives_it_room(t):
+    base = """
+[filter.default]
+capacity = %d
+error_rate = 0.01
+growth = off
+"""
+    s = Server(t, filters=base % 500).start()
+    c = s.client()
+    t.eq(seen_keys(c, "default", "k", 600).count("0"), 500, "500 taken")
+    t.eq(c.cmd("SEEN default more"), "ERR full default", "then full")
+    s.write_config(filters=base % 1000)
+    s.send_signal(signal.SIGHUP)
+    t.ok(wait_until(lambda: c.info("default")["capacity"] == "1000"),
+         "capacity applied")
+    got = seen_keys(c, "default", "m", 700)
+    t.eq(got.count("0"), 500, "500 more keys fit, then it is full again")
+    info = c.info("default")
+    t.eq(info["slices"], "2", "one slice for the difference")
+    t.eq(info["state"], "full", "full at the new capacity")
+    t.ok(float(info["fp_rate_at_capacity"]) <= 0.02,
+         "under the two rates it was planned for: %s"
+         % info["fp_rate_at_capacity"])
+    s.stop()
+
+
+@test
+def growth_after_a_slice_planned_for_the_whole_rate_stays_bounded(t):
+    """A fixed filter turned growing (or a version 1 file) opens a second
+    rate budget: the filter stays under twice error_rate, not five times."""
+    base = """
+[filter.default]
+capacity = %d
+error_rate = 0.01
+%s
+"""
+    cap = n(2000)
+    s = Server(t, filters=base % (cap, "growth = off")).start()
+    c = s.client()
+    seen_keys(c, "default", "k", cap)
+    s.write_config(filters=base % (cap, "growth = 2"))
+    s.send_signal(signal.SIGHUP)
+    t.ok(wait_until(lambda: c.info("default")["growth"] == "2"), "growth")
+    seen_keys(c, "default", "g", cap * 30)
+    info = c.info("default")
+    t.ok(int(info["slices"]) >= 4, "grew: %s slices" % info["slices"])
+    t.ok(float(info["fp_rate_at_capacity"]) <= 0.02,
+         "planned rate %s under 2 x 0.01" % info["fp_rate_at_capacity"])
+    probes = n(50000)
+    fp = false_positives(c, "default", "fresh", probes)
+    t.ok(fp <= bound(0.02, probes), "measured %d of %d" % (fp, probes))
+    s.stop()
+
+
+@test
+def a_filter_held_by_max_memory_grows_again_when_it_is_raised(t):
+    filters = """
+[filter.default]
+capacity = 1000
+error_rate = 0.01
+"""
+    s = Server(t, server_extra="max_memory = 64K", filters=filters).start()
+    c = s.client()
+    got = seen_keys(c, "default", "k", 40000)
+    t.ok(got.count("ERR full default") > 0, "held by max_memory")
+    t.eq(c.info("default")["state"], "full", "state full")
+    s.write_config(server_extra="max_memory = 64M", filters=filters)
+    s.send_signal(signal.SIGHUP)
+    t.ok(wait_until(lambda: c.info("default")["state"] == "ok"),
+         "state ok once max_memory is raised")
+    t.eq(c.cmd("SEEN default a-new-key"), "0", "takes new keys again")
+    t.contains(s.read_log(), "takes keys again", "and says so")
+    s.stop()
+
+
 if __name__ == "__main__":
     run()

@@ -1,0 +1,481 @@
+"""
+seend - a client for the seend URL-dedup daemon (stdlib only, Python 3.9+).
+
+    import seend
+    c = seend.Client("127.0.0.1:6874")
+    c.seen("https://example.com/")          # False: new, and now recorded
+    c.seen("https://example.com/")          # True: seen before
+    c.seen_many(["https://a/", "https://b/"])   # one round trip: [False, False]
+
+The client speaks seend's line protocol.  ``seen_many`` and ``check_many``
+write a whole batch of requests before they read the replies (pipelining),
+so a million keys cost a few round trips, not a million.
+
+A connection lost while requests are in flight raises ``ConnectionError``
+and nothing is sent again behind the caller's back: a ``SEEN`` that reached
+the server and is sent twice would report a new URL as seen.  The next call
+reconnects.  A connection that the server closed while it was idle (a
+restart of seend, ``idle_timeout``) is noticed before anything is written
+and replaced silently, since no request was lost.
+"""
+import selectors
+import socket
+import time
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+__all__ = ["Client", "Error", "ConnectionError", "TimeoutError"]
+__version__ = "0.1.0"
+
+Key = Union[str, bytes]
+Number = Union[int, float, str]
+
+# What the line protocol splits tokens on, or cannot carry inside one.
+_FORBIDDEN = (b" ", b"\t", b"\n", b"\r", b"\v", b"\f")
+_FORBIDDEN_STR = tuple(ch.decode() for ch in _FORBIDDEN)
+_CHUNK = 1 << 18
+
+
+class Error(Exception):
+    """
+    The server answered ``ERR <reason>``; ``str(e)`` is the reason.
+
+    For ``seen_many``/``check_many``, ``index`` is the position of the first
+    key that failed and ``replies`` the answers of every key sent, up to the
+    end of the batch that failed (``None`` where a key got an error); those
+    others were answered and, for ``SEEN``, recorded.  Later batches were
+    not sent.
+    """
+
+    def __init__(self, reason: str, index: Optional[int] = None,
+                 replies: Optional[List[Optional[bool]]] = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.index = index
+        self.replies = replies
+
+
+class ConnectionError(Exception):  # noqa: A001 - the package's own name
+    """
+    The connection could not be made, or was lost.
+
+    ``replies`` holds the answers that arrived before the loss (for a batch,
+    the first ``len(replies)`` keys); the other keys of that batch may or may
+    not have reached the server, and were not sent again.  ``sent`` is
+    False when nothing of the call reached the server (the connect failed).
+    """
+
+    def __init__(self, message: str, replies: Optional[List[bool]] = None,
+                 sent: bool = True) -> None:
+        super().__init__(message)
+        self.replies = replies if replies is not None else []
+        self.sent = sent
+
+
+class TimeoutError(ConnectionError):  # noqa: A001
+    """The server did not answer within the client's timeout."""
+
+
+def _parse_address(address: str) -> Tuple[int, object]:
+    """'host:port', '[v6]:port' or a path containing '/' -> (family, addr)."""
+    if "/" in address:
+        return socket.AF_UNIX, address
+    if address.startswith("["):
+        host, sep, port = address[1:].partition("]:")
+        if not sep:
+            raise ValueError("seend address %r: expected [v6]:port" % address)
+    else:
+        host, sep, port = address.rpartition(":")
+        if not sep or not host:
+            raise ValueError("seend address %r: expected host:port, [v6]:port "
+                             "or a Unix socket path" % address)
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise ValueError("seend address %r: bad port %r" % (address, port))
+    return socket.AF_UNSPEC, (host, int(port))
+
+
+def _number(text: str) -> Number:
+    """INFO and FILTERS values: int, else float, else the text itself."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _encode(key: Key, what: str = "key") -> bytes:
+    b = key.encode() if isinstance(key, str) else bytes(key)
+    if not b:
+        raise ValueError("seend: empty %s" % what)
+    for ch in _FORBIDDEN:
+        if ch in b:
+            raise ValueError("seend: %s %r contains whitespace (%r), which the "
+                             "line protocol cannot carry" % (what, key, ch))
+    return b
+
+
+def _multi_end(buf: bytearray) -> int:
+    """Where a multi-line reply (or its one-line ERR) ends in buf, or -1."""
+    nl = buf.find(b"\n")
+    if nl < 0:
+        return -1
+    if buf.startswith(b"ERR") or buf.startswith(b"END\r\n"):
+        return nl + 1
+    i = buf.find(b"\r\nEND\r\n")
+    return -1 if i < 0 else i + 7
+
+
+class Client:
+    """
+    A connection to one seend.
+
+    ``address`` is ``host:port``, ``[v6]:port``, or a Unix socket path (any
+    address containing ``/``).  ``token`` is sent with ``AUTH`` on every
+    connect.  ``timeout`` (seconds) bounds the connect and every wait for the
+    server; a timeout raises ``TimeoutError`` and drops the connection.
+    ``connect_retry`` (seconds, default 0) keeps retrying a refused connect
+    for that long, so that a restart of seend is ridden out; only connects
+    are retried, never requests.
+
+    The client is not thread-safe: give each thread its own.
+    """
+
+    def __init__(self, address: str, token: Optional[str] = None,
+                 timeout: float = 10.0, connect_retry: float = 0.0) -> None:
+        self.address = address
+        self.token = token
+        self.timeout = timeout
+        self.connect_retry = connect_retry
+        self._family, self._addr = _parse_address(address)
+        self._sock: Optional[socket.socket] = None
+        self._sel: Optional[selectors.BaseSelector] = None
+        self._buf = bytearray()
+
+    # ---- connection ----
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "seend.Client(%r)" % self.address
+
+    def close(self) -> None:
+        """Closes the connection; the next call opens a new one."""
+        if self._sel is not None:
+            self._sel.close()
+            self._sel = None
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+                self._buf = bytearray()
+
+    def _open(self) -> socket.socket:
+        if self._family == socket.AF_UNIX:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.settimeout(self.timeout)
+                s.connect(self._addr)
+            except BaseException:
+                s.close()
+                raise
+        else:
+            s = socket.create_connection(self._addr, timeout=self.timeout)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+
+    def _connect(self) -> None:
+        deadline = time.monotonic() + self.connect_retry
+        delay = 0.05
+        while True:
+            try:
+                self._sock = self._open()
+                break
+            except OSError as e:
+                if time.monotonic() + delay > deadline:
+                    raise ConnectionError("seend at %s: cannot connect: %s"
+                                          % (self.address, e), sent=False) from e
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        self._buf = bytearray()
+        # non-blocking from here on: waits go through the selector, which
+        # applies the timeout, and a big batch is written while replies
+        # are read
+        self._sock.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._sock, selectors.EVENT_READ)
+        if self.token is not None:
+            reply = self._exchange(b"AUTH " + _encode(self.token, "token")
+                                   + b"\n", 1).rstrip()
+            if reply != b"OK":
+                self.close()
+                raise Error("seend at %s: AUTH refused: %s"
+                            % (self.address, reply.decode(errors="replace")))
+
+    def _usable(self) -> bool:
+        """
+        False if the server closed the idle connection (EOF, reset) or left
+        bytes nobody asked for: then it cannot be used, and since nothing is
+        in flight it can be replaced without losing anything.
+        """
+        s = self._sock
+        if s is None or self._buf:
+            return False
+        try:
+            s.recv(1, socket.MSG_PEEK)   # the socket is non-blocking
+        except (BlockingIOError, InterruptedError):
+            return True                  # nothing to read: as it should be
+        except OSError:
+            return False
+        return False                     # EOF, or bytes nobody asked for
+
+    def _ready(self) -> None:
+        if not self._usable():
+            self.close()
+            self._connect()
+
+    def _exchange(self, payload: bytes, nreplies: int,
+                  multiline: bool = False) -> bytes:
+        """
+        Writes payload and reads nreplies reply lines (or, multiline, the
+        reply up to END), sending and receiving together so that a big
+        batch cannot deadlock on full socket buffers.  Returns the reply
+        block as it came.  On a lost connection raises ConnectionError; its
+        .raw holds the complete reply lines that did arrive.
+        """
+        s = self._sock
+        sel = self._sel
+        assert s is not None and sel is not None
+        view = memoryview(payload)
+        sent = 0
+        buf = self._buf
+        got = 0          # newlines in buf
+        ended = False    # multiline: the reply is complete
+        writing = False
+        try:
+            if payload:
+                try:
+                    sent = s.send(view[:_CHUNK])
+                except (BlockingIOError, InterruptedError):
+                    pass
+            if sent < len(view):
+                sel.modify(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
+                writing = True
+            while not (ended if multiline else got >= nreplies):
+                events = sel.select(self.timeout)
+                if not events:
+                    raise TimeoutError("seend at %s: no answer within %ss"
+                                       % (self.address, self.timeout))
+                mask = events[0][1]
+                if mask & selectors.EVENT_WRITE and writing:
+                    try:
+                        sent += s.send(view[sent:sent + _CHUNK])
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                    if sent >= len(view):
+                        sel.modify(s, selectors.EVENT_READ)
+                        writing = False
+                if mask & selectors.EVENT_READ:
+                    try:
+                        chunk = s.recv(_CHUNK)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    if not chunk:
+                        raise OSError("connection closed by the server")
+                    buf += chunk
+                    if multiline:
+                        ended = _multi_end(buf) >= 0
+                    else:
+                        got += chunk.count(b"\n")
+        except TimeoutError:
+            self.close()
+            raise
+        except OSError as e:
+            lines = bytes(buf).split(b"\r\n")[:-1]
+            self.close()
+            err = ConnectionError("seend at %s: connection lost with %d of %d "
+                                  "requests unanswered: %s"
+                                  % (self.address, max(nreplies - len(lines), 0),
+                                     nreplies, e))
+            err.raw = lines  # type: ignore[attr-defined]
+            raise err from e
+        except BaseException:
+            # interrupted (KeyboardInterrupt...) with replies owed: the
+            # connection is out of step, drop it
+            self.close()
+            raise
+        if multiline:
+            end = _multi_end(buf)
+            data = bytes(buf[:end])
+            del buf[:end]
+            return data
+        # the nreplies-th newline ends the answer
+        if got == nreplies and buf.endswith(b"\n"):
+            data = bytes(buf)
+            buf.clear()
+        else:
+            pos = -1
+            for _ in range(nreplies):
+                pos = buf.index(b"\n", pos + 1)
+            data = bytes(buf[:pos + 1])
+            del buf[:pos + 1]
+        return data
+
+    def _call(self, payload: bytes, nreplies: int,
+              multiline: bool = False) -> bytes:
+        self._ready()
+        return self._exchange(payload, nreplies, multiline)
+
+    # ---- SEEN / CHECK ----
+
+    def _batch(self, verb: bytes, keys: Sequence[Key], filter: Optional[str],
+               batch: int) -> List[bool]:
+        if batch < 1:
+            raise ValueError("seend: batch must be at least 1")
+        prefix = verb + b" " + (_encode(filter, "filter name") + b" "
+                                if filter is not None else b"")
+        out: List[bool] = []
+        for start in range(0, len(keys), batch):
+            part = keys[start:start + batch]
+            payload = self._payload(prefix, part)
+            try:
+                data = self._call(payload, len(part))
+            except ConnectionError as e:
+                answered: List[bool] = []
+                for r in getattr(e, "raw", [])[:len(part)]:
+                    if r not in (b"0", b"1"):
+                        break
+                    answered.append(r == b"1")
+                e.replies = out + answered
+                raise
+            out.extend(self._answers(data, len(part), start, out))
+        return out
+
+    @staticmethod
+    def _payload(prefix: bytes, keys: Sequence[Key]) -> bytes:
+        """prefix + key + newline for every key, refusing what cannot go."""
+        if not all(keys):
+            raise ValueError("seend: empty key at index %d"
+                             % next(i for i, k in enumerate(keys) if not k))
+        try:
+            # str keys (the usual case): one join, then memchr-fast scans of
+            # the keys alone for what the protocol cannot carry
+            plain = "".join(keys)  # type: ignore[arg-type]
+            bad = any(ch in plain for ch in _FORBIDDEN_STR)
+            sep = "\n" + prefix.decode()
+            body = (prefix.decode() + sep.join(keys) + "\n").encode()  # type: ignore[arg-type]
+        except TypeError:
+            bkeys = [k.encode() if isinstance(k, str) else bytes(k) for k in keys]
+            plain_b = b"".join(bkeys)
+            bad = any(ch in plain_b for ch in _FORBIDDEN)
+            body = prefix + (b"\n" + prefix).join(bkeys) + b"\n"
+        if bad:
+            for k in keys:
+                _encode(k)
+        return body
+
+    @staticmethod
+    def _answers(data: bytes, n: int, start: int,
+                 before: List[bool]) -> List[bool]:
+        """n reply lines -> booleans; an ERR among them raises Error."""
+        if len(data) == 3 * n:
+            # every reply one character: the fast path of a healthy batch
+            answers = data[0::3]
+            if answers.count(b"0") + answers.count(b"1") == n:
+                return list(map((49).__eq__, answers))
+        lines = data.split(b"\r\n")[:-1]
+        replies: List[Optional[bool]] = []
+        first: Optional[Tuple[int, str]] = None
+        for i, x in enumerate(lines):
+            if x == b"0" or x == b"1":
+                replies.append(x == b"1")
+                continue
+            replies.append(None)
+            if first is None:
+                text = x.decode(errors="replace")
+                first = (start + i, text[4:] if text.startswith("ERR ") else
+                         "unexpected reply %r" % text)
+        assert first is not None
+        raise Error(first[1], first[0], list(before) + replies)
+
+    def seen(self, key: Key, filter: Optional[str] = None) -> bool:
+        """
+        Asks and records: True if ``key`` was seen before, False if it is new
+        (it is recorded now).  ``filter`` names a filter; without it the
+        server routes the key.
+        """
+        return self._batch(b"SEEN", [key], filter, 1)[0]
+
+    def seen_many(self, keys: Iterable[Key], filter: Optional[str] = None,
+                  batch: int = 10000) -> List[bool]:
+        """
+        ``seen`` for every key, in order, pipelined: one round trip per
+        ``batch`` keys.  A key repeated in ``keys`` answers False the first
+        time and True after.  On an error reply, ``Error`` says which key;
+        on a lost connection, ``ConnectionError.replies`` holds the answers
+        that arrived.
+        """
+        return self._batch(b"SEEN", list(keys) if not isinstance(keys, list)
+                           else keys, filter, batch)
+
+    def check(self, key: Key, filter: Optional[str] = None) -> bool:
+        """True if ``key`` was seen before; records nothing."""
+        return self._batch(b"CHECK", [key], filter, 1)[0]
+
+    def check_many(self, keys: Iterable[Key], filter: Optional[str] = None,
+                   batch: int = 10000) -> List[bool]:
+        """``check`` for every key, pipelined like ``seen_many``."""
+        return self._batch(b"CHECK", list(keys) if not isinstance(keys, list)
+                           else keys, filter, batch)
+
+    # ---- the rest ----
+
+    def _one(self, line: bytes) -> str:
+        reply = self._call(line, 1).rstrip().decode(errors="replace")
+        if reply.startswith("ERR"):
+            raise Error(reply[4:])
+        return reply
+
+    def _lines(self, line: bytes) -> List[str]:
+        """A multi-line request: its lines without END; ERR raises Error."""
+        lines = self._call(line, 0, multiline=True).split(b"\r\n")[:-1]
+        if lines and lines[0].startswith(b"ERR"):
+            raise Error(lines[0][4:].decode(errors="replace"))
+        return [x.decode(errors="replace") for x in lines[:-1]]
+
+    def ping(self) -> bool:
+        """True if the server answers PONG; raises otherwise."""
+        reply = self._one(b"PING\n")
+        if reply != "PONG":
+            raise Error("unexpected reply to PING: %r" % reply)
+        return True
+
+    def info(self, filter: Optional[str] = None) -> Dict[str, Number]:
+        """INFO's fields: numbers as int or float, the rest as str."""
+        line = b"INFO" + (b" " + _encode(filter, "filter name")
+                          if filter is not None else b"") + b"\n"
+        out: Dict[str, Number] = {}
+        for x in self._lines(line):
+            name, _, value = x.partition(" ")
+            out[name] = _number(value)
+        return out
+
+    def filters(self) -> Dict[str, Dict[str, Number]]:
+        """Filter name -> its FILTERS fields (capacity, error_rate, ...)."""
+        out: Dict[str, Dict[str, Number]] = {}
+        for x in self._lines(b"FILTERS\n"):
+            name, *fields = x.split()
+            out[name] = {k: _number(v) for k, _, v in
+                         (f.partition("=") for f in fields)}
+        return out
+
+    def save(self, filter: Optional[str] = None) -> None:
+        """Snapshots now; returns once the files are written and fsynced."""
+        self._one(b"SAVE" + (b" " + _encode(filter, "filter name")
+                             if filter is not None else b"") + b"\n")
