@@ -1,13 +1,21 @@
 /*
- * command.c - the command table and one handler per command.
+ * command.c - the command table and one handler per command, for the line
+ * protocol and RESP2 alike.
  *
  * Adding a command is one table entry and one function; the dispatcher
- * never grows. Replies are appended to the connection's output buffer.
+ * never grows. A handler fills a struct result; command_encode writes it
+ * in the protocol of the request (see command.h). Texts longer than a
+ * status (INFO, FILTERS, BF.INFO's array) are built in one scratch buffer:
+ * the loop is single-threaded and a result is encoded before the next
+ * request runs.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,43 +25,109 @@
 #include "conn.h"
 #include "log.h"
 #include "registry.h"
+#include "resp.h"
 #include "saver.h"
 #include "server.h"
+#include "snapshot.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
 #endif
 
-typedef enum command_result (*command_fn)(struct conn *, struct op *);
+typedef void (*command_fn)(struct conn *, struct op *, struct result *);
 
 struct command {
-	const char	*name;
-	enum cmd_id	 id;
+	const char	*name;		/* upper case */
+	const char	*lname;		/* as Redis names it in errors */
+	enum cmd_id	 id;		/* counted under (CMD_COUNT: none) */
 	int		 min_args;	/* not counting the command itself */
-	int		 max_args;
+	int		 max_args;	/* -1: any */
+	int		 proto;		/* COMMAND_LINE, COMMAND_RESP or both */
 	int		 before_auth;	/* allowed before AUTH */
 	command_fn	 fn;
 };
 
-static enum command_result cmd_seen(struct conn *, struct op *);
-static enum command_result cmd_ping(struct conn *, struct op *);
-static enum command_result cmd_auth(struct conn *, struct op *);
-static enum command_result cmd_filters(struct conn *, struct op *);
-static enum command_result cmd_info(struct conn *, struct op *);
-static enum command_result cmd_save(struct conn *, struct op *);
-static enum command_result cmd_quit(struct conn *, struct op *);
+#define LINE	COMMAND_LINE
+#define RESP	COMMAND_RESP
+#define BOTH	(COMMAND_LINE | COMMAND_RESP)
 
+static void	cmd_seen(struct conn *, struct op *, struct result *);
+static void	cmd_ping(struct conn *, struct op *, struct result *);
+static void	cmd_auth(struct conn *, struct op *, struct result *);
+static void	cmd_filters(struct conn *, struct op *, struct result *);
+static void	cmd_info(struct conn *, struct op *, struct result *);
+static void	cmd_save(struct conn *, struct op *, struct result *);
+static void	cmd_quit(struct conn *, struct op *, struct result *);
+static void	cmd_setnx(struct conn *, struct op *, struct result *);
+static void	cmd_set(struct conn *, struct op *, struct result *);
+static void	cmd_exists(struct conn *, struct op *, struct result *);
+static void	cmd_sadd(struct conn *, struct op *, struct result *);
+static void	cmd_sismember(struct conn *, struct op *, struct result *);
+static void	cmd_scard(struct conn *, struct op *, struct result *);
+static void	cmd_bf_reserve(struct conn *, struct op *, struct result *);
+static void	cmd_bf_insert(struct conn *, struct op *, struct result *);
+static void	cmd_bf_info(struct conn *, struct op *, struct result *);
+static void	cmd_del(struct conn *, struct op *, struct result *);
+static void	cmd_echo(struct conn *, struct op *, struct result *);
+static void	cmd_select(struct conn *, struct op *, struct result *);
+static void	cmd_client(struct conn *, struct op *, struct result *);
+static void	cmd_command(struct conn *, struct op *, struct result *);
+static void	cmd_config(struct conn *, struct op *, struct result *);
+static void	cmd_dbsize(struct conn *, struct op *, struct result *);
+static void	cmd_hello(struct conn *, struct op *, struct result *);
+
+/*
+ * Line commands first, SEEN first of all: a line lookup stops early. The
+ * RESP arities are Redis's (and RedisBloom's), so the "wrong number of
+ * arguments" answers match.
+ */
 static const struct command commands[] = {
-	{ "SEEN",	CMD_SEEN,	1, 2, 0, cmd_seen },
-	{ "CHECK",	CMD_CHECK,	1, 2, 0, cmd_seen },
-	{ "PING",	CMD_PING,	0, 0, 0, cmd_ping },
-	{ "AUTH",	CMD_AUTH,	1, 1, 1, cmd_auth },
-	{ "FILTERS",	CMD_FILTERS,	0, 0, 0, cmd_filters },
-	{ "INFO",	CMD_INFO,	0, 1, 0, cmd_info },
-	{ "SAVE",	CMD_SAVE,	0, 1, 0, cmd_save },
-	{ "QUIT",	CMD_QUIT,	0, 0, 1, cmd_quit },
+	{ "SEEN",	"seen",	CMD_SEEN,	1, 2, LINE, 0, cmd_seen },
+	{ "CHECK",	"check", CMD_CHECK,	1, 2, LINE, 0, cmd_seen },
+	{ "PING",	"ping",	CMD_PING,	0, 0, LINE, 0, cmd_ping },
+	{ "AUTH",	"auth",	CMD_AUTH,	1, 1, LINE, 1, cmd_auth },
+	{ "FILTERS",	"filters", CMD_FILTERS,	0, 0, BOTH, 0, cmd_filters },
+	{ "INFO",	"info",	CMD_INFO,	0, 1, LINE, 0, cmd_info },
+	{ "SAVE",	"save",	CMD_SAVE,	0, 1, LINE, 0, cmd_save },
+	{ "QUIT",	"quit",	CMD_QUIT,	0, 0, LINE, 1, cmd_quit },
+	/* RESP: the hot ones first */
+	{ "SETNX",	"setnx", CMD_SEEN,	2, 2, RESP, 0, cmd_setnx },
+	{ "SADD",	"sadd",	CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
+	{ "BF.ADD",	"bf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_sadd },
+	{ "BF.MADD",	"bf.madd", CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
+	{ "SET",	"set",	CMD_SEEN,	2, -1, RESP, 0, cmd_set },
+	{ "EXISTS",	"exists", CMD_CHECK,	1, -1, RESP, 0, cmd_exists },
+	{ "SISMEMBER",	"sismember", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember },
+	{ "SMISMEMBER",	"smismember", CMD_CHECK, 2, -1, RESP, 0,
+	    cmd_sismember },
+	{ "BF.EXISTS",	"bf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember },
+	{ "BF.MEXISTS",	"bf.mexists", CMD_CHECK, 2, -1, RESP, 0,
+	    cmd_sismember },
+	{ "BF.INSERT",	"bf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_bf_insert },
+	{ "SCARD",	"scard", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
+	{ "BF.CARD",	"bf.card", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
+	{ "BF.RESERVE",	"bf.reserve", CMD_COUNT, 3, 6, RESP, 0,
+	    cmd_bf_reserve },
+	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info },
+	{ "DEL",	"del",	CMD_COUNT,	1, -1, RESP, 0, cmd_del },
+	{ "PING",	"ping",	CMD_PING,	0, 1, RESP, 0, cmd_ping },
+	{ "ECHO",	"echo",	CMD_COUNT,	1, 1, RESP, 0, cmd_echo },
+	{ "AUTH",	"auth",	CMD_AUTH,	1, -1, RESP, 1, cmd_auth },
+	{ "SELECT",	"select", CMD_COUNT,	1, 1, RESP, 0, cmd_select },
+	{ "QUIT",	"quit",	CMD_QUIT,	0, -1, RESP, 1, cmd_quit },
+	{ "CLIENT",	"client", CMD_COUNT,	1, -1, RESP, 0, cmd_client },
+	{ "COMMAND",	"command", CMD_COUNT,	0, -1, RESP, 0, cmd_command },
+	{ "CONFIG",	"config", CMD_COUNT,	1, -1, RESP, 0, cmd_config },
+	{ "INFO",	"info",	CMD_INFO,	0, -1, RESP, 0, cmd_info },
+	{ "DBSIZE",	"dbsize", CMD_COUNT,	0, 0, RESP, 0, cmd_dbsize },
+	{ "HELLO",	"hello", CMD_COUNT,	0, -1, RESP, 1, cmd_hello },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* Long results (INFO, FILTERS, arrays) are built here. */
+static struct buf	 scratch;
+/* Error texts formatted for a result. */
+static char		 errtext[600];
 
 const char *
 command_name(enum cmd_id id)
@@ -65,46 +139,177 @@ command_name(enum cmd_id id)
 }
 
 static const struct command *
-lookup(const char *tok, size_t len)
+lookup(const char *tok, size_t len, int proto)
 {
-	/* SEEN first: it is nearly every request */
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (proto_token_is(tok, len, commands[i].name))
+		if ((commands[i].proto & proto) &&
+		    proto_token_is(tok, len, commands[i].name))
 			return &commands[i];
 	return NULL;
 }
 
-static inline void
-reply(struct conn *c, const char *s, size_t n)
+static void
+set_int(struct result *r, long long n)
 {
-	struct buf *b = &c->out;
-
-	/* the usual case, a short reply with room for it, without a call */
-	if (b->cap - b->len >= n) {
-		memcpy(b->data + b->len, s, n);
-		b->len += n;
-	} else
-		buf_append(b, s, n);
+	r->kind = RESULT_INT;
+	r->n = n;
 }
 
-static enum command_result
-reply_err(struct conn *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static enum command_result
-reply_err(struct conn *c, const char *fmt, ...)
+static void
+set_status(struct result *r, const char *text)
 {
-	char	 msg[512];
+	r->kind = RESULT_STATUS;
+	r->text = text;
+	r->len = strlen(text);
+}
+
+static void
+set_error(struct result *r, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* An error: "ERR text" on a line, "-code text" in RESP. */
+static void
+set_error(struct result *r, const char *code, const char *fmt, ...)
+{
 	va_list	 ap;
+	int	 n;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = vsnprintf(errtext, 512, fmt, ap);
 	va_end(ap);
-	c->srv->stats.errors++;
-	buf_printf(&c->out, "ERR %s\r\n", msg);
-	/* before AUTH every refusal counts: a scanner or a misconfigured
-	 * worker gets a few clear answers, no more */
-	return conn_strike(c) ? COMMAND_CLOSE : COMMAND_DONE;
+	r->kind = RESULT_ERROR;
+	r->code = code;
+	r->text = errtext;
+	r->len = n < 0 ? 0 : (size_t)n < 512 ? (size_t)n : 511;
+}
+
+/* A RedisBloom error sent as is: its first word is its code. */
+static void
+set_bare(struct result *r, const char *text)
+{
+	r->kind = RESULT_ERROR;
+	r->code = NULL;
+	r->text = text;
+	r->len = strlen(text);
+}
+
+static void
+scratch_reset(void)
+{
+	scratch.off = scratch.len = 0;
+}
+
+static void
+set_scratch(struct result *r, enum result_kind kind)
+{
+	r->kind = kind;
+	r->text = buf_head(&scratch);
+	r->len = buf_used(&scratch);
+}
+
+/* Answers of 0/1, one byte each, for RESULT_INTS. */
+static uint8_t *
+answers(struct result *r, size_t n)
+{
+	scratch_reset();
+	if (buf_reserve(&scratch, n ? n : 1) == -1)
+		return NULL;
+	r->kind = RESULT_INTS;
+	r->text = scratch.data;
+	r->len = n;
+	return (uint8_t *)scratch.data;
+}
+
+static int
+encode_text_resp(struct buf *out, const struct result *r)
+{
+	/* INFO's "name value" lines as Redis's "name:value", under a
+	 * section header redis-py's info() skips */
+	const char	*p = r->text, *end = r->text + r->len;
+	struct buf	 t = { 0 };
+	int		 rc;
+
+	if (buf_append_str(&t, "# Seend\r\n") == -1)
+		return -1;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *sp;
+		size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+
+		if (buf_append(&t, p, n) == -1) {
+			buf_free(&t);
+			return -1;
+		}
+		sp = memchr(t.data + t.len - n, ' ', n);
+		if (sp != NULL)
+			t.data[sp - t.data] = ':';
+		p += n;
+	}
+	rc = resp_add_bulk(out, buf_head(&t), buf_used(&t));
+	buf_free(&t);
+	return rc;
+}
+
+int
+command_encode(struct buf *out, int proto, const struct result *r)
+{
+	if (proto == COMMAND_LINE) {
+		switch (r->kind) {
+		case RESULT_NONE:
+		case RESULT_WAIT:
+			return 0;
+		case RESULT_INT:
+			if (r->n == 0 || r->n == 1)
+				return buf_append(out, r->n ? "1\r\n" : "0\r\n",
+				    3);
+			return buf_printf(out, "%lld\r\n", r->n);
+		case RESULT_STATUS:
+			return buf_append(out, r->text, r->len) == -1 ? -1 :
+			    buf_append(out, "\r\n", 2);
+		case RESULT_ERROR:
+			return buf_printf(out, "ERR %.*s\r\n", (int)r->len,
+			    r->text);
+		case RESULT_TEXT:
+			return buf_append(out, r->text, r->len) == -1 ? -1 :
+			    buf_append(out, "END\r\n", 5);
+		default:
+			/* RESP-only shapes never come from line commands */
+			return buf_append(out, "ERR internal error\r\n", 20);
+		}
+	}
+	switch (r->kind) {
+	case RESULT_NONE:
+	case RESULT_WAIT:
+		return 0;
+	case RESULT_INT:
+		return resp_add_int(out, r->n);
+	case RESULT_STATUS:
+		return buf_append(out, "+", 1) == -1 ||
+		    buf_append(out, r->text, r->len) == -1 ? -1 :
+		    buf_append(out, "\r\n", 2);
+	case RESULT_ERROR:
+		if (r->code == NULL)
+			return buf_append(out, "-", 1) == -1 ||
+			    buf_append(out, r->text, r->len) == -1 ? -1 :
+			    buf_append(out, "\r\n", 2);
+		return resp_add_error(out, r->code, r->text, r->len);
+	case RESULT_BULK:
+		return resp_add_bulk(out, r->text, r->len);
+	case RESULT_NULL:
+		return resp_add_null(out);
+	case RESULT_INTS:
+		if (resp_add_array(out, (long long)r->len) == -1)
+			return -1;
+		for (size_t i = 0; i < r->len; i++)
+			if (resp_add_int(out, (unsigned char)r->text[i]) == -1)
+				return -1;
+		return 0;
+	case RESULT_TEXT:
+		return encode_text_resp(out, r);
+	case RESULT_ARRAY:
+		return buf_append(out, r->text, r->len);
+	}
+	return 0;
 }
 
 /*
@@ -134,12 +339,16 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 
 	/* plain SEEN/CHECK lines from clients that may run commands never
 	 * get here: command_run_simple answers them */
+	op->proto = COMMAND_LINE;
 	op->filter = NULL;
 	op->cmd = NULL;
 	op->status = proto_split(line, len, rq);
+	op->argc = rq->argc;
+	op->argv = rq->argv;
+	op->argl = rq->argl;
 	if (op->status != PROTO_OK)
 		return;
-	op->cmd = lookup(rq->argv[0], rq->argl[0]);
+	op->cmd = lookup(rq->argv[0], rq->argl[0], COMMAND_LINE);
 	if (op->cmd == NULL ||
 	    (op->cmd->id != CMD_SEEN && op->cmd->id != CMD_CHECK))
 		return;
@@ -155,44 +364,118 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 	 * back once every key is hashed (see process_input) */
 }
 
-enum command_result
-command_run(struct conn *c, struct op *op)
+void
+command_prepare_resp(struct conn *c, const struct resp_request *rr,
+    struct op *op)
+{
+	(void)c;
+	op->proto = COMMAND_RESP;
+	op->status = PROTO_OK;
+	op->filter = NULL;
+	op->argc = rr->argc;
+	op->argv = rr->argv;
+	op->argl = rr->argl;
+	op->cmd = lookup(rr->argv[0], rr->argl[0], COMMAND_RESP);
+}
+
+/* Redis 7's text for an unknown command (server.c, processCommand). */
+static void
+unknown_resp(const struct op *op, struct result *r)
+{
+	char	 args[200];
+	size_t	 n = 0, l;
+
+	args[0] = '\0';
+	for (int i = 1; i < op->argc && n < 128; i++) {
+		/* %s stops at a NUL byte: so does Redis's text */
+		l = strnlen(op->argv[i], op->argl[i]);
+		if (l > 128 - n)
+			l = 128 - n;
+		n += (size_t)snprintf(args + n, sizeof(args) - n, "'%.*s' ",
+		    (int)l, op->argv[i]);
+	}
+	l = strnlen(op->argv[0], op->argl[0]);
+	set_error(r, "ERR", "unknown command '%.*s', with args beginning "
+	    "with: %s", (int)(l < 128 ? l : 128), op->argv[0], args);
+}
+
+void
+command_run(struct conn *c, struct op *op, struct result *r)
 {
 	struct stats		*st = &c->srv->stats;
 	const struct command	*cmd = op->cmd;
-	struct request		*rq = &op->req;
 	char			 tok[80];
+	int			 n = op->argc - 1;
 
-	switch (op->status) {
-	case PROTO_EMPTY:
-		return COMMAND_DONE;
-	case PROTO_NUL:
+	memset(r, 0, sizeof(*r));
+	if (op->proto == COMMAND_LINE) {
+		switch (op->status) {
+		case PROTO_EMPTY:
+			return;
+		case PROTO_NUL:
+			st->commands++;
+			set_error(r, "ERR", "request contains a NUL byte");
+			return;
+		case PROTO_TOO_MANY:
+			st->commands++;
+			set_error(r, "ERR", "too many arguments");
+			return;
+		case PROTO_OK:
+			break;
+		}
 		st->commands++;
-		return reply_err(c, "request contains a NUL byte");
-	case PROTO_TOO_MANY:
-		st->commands++;
-		return reply_err(c, "too many arguments");
-	case PROTO_OK:
-		break;
+		if (cmd == NULL) {
+			if (!c->authed)
+				goto need_auth;
+			set_error(r, "ERR", "unknown command '%s'",
+			    printable(op->argv[0], op->argl[0], tok,
+			    sizeof(tok)));
+			return;
+		}
+		if (!c->authed && !cmd->before_auth)
+			goto need_auth;
+		st->by_cmd[cmd->id]++;
+		if (n < cmd->min_args || n > cmd->max_args) {
+			set_error(r, "ERR", "wrong number of arguments for '%s'",
+			    cmd->name);
+			return;
+		}
+		cmd->fn(c, op, r);
+		return;
 	}
+	/* RESP, in Redis's order: unknown, arity, then authentication */
 	st->commands++;
 	if (cmd == NULL) {
-		if (!c->authed)
-			goto need_auth;
-		return reply_err(c, "unknown command '%s'",
-		    printable(rq->argv[0], rq->argl[0], tok, sizeof(tok)));
+		unknown_resp(op, r);
+		return;
 	}
-	if (!c->authed && !cmd->before_auth)
-		goto need_auth;
-	st->by_cmd[cmd->id]++;
-	if (rq->argc - 1 < cmd->min_args || rq->argc - 1 > cmd->max_args)
-		return reply_err(c, "wrong number of arguments for '%s'",
-		    cmd->name);
-	return cmd->fn(c, op);
+	if (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args)) {
+		set_error(r, "ERR", "wrong number of arguments for '%s' command",
+		    cmd->lname);
+		return;
+	}
+	if (!c->authed && !cmd->before_auth) {
+		st->auth_failures++;
+		r->need_auth = 1;
+		if (cmd->fn == cmd_hello)
+			set_error(r, "NOAUTH", "HELLO must be called with the "
+			    "client already authenticated, otherwise the HELLO "
+			    "AUTH <user> <pass> option can be used to "
+			    "authenticate the client and select the RESP "
+			    "protocol version at the same time");
+		else
+			set_error(r, "NOAUTH", "Authentication required.");
+		return;
+	}
+	if (cmd->id < CMD_COUNT && cmd->id != CMD_SEEN && cmd->id != CMD_CHECK)
+		st->by_cmd[cmd->id]++;
+	cmd->fn(c, op, r);
+	return;
 
 need_auth:
 	st->auth_failures++;
-	return reply_err(c, "authentication required");
+	r->need_auth = 1;
+	set_error(r, "ERR", "authentication required");
 }
 
 /*
@@ -219,44 +502,78 @@ filter_answer(struct filter *f, uint64_t h, int check)
 	return hit;
 }
 
-static enum command_result
-cmd_seen(struct conn *c, struct op *op)
+/* The server-wide counters of one answer. */
+static void
+count_answer(struct stats *st, int check, int hit)
+{
+	if (check) {
+		if (hit)
+			st->check_hits++;
+		else
+			st->check_misses++;
+	} else if (hit)
+		st->keys_seen++;
+	else
+		st->keys_new++;
+}
+
+/*
+ * SEEN (check 0) or CHECK of one key of a RESP command in f: the answer,
+ * or FILTER_FULL with the error in r.
+ */
+static int
+dedup_key(struct conn *c, struct filter *f, const char *key, size_t len,
+    int check, struct result *r)
+{
+	struct stats	*st = &c->srv->stats;
+	int		 hit;
+
+	hit = filter_answer(f, filter_hash(f, key, len), check);
+	if (hit == FILTER_FULL) {
+		f->refused++;
+		set_error(r, "ERR", "full %s", f->name);
+		return hit;
+	}
+	st->by_cmd[check ? CMD_CHECK : CMD_SEEN]++;
+	count_answer(st, check, hit);
+	return hit;
+}
+
+/* The error of a key no filter takes. */
+static void
+no_route(struct conn *c, struct result *r)
+{
+	set_error(r, "ERR", "no filter for this key: no rule routes it and "
+	    "default_filter '%s' does not exist",
+	    c->srv->cfg->default_filter ? c->srv->cfg->default_filter : "");
+}
+
+static void
+cmd_seen(struct conn *c, struct op *op, struct result *r)
 {
 	struct request	*rq = &op->req;
 	struct filter	*f = op->filter;
 	struct stats	*st = &c->srv->stats;
 	char		 tok[80];
-	int		 hit;
+	int		 hit, check = op->cmd->id == CMD_CHECK;
 
 	if (f == NULL) {
 		if (rq->argc == 3)
-			return reply_err(c, "no such filter '%s'",
+			set_error(r, "ERR", "no such filter '%s'",
 			    printable(rq->argv[1], rq->argl[1], tok,
 			    sizeof(tok)));
-		return reply_err(c, "no filter for this key: no rule routes "
-		    "it and default_filter '%s' does not exist",
-		    c->srv->cfg->default_filter ? c->srv->cfg->default_filter :
-		    "");
-	}
-	if (op->cmd->id == CMD_CHECK) {
-		hit = filter_answer(f, op->hash, 1);
-		if (hit)
-			st->check_hits++;
 		else
-			st->check_misses++;
-	} else {
-		hit = filter_answer(f, op->hash, 0);
-		if (hit == FILTER_FULL) {
-			f->refused++;
-			return reply_err(c, "full %s", f->name);
-		}
-		if (hit)
-			st->keys_seen++;
-		else
-			st->keys_new++;
+			no_route(c, r);
+		return;
 	}
-	reply(c, hit ? "1\r\n" : "0\r\n", 3);
-	return COMMAND_DONE;
+	hit = filter_answer(f, op->hash, check);
+	if (hit == FILTER_FULL) {
+		f->refused++;
+		set_error(r, "ERR", "full %s", f->name);
+		return;
+	}
+	count_answer(st, check, hit);
+	set_int(r, hit);
 }
 
 /* One simple request between being hashed and being answered. */
@@ -270,11 +587,13 @@ struct simple {
 /*
  * A batch whose keys all go to f, a filter of one slice b with room for
  * all of them (so none can fill it): prefetch and answer on b alone, the
- * filter's counters added once. Returns n.
+ * filter's counters added once; replies as lines, or (resp) as RESP
+ * integers for SETNX/SADD/BF.ADD. Returns n.
  */
-static int
+static inline __attribute__((always_inline)) int
 answer_fast(struct filter *f, struct bloom *b, const struct simple *q, int n,
-    char *out, uint64_t *checks, uint64_t *check_hits, uint64_t *seen_hits)
+    char *out, uint64_t *checks, uint64_t *check_hits, uint64_t *seen_hits,
+    int resp)
 {
 	uint64_t	 nchecks = 0, chits = 0, shits = 0, hit;
 
@@ -289,10 +608,19 @@ answer_fast(struct filter *f, struct bloom *b, const struct simple *q, int n,
 			hit = (uint64_t)bloom_add(b, q[i].h);
 			shits += hit;
 		}
-		out[0] = (char)('0' + hit);
-		out[1] = '\r';
-		out[2] = '\n';
-		out += 3;
+		if (resp) {
+			/* SETNX, SADD, BF.ADD: 1 for a new key */
+			out[0] = ':';
+			out[1] = (char)('1' - hit);
+			out[2] = '\r';
+			out[3] = '\n';
+			out += 4;
+		} else {
+			out[0] = (char)('0' + hit);
+			out[1] = '\r';
+			out[2] = '\n';
+			out += 3;
+		}
 	}
 	f->checks += nchecks;
 	f->seen_old += shits;
@@ -344,7 +672,7 @@ command_run_simple(struct conn *c, int max)
 		/* one filter of one slice with room for every key: each
 		 * key is one Bloom filter operation, nothing else */
 		i = answer_fast(q[0].f, b, q, n, out, &checks, &check_hits,
-		    &seen_hits);
+		    &seen_hits, 0);
 	else {
 		/*
 		 * The prefetches back to back, after all of the hashing.
@@ -391,12 +719,122 @@ command_run_simple(struct conn *c, int max)
 	return n;
 }
 
-static enum command_result
-cmd_ping(struct conn *c, struct op *op)
+/* Case-insensitive compare of a RESP command name with an upper-case word
+ * of exactly n bytes. */
+static inline int
+name_is(const char *a, size_t alen, const char *word, size_t n)
 {
-	(void)op;
-	reply(c, "PONG\r\n", 6);
-	return COMMAND_DONE;
+	if (alen != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((a[i] & ~0x20) != word[i] && a[i] != word[i])
+			return 0;
+	return 1;
+}
+
+int
+command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
+    int max)
+{
+	struct simple	 q[COMMAND_SIMPLE_BATCH];
+	const struct registry *reg = c->srv->reg;
+	struct stats	*st = &c->srv->stats;
+	const char	*p = buf_head(&c->in), *av[2];
+	size_t		 left = buf_used(&c->in), off = 0, next, al[2], lastl = 0;
+	struct filter	*last = NULL, *f;
+	struct bloom	*b;
+	enum resp_hot	 cmd;
+	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
+	int		 n, i, j, uniform = 1;
+	char		*out;
+
+	if (max > COMMAND_SIMPLE_BATCH)
+		max = COMMAND_SIMPLE_BATCH;
+	for (n = 0; n < max; n++) {
+		next = resp_parse_hot(p + off, left - off, lim, &cmd, av, al);
+		if (next == 0)
+			break;
+		if (cmd == RESP_HOT_SETNX)
+			f = registry_route(reg, av[0], al[0]);
+		else {
+			/* a pipeline names one filter again and again:
+			 * the last one found saves a hash of its name */
+			if (last == NULL || al[0] != lastl ||
+			    memcmp(av[0], last->name, lastl) != 0) {
+				last = registry_find(reg, av[0], al[0]);
+				lastl = al[0];
+			}
+			f = last;
+			av[0] = av[1];
+			al[0] = al[1];
+		}
+		if (f == NULL)
+			break;	/* the general path explains or creates */
+		q[n].f = f;
+		q[n].check = 0;
+		uniform &= f == q[0].f;
+		q[n].h = f->fast != NULL ?
+		    XXH3_64bits_withSeed(av[0], al[0], f->seed) :
+		    filter_hash(f, av[0], al[0]);
+		q[n].next = next;
+		off += next;
+	}
+	if (n == 0 || buf_reserve(&c->out, 4 * (size_t)n) == -1)
+		return 0;
+	out = c->out.data + c->out.len;
+	b = q[0].f->fast;
+	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
+		i = answer_fast(q[0].f, b, q, n, out, &checks, &check_hits,
+		    &seen_hits, 1);
+	else {
+		/* as command_run_simple does, and for its reason */
+		for (i = 0; i < n; i++)
+			filter_prefetch(q[i].f, q[i].h);
+		for (i = 0; i < n; i++) {
+			int r = filter_answer(q[i].f, q[i].h, 0);
+
+			if (__builtin_expect(r == FILTER_FULL, 0))
+				break;
+			seen_hits += (uint64_t)r;
+			out[0] = ':';
+			out[1] = (char)('1' - r);
+			out[2] = '\r';
+			out[3] = '\n';
+			out += 4;
+		}
+		if (i < n)	/* only the answered requests are consumed */
+			for (off = 0, j = 0; j < i; j++)
+				off += q[j].next;
+	}
+	n = i;
+	c->out.len += 4 * (size_t)n;
+	buf_consume(&c->in, off);
+	st->commands += (uint64_t)n;
+	st->by_cmd[CMD_SEEN] += (uint64_t)n;
+	st->keys_seen += seen_hits;
+	st->keys_new += (uint64_t)n - seen_hits;
+	return n;
+}
+
+static void
+cmd_ping(struct conn *c, struct op *op, struct result *r)
+{
+	(void)c;
+	if (op->argc == 2) {
+		r->kind = RESULT_BULK;
+		r->text = op->argv[1];
+		r->len = op->argl[1];
+	} else
+		set_status(r, "PONG");
+}
+
+static void
+cmd_echo(struct conn *c, struct op *op, struct result *r)
+{
+	(void)c;
+	r->kind = RESULT_BULK;
+	r->text = op->argv[1];
+	r->len = op->argl[1];
 }
 
 /* Compares in time that depends only on the lengths, never on where the
@@ -412,48 +850,667 @@ token_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return diff == 0;
 }
 
-static enum command_result
-cmd_auth(struct conn *c, struct op *op)
+static void
+cmd_auth(struct conn *c, struct op *op, struct result *r)
 {
 	const char	*token = c->srv->cfg->auth_token;
-	struct request	*rq = &op->req;
+	int		 resp = op->proto == COMMAND_RESP, user = 0;
 
+	if (resp && op->argc > 3) {
+		set_error(r, "ERR", "syntax error");
+		return;
+	}
+	if (resp && op->argc == 3) {
+		/* AUTH <user> <token>: the one user is Redis's "default" */
+		user = 1;
+		if (!token_equal(op->argv[1], op->argl[1], "default", 7))
+			goto wrong;
+	}
 	if (token == NULL) {
 		c->authed = 1;
-		return reply_err(c, "no auth_token is configured");
+		if (!resp)
+			set_error(r, "ERR", "no auth_token is configured");
+		else if (user)
+			set_status(r, "OK");	/* Redis's nopass default user */
+		else
+			set_error(r, "ERR", "AUTH <password> called without any "
+			    "password configured for the default user. Are you "
+			    "sure your configuration is correct?");
+		return;
 	}
-	if (token_equal(rq->argv[1], rq->argl[1], token, strlen(token))) {
+	if (token_equal(op->argv[op->argc - 1], op->argl[op->argc - 1], token,
+	    strlen(token))) {
 		c->authed = 1;
 		c->strikes = 0;
-		reply(c, "OK\r\n", 4);
-		return COMMAND_DONE;
+		set_status(r, "OK");
+		return;
 	}
+wrong:
 	c->srv->stats.auth_failures++;
 	log_warn("client %llu (%s): AUTH with a wrong token",
 	    (unsigned long long)c->id, c->peer);
-	return reply_err(c, "invalid token");
+	if (resp)
+		set_error(r, "WRONGPASS", "invalid username-password pair or "
+		    "user is disabled.");
+	else
+		set_error(r, "ERR", "invalid token");
+}
+
+/* The filter a RESP command names in argv[1]; creates it (with the
+ * new_filter_* settings) when create is set and create_filters is on.
+ * NULL: missing, with r set if that is an error. */
+static struct filter *
+named_filter(struct conn *c, struct op *op, int create, struct result *r)
+{
+	const struct config	*cfg = c->srv->cfg;
+	struct filter		*f;
+	char			 err[400];
+
+	f = registry_find(c->srv->reg, op->argv[1], op->argl[1]);
+	if (f != NULL || !create)
+		return f;
+	if (!cfg->create_filters) {
+		set_error(r, "ERR", "no such filter '%.*s' (create_filters is "
+		    "off)", (int)(op->argl[1] < 64 ? op->argl[1] : 64),
+		    op->argv[1]);
+		return NULL;
+	}
+	f = registry_create(c->srv->reg, cfg, op->argv[1], op->argl[1],
+	    cfg->new_filter_capacity, cfg->new_filter_error_rate,
+	    cfg->new_filter_growth, err, sizeof(err));
+	if (f == NULL) {
+		set_error(r, "ERR", "%s", err);
+		return NULL;
+	}
+	log_info("filter %s created by client %llu (%s)", f->name,
+	    (unsigned long long)c->id, c->peer);
+	return f;
+}
+
+/* SETNX <url> <v>: :1 new, :0 seen. */
+static void
+cmd_setnx(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	int		 hit;
+
+	if ((f = registry_route(c->srv->reg, op->argv[1], op->argl[1])) ==
+	    NULL) {
+		no_route(c, r);
+		return;
+	}
+	if ((hit = dedup_key(c, f, op->argv[1], op->argl[1], 0, r)) !=
+	    FILTER_FULL)
+		set_int(r, !hit);
+}
+
+/* SET <url> <v> NX: +OK new, $-1 seen; any other form is refused. */
+static void
+cmd_set(struct conn *c, struct op *op, struct result *r)
+{
+	int nx = 0;
+
+	for (int i = 3; i < op->argc; i++) {
+		if (!name_is(op->argv[i], op->argl[i], "NX", 2)) {
+			nx = 0;
+			break;
+		}
+		nx = 1;
+	}
+	if (!nx) {
+		set_error(r, "ERR", "syntax error");
+		return;
+	}
+	cmd_setnx(c, op, r);
+	if (r->kind == RESULT_INT) {
+		if (r->n)
+			set_status(r, "OK");
+		else
+			r->kind = RESULT_NULL;
+	}
+}
+
+/* EXISTS <url> ...: how many were seen (a repeated key counts twice). */
+static void
+cmd_exists(struct conn *c, struct op *op, struct result *r)
+{
+	long long	 n = 0;
+
+	for (int i = 1; i < op->argc; i++) {
+		struct filter *f = registry_route(c->srv->reg, op->argv[i],
+		    op->argl[i]);
+
+		if (f == NULL) {
+			no_route(c, r);
+			return;
+		}
+		n += dedup_key(c, f, op->argv[i], op->argl[i], 1, r);
+	}
+	set_int(r, n);
+}
+
+/* SADD f m... (:new), BF.ADD f x (:1 new), BF.MADD f x... (array). */
+static void
+cmd_sadd(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	uint8_t		*a = NULL;
+	long long	 n = 0;
+	int		 hit, madd = strcmp(op->cmd->lname, "bf.madd") == 0;
+
+	if ((f = named_filter(c, op, 1, r)) == NULL)
+		return;
+	if (madd && (a = answers(r, (size_t)op->argc - 2)) == NULL) {
+		set_error(r, "ERR", "out of memory");
+		return;
+	}
+	for (int i = 2; i < op->argc; i++) {
+		hit = dedup_key(c, f, op->argv[i], op->argl[i], 0, r);
+		if (hit == FILTER_FULL)
+			return;
+		n += !hit;
+		if (a != NULL)
+			a[i - 2] = (uint8_t)!hit;
+	}
+	if (!madd)
+		set_int(r, n);
+}
+
+/* SISMEMBER/BF.EXISTS f m (:0/:1), SMISMEMBER/BF.MEXISTS f m... (array);
+ * a missing filter holds nothing. */
+static void
+cmd_sismember(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f = named_filter(c, op, 0, r);
+	const char	*name = op->cmd->lname;
+	int		 multi = strcmp(name, "smismember") == 0 ||
+		    strcmp(name, "bf.mexists") == 0;
+	uint8_t		*a = NULL;
+	int		 hit = 0;
+
+	if (multi && (a = answers(r, (size_t)op->argc - 2)) == NULL) {
+		set_error(r, "ERR", "out of memory");
+		return;
+	}
+	for (int i = 2; i < op->argc; i++) {
+		hit = f ? dedup_key(c, f, op->argv[i], op->argl[i], 1, r) : 0;
+		if (a != NULL)
+			a[i - 2] = (uint8_t)hit;
+	}
+	if (!multi)
+		set_int(r, hit);
 }
 
 static void
-filter_line(struct conn *c, const struct filter *f)
+cmd_scard(struct conn *c, struct op *op, struct result *r)
 {
-	buf_printf(&c->out, "%s capacity=%llu error_rate=%g count=%llu "
+	struct filter *f = named_filter(c, op, 0, r);
+
+	set_int(r, f ? (long long)filter_count(f) : 0);
+}
+
+/* A number as RedisBloom reads one (strtod/strtoll on the whole text). */
+static int
+arg_double(const char *s, size_t len, double *v)
+{
+	char	 tmp[64], *end;
+
+	if (len == 0 || len >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	errno = 0;
+	*v = strtod(tmp, &end);
+	return *end != '\0' || errno != 0 || isnan(*v) ? -1 : 0;
+}
+
+static int
+arg_ll(const char *s, size_t len, long long *v)
+{
+	char	 tmp[32], *end;
+
+	if (len == 0 || len >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	errno = 0;
+	*v = strtoll(tmp, &end, 10);
+	return *end != '\0' || errno != 0 ? -1 : 0;
+}
+
+/* The largest growth factor seend plans (config.c's bound). */
+#define MAX_EXPANSION	16
+
+/* A runtime filter from request parameters; NULL with r set. */
+static struct filter *
+create_filter(struct conn *c, struct op *op, long long cap, double rate,
+    long long expansion, struct result *r)
+{
+	struct filter	*f;
+	char		 err[400];
+
+	if (expansion > MAX_EXPANSION) {
+		set_error(r, "ERR", "expansion over %d is not supported",
+		    MAX_EXPANSION);
+		return NULL;
+	}
+	if (rate < 1e-9 || rate > 0.5) {
+		set_error(r, "ERR", "error rate must be 1e-9 to 0.5");
+		return NULL;
+	}
+	f = registry_create(c->srv->reg, c->srv->cfg, op->argv[1],
+	    op->argl[1], (uint64_t)cap, rate, (unsigned)expansion, err,
+	    sizeof(err));
+	if (f == NULL)
+		set_error(r, "ERR", "%s", err);
+	else
+		log_info("filter %s created by client %llu (%s)", f->name,
+		    (unsigned long long)c->id, c->peer);
+	return f;
+}
+
+/* BF.RESERVE f error_rate capacity [EXPANSION e] [NONSCALING] */
+static void
+cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
+{
+	double		 rate;
+	long long	 cap, exp = c->srv->cfg->new_filter_growth;
+	int		 nonscaling = 0, has_exp = 0;
+
+	if (arg_double(op->argv[2], op->argl[2], &rate) == -1) {
+		set_error(r, "ERR", "bad error rate");
+		return;
+	}
+	if (!(rate > 0 && rate < 1)) {
+		set_error(r, "ERR", "(0 < error rate range < 1) ");
+		return;
+	}
+	if (arg_ll(op->argv[3], op->argl[3], &cap) == -1) {
+		set_error(r, "ERR", "bad capacity");
+		return;
+	}
+	if (cap <= 0) {
+		set_error(r, "ERR", "(capacity should be larger than 0)");
+		return;
+	}
+	for (int i = 4; i < op->argc; i++) {
+		if (name_is(op->argv[i], op->argl[i], "NONSCALING", 10))
+			nonscaling = 1;
+		else if (name_is(op->argv[i], op->argl[i], "EXPANSION", 9)) {
+			if (i + 1 == op->argc) {
+				set_error(r, "ERR", "no expansion");
+				return;
+			}
+			if (arg_ll(op->argv[i + 1], op->argl[i + 1], &exp) ==
+			    -1 || exp < 1) {
+				set_error(r, "ERR", "bad expansion");
+				return;
+			}
+			has_exp = 1;
+			i++;
+		} else {
+			set_error(r, "ERR", "syntax error");
+			return;
+		}
+	}
+	if (nonscaling && has_exp) {
+		set_bare(r, "Nonscaling filters cannot expand");
+		return;
+	}
+	if (registry_find(c->srv->reg, op->argv[1], op->argl[1]) != NULL) {
+		set_error(r, "ERR", "item exists");
+		return;
+	}
+	if (create_filter(c, op, cap, rate, nonscaling ? 0 : exp, r) != NULL)
+		set_status(r, "OK");
+}
+
+/* BF.INSERT f [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE]
+ * [NONSCALING] ITEMS a b ... */
+static void
+cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
+{
+	const struct config	*cfg = c->srv->cfg;
+	struct filter		*f;
+	double			 rate = cfg->new_filter_error_rate;
+	long long		 cap = (long long)cfg->new_filter_capacity;
+	long long		 exp = cfg->new_filter_growth;
+	int			 i, nocreate = 0, nonscaling = 0, items = 0;
+	uint8_t			*a;
+
+	for (i = 2; i < op->argc && !items; i++) {
+		const char	*w = op->argv[i];
+		size_t		 l = op->argl[i];
+		int		 last = i + 1 == op->argc;
+
+		if (name_is(w, l, "ITEMS", 5)) {
+			items = i + 1;
+		} else if (name_is(w, l, "NOCREATE", 8)) {
+			nocreate = 1;
+		} else if (name_is(w, l, "NONSCALING", 10)) {
+			nonscaling = 1;
+		} else if (name_is(w, l, "CAPACITY", 8) && !last) {
+			if (arg_ll(op->argv[i + 1], op->argl[i + 1],
+			    &cap) == -1) {
+				set_bare(r, "Bad capacity");
+				return;
+			}
+			i++;
+		} else if (name_is(w, l, "ERROR", 5) && !last) {
+			if (arg_double(op->argv[i + 1], op->argl[i + 1],
+			    &rate) == -1) {
+				set_bare(r, "Bad error rate");
+				return;
+			}
+			i++;
+		} else if (name_is(w, l, "EXPANSION", 9) && !last) {
+			if (arg_ll(op->argv[i + 1], op->argl[i + 1],
+			    &exp) == -1) {
+				set_bare(r, "Bad expansion");
+				return;
+			}
+			i++;
+		} else if (last && (name_is(w, l, "CAPACITY", 8) ||
+		    name_is(w, l, "ERROR", 5) || name_is(w, l, "EXPANSION", 9))) {
+			set_error(r, "ERR", "wrong number of arguments for "
+			    "'bf.insert' command");
+			return;
+		} else {
+			set_bare(r, "Unknown argument received");
+			return;
+		}
+	}
+	if (items == 0 || items >= op->argc) {
+		set_error(r, "ERR", "wrong number of arguments for 'bf.insert' "
+		    "command");
+		return;
+	}
+	if (!(rate > 0 && rate < 1) || cap < 1 || exp < 1) {
+		set_bare(r, "Bad argument received");
+		return;
+	}
+	if ((f = registry_find(c->srv->reg, op->argv[1], op->argl[1])) ==
+	    NULL) {
+		if (nocreate) {
+			set_error(r, "ERR", "not found");
+			return;
+		}
+		if (!cfg->create_filters) {
+			(void)named_filter(c, op, 1, r);
+			return;
+		}
+		if ((f = create_filter(c, op, cap, rate, nonscaling ? 0 : exp,
+		    r)) == NULL)
+			return;
+	}
+	if ((a = answers(r, (size_t)(op->argc - items))) == NULL) {
+		set_error(r, "ERR", "out of memory");
+		return;
+	}
+	for (i = items; i < op->argc; i++) {
+		int hit = dedup_key(c, f, op->argv[i], op->argl[i], 0, r);
+
+		if (hit == FILTER_FULL)
+			return;
+		a[i - items] = (uint8_t)!hit;
+	}
+}
+
+/* BF.INFO f [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION] */
+static void
+cmd_bf_info(struct conn *c, struct op *op, struct result *r)
+{
+	static const char *names[] = { "Capacity", "Size", "Number of filters",
+	    "Number of items inserted", "Expansion rate" };
+	static const char *words[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS",
+	    "EXPANSION" };
+	struct filter	*f = named_filter(c, op, 0, r);
+	long long	 v[5];
+	int		 one = -1;
+
+	if (f == NULL) {
+		set_error(r, "ERR", "not found");
+		return;
+	}
+	if (op->argc == 3) {
+		for (int i = 0; i < 5; i++)
+			if (name_is(op->argv[2], op->argl[2], words[i],
+			    strlen(words[i])))
+				one = i;
+		if (one < 0) {
+			set_bare(r, "Invalid information value");
+			return;
+		}
+	}
+	v[0] = (long long)f->capacity;
+	v[1] = (long long)filter_bytes(f);
+	v[2] = (long long)f->nslices;
+	v[3] = (long long)filter_count(f);
+	v[4] = (long long)f->growth;
+	scratch_reset();
+	if (one >= 0) {
+		resp_add_array(&scratch, 1);
+		resp_add_int(&scratch, v[one]);
+	} else {
+		resp_add_array(&scratch, 10);
+		for (int i = 0; i < 5; i++) {
+			resp_add_status(&scratch, names[i]);
+			resp_add_int(&scratch, v[i]);
+		}
+	}
+	set_scratch(r, RESULT_ARRAY);
+}
+
+/*
+ * DEL f ...: drops runtime filters and their snapshot files; :n dropped.
+ * A filter from the config file among them is an error, and nothing is
+ * dropped.
+ */
+static void
+cmd_del(struct conn *c, struct op *op, struct result *r)
+{
+	struct registry	*reg = c->srv->reg;
+	struct filter	*f;
+	char		 path[4096];
+	long long	 n = 0;
+
+	for (int i = 1; i < op->argc; i++) {
+		f = registry_find(reg, op->argv[i], op->argl[i]);
+		if (f != NULL && !f->runtime) {
+			set_error(r, "ERR", "filter %s is in the config file: "
+			    "remove its section and reload to drop it",
+			    f->name);
+			return;
+		}
+	}
+	for (int i = 1; i < op->argc; i++) {
+		if ((f = registry_find(reg, op->argv[i], op->argl[i])) == NULL)
+			continue;
+		registry_remove(reg, f);
+		f->deleted = 1;
+		if (snapshot_path(path, sizeof(path), c->srv->cfg->data_dir,
+		    f->name) == 0 && unlink(path) == -1 && errno != ENOENT)
+			log_warn("filter %s: cannot remove %s: %s", f->name,
+			    path, strerror(errno));
+		log_info("filter %s dropped by client %llu (%s)", f->name,
+		    (unsigned long long)c->id, c->peer);
+		filter_unref(f);
+		n++;
+	}
+	set_int(r, n);
+}
+
+static void
+cmd_select(struct conn *c, struct op *op, struct result *r)
+{
+	long long db;
+
+	(void)c;
+	if (arg_ll(op->argv[1], op->argl[1], &db) == -1)
+		set_error(r, "ERR", "value is not an integer or out of range");
+	else if (db != 0)
+		set_error(r, "ERR", "DB index is out of range");
+	else
+		set_status(r, "OK");
+}
+
+/* CLIENT SETNAME/GETNAME; other subcommands as Redis refuses unknown ones */
+static void
+cmd_client(struct conn *c, struct op *op, struct result *r)
+{
+	const char	*s = op->argv[1];
+	size_t		 l = op->argl[1];
+
+	if (name_is(s, l, "SETNAME", 7) && op->argc == 3) {
+		char *name = NULL;
+
+		for (size_t i = 0; i < op->argl[2]; i++)
+			if (op->argv[2][i] < '!' || op->argv[2][i] > '~') {
+				set_error(r, "ERR", "Client names cannot "
+				    "contain spaces, newlines or special "
+				    "characters.");
+				return;
+			}
+		if (op->argl[2] > 0 &&
+		    (name = strndup(op->argv[2], op->argl[2])) == NULL) {
+			set_error(r, "ERR", "out of memory");
+			return;
+		}
+		free(c->name);
+		c->name = name;
+		set_status(r, "OK");
+	} else if (name_is(s, l, "GETNAME", 7) && op->argc == 2) {
+		if (c->name == NULL)
+			r->kind = RESULT_NULL;
+		else {
+			r->kind = RESULT_BULK;
+			r->text = c->name;
+			r->len = strlen(c->name);
+		}
+	} else if (name_is(s, l, "SETNAME", 7) || name_is(s, l, "GETNAME", 7))
+		set_error(r, "ERR", "wrong number of arguments for 'client|%s' "
+		    "command", name_is(s, l, "SETNAME", 7) ? "setname" :
+		    "getname");
+	else
+		set_error(r, "ERR", "unknown subcommand '%.*s'. Try CLIENT HELP.",
+		    (int)(l < 128 ? l : 128), s);
+}
+
+/* COMMAND, COMMAND DOCS: an empty table (redis-cli copes); COUNT. */
+static void
+cmd_command(struct conn *c, struct op *op, struct result *r)
+{
+	(void)c;
+	if (op->argc >= 2 && name_is(op->argv[1], op->argl[1], "COUNT", 5)) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < NCOMMANDS; i++)
+			n += (commands[i].proto & COMMAND_RESP) != 0;
+		set_int(r, (long long)n);
+		return;
+	}
+	if (op->argc >= 2 && !name_is(op->argv[1], op->argl[1], "DOCS", 4) &&
+	    !name_is(op->argv[1], op->argl[1], "INFO", 4)) {
+		set_error(r, "ERR", "unknown subcommand '%.*s'. Try COMMAND "
+		    "HELP.", (int)(op->argl[1] < 128 ? op->argl[1] : 128),
+		    op->argv[1]);
+		return;
+	}
+	scratch_reset();
+	resp_add_array(&scratch, 0);
+	set_scratch(r, RESULT_ARRAY);
+}
+
+/* CONFIG GET: what redis-benchmark asks (save, appendonly) as an
+ * persistence-free Redis answers; anything else is not there. */
+static void
+cmd_config(struct conn *c, struct op *op, struct result *r)
+{
+	(void)c;
+	if (!name_is(op->argv[1], op->argl[1], "GET", 3)) {
+		set_error(r, "ERR", "unknown subcommand '%.*s'. Try CONFIG HELP.",
+		    (int)(op->argl[1] < 128 ? op->argl[1] : 128), op->argv[1]);
+		return;
+	}
+	if (op->argc < 3) {
+		set_error(r, "ERR", "wrong number of arguments for 'config|get' "
+		    "command");
+		return;
+	}
+	scratch_reset();
+	if (op->argc == 3 && name_is(op->argv[2], op->argl[2], "SAVE", 4)) {
+		resp_add_array(&scratch, 2);
+		resp_add_bulk(&scratch, "save", 4);
+		resp_add_bulk(&scratch, "", 0);
+	} else if (op->argc == 3 && name_is(op->argv[2], op->argl[2],
+	    "APPENDONLY", 10)) {
+		resp_add_array(&scratch, 2);
+		resp_add_bulk(&scratch, "appendonly", 10);
+		resp_add_bulk(&scratch, "no", 2);
+	} else
+		resp_add_array(&scratch, 0);
+	set_scratch(r, RESULT_ARRAY);
+}
+
+/* The keys all filters answered new: Redis's key count, near enough. */
+static void
+cmd_dbsize(struct conn *c, struct op *op, struct result *r)
+{
+	const struct registry	*reg = c->srv->reg;
+	long long		 n = 0;
+
+	(void)op;
+	for (size_t i = 0; i < reg->nfilters; i++)
+		n += (long long)filter_count(reg->filters[i]);
+	set_int(r, n);
+}
+
+/* HELLO [2]: RESP2 only; HELLO 3 is refused so clients stay on RESP2. */
+static void
+cmd_hello(struct conn *c, struct op *op, struct result *r)
+{
+	long long v = 2;
+
+	if (op->argc >= 2 && (arg_ll(op->argv[1], op->argl[1], &v) == -1)) {
+		set_error(r, "ERR", "Protocol version is not an integer or out "
+		    "of range");
+		return;
+	}
+	if (v != 2) {
+		set_error(r, "NOPROTO", "unsupported protocol version");
+		return;
+	}
+	if (op->argc > 2) {
+		set_error(r, "ERR", "syntax error");
+		return;
+	}
+	scratch_reset();
+	resp_add_array(&scratch, 14);
+	resp_add_bulk(&scratch, "server", 6);
+	resp_add_bulk(&scratch, "seend", 5);
+	resp_add_bulk(&scratch, "version", 7);
+	resp_add_bulk(&scratch, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
+	resp_add_bulk(&scratch, "proto", 5);
+	resp_add_int(&scratch, 2);
+	resp_add_bulk(&scratch, "id", 2);
+	resp_add_int(&scratch, (long long)c->id);
+	resp_add_bulk(&scratch, "mode", 4);
+	resp_add_bulk(&scratch, "standalone", 10);
+	resp_add_bulk(&scratch, "role", 4);
+	resp_add_bulk(&scratch, "master", 6);
+	resp_add_bulk(&scratch, "modules", 7);
+	resp_add_array(&scratch, 0);
+	set_scratch(r, RESULT_ARRAY);
+}
+
+static void
+filter_line(const struct filter *f)
+{
+	buf_printf(&scratch, "%s capacity=%llu error_rate=%g count=%llu "
 	    "bytes=%llu slices=%zu\r\n", f->name,
 	    (unsigned long long)f->capacity, f->error_rate,
 	    (unsigned long long)filter_count(f),
 	    (unsigned long long)filter_bytes(f), f->nslices);
-}
-
-static enum command_result
-cmd_filters(struct conn *c, struct op *op)
-{
-	const struct registry *reg = c->srv->reg;
-
-	(void)op;
-	for (size_t i = 0; i < reg->nfilters; i++)
-		filter_line(c, reg->filters[i]);
-	reply(c, "END\r\n", 5);
-	return COMMAND_DONE;
 }
 
 /* The growth factor as the config spells it. */
@@ -467,7 +1524,7 @@ growth_text(const struct filter *f, char *buf, size_t len)
 }
 
 static void
-info_filter(struct conn *c, const struct filter *f)
+info_filter(const struct filter *f)
 {
 	const struct slice	*h = f->head;
 	double			 bits = (double)filter_bytes(f) * 8;
@@ -476,7 +1533,7 @@ info_filter(struct conn *c, const struct filter *f)
 
 	for (size_t i = 0; i < f->nslices; i++)
 		bits_set += f->slices[i]->bloom.bits_set;
-	buf_printf(&c->out,
+	buf_printf(&scratch,
 	    "name %s\r\n"
 	    "capacity %llu\r\n"
 	    "error_rate %g\r\n"
@@ -512,7 +1569,7 @@ info_filter(struct conn *c, const struct filter *f)
 	    0.0, filter_fp_estimate(f), filter_fp_planned(f),
 	    (unsigned long long)f->seen_new, (unsigned long long)f->seen_old,
 	    (unsigned long long)f->checks, (unsigned long long)f->refused);
-	buf_printf(&c->out,
+	buf_printf(&scratch,
 	    "dirty %d\r\n"
 	    "snapshot_in_progress %d\r\n"
 	    "last_snapshot_time %lld\r\n"
@@ -545,14 +1602,24 @@ rss_bytes(void)
 	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static void
-info_server(struct conn *c)
+/* Heap held by connections' buffers. */
+static size_t
+conn_memory(const struct server *srv)
 {
-	struct server		*srv = c->srv;
+	size_t n = 0;
+
+	for (const struct conn *c = srv->conns; c != NULL; c = c->next)
+		n += sizeof(*c) + c->in.cap + c->out.cap;
+	return n;
+}
+
+static void
+info_server(struct server *srv)
+{
 	const struct stats	*st = &srv->stats;
 	const struct registry	*reg = srv->reg;
 	time_t			 now = time(NULL);
-	buf_printf(&c->out,
+	buf_printf(&scratch,
 	    "version %s\r\n"
 	    "pid %ld\r\n"
 	    "uptime_seconds %lld\r\n"
@@ -572,10 +1639,10 @@ info_server(struct conn *c)
 		for (j = 0; command_name(i)[j] && j < sizeof(name) - 1; j++)
 			name[j] = (char)(command_name(i)[j] | 0x20);
 		name[j] = '\0';
-		buf_printf(&c->out, "cmd_%s %llu\r\n", name,
+		buf_printf(&scratch, "cmd_%s %llu\r\n", name,
 		    (unsigned long long)st->by_cmd[i]);
 	}
-	buf_printf(&c->out,
+	buf_printf(&scratch,
 	    "errors_total %llu\r\n"
 	    "keys_new %llu\r\n"
 	    "keys_seen %llu\r\n"
@@ -601,53 +1668,78 @@ info_server(struct conn *c)
 	    (unsigned long long)st->idle_closed,
 	    (unsigned long long)st->auth_failures,
 	    reg->nfilters, (unsigned long long)filter_memory_used,
-	    (unsigned long long)filter_memory_limit, server_conn_memory(srv),
+	    (unsigned long long)filter_memory_limit, conn_memory(srv),
 	    rss_bytes(),
 	    saver_busy(srv->saver), (long long)srv->last_reload,
 	    srv->last_reload_ok < 0 ? "none" :
 	    srv->last_reload_ok ? "ok" : "failed");
 }
 
-static enum command_result
-cmd_info(struct conn *c, struct op *op)
+static void
+cmd_filters(struct conn *c, struct op *op, struct result *r)
 {
-	struct request	*rq = &op->req;
+	const struct registry *reg = c->srv->reg;
+
+	scratch_reset();
+	for (size_t i = 0; i < reg->nfilters; i++)
+		filter_line(reg->filters[i]);
+	set_scratch(r, op->proto == COMMAND_RESP ? RESULT_BULK : RESULT_TEXT);
+}
+
+static void
+cmd_info(struct conn *c, struct op *op, struct result *r)
+{
 	struct filter	*f;
 	char		 tok[80];
 
-	if (rq->argc == 2) {
-		f = registry_find(c->srv->reg, rq->argv[1], rq->argl[1]);
-		if (f == NULL)
-			return reply_err(c, "no such filter '%s'",
-			    printable(rq->argv[1], rq->argl[1], tok,
-			    sizeof(tok)));
-		info_filter(c, f);
+	scratch_reset();
+	if (op->argc == 2 && (f = registry_find(c->srv->reg, op->argv[1],
+	    op->argl[1])) != NULL)
+		info_filter(f);
+	else if (op->argc == 2 && op->proto == COMMAND_LINE) {
+		set_error(r, "ERR", "no such filter '%s'",
+		    printable(op->argv[1], op->argl[1], tok, sizeof(tok)));
+		return;
+	} else if (op->argc > 2 || (op->argc == 2 &&
+	    !name_is(op->argv[1], op->argl[1], "SERVER", 6) &&
+	    !name_is(op->argv[1], op->argl[1], "ALL", 3) &&
+	    !name_is(op->argv[1], op->argl[1], "DEFAULT", 7) &&
+	    !name_is(op->argv[1], op->argl[1], "EVERYTHING", 10) &&
+	    !name_is(op->argv[1], op->argl[1], "SEEND", 5))) {
+		/* Redis answers an unknown section with nothing */
+		r->kind = RESULT_BULK;
+		r->text = "";
+		r->len = 0;
+		return;
 	} else
-		info_server(c);
-	reply(c, "END\r\n", 5);
-	return COMMAND_DONE;
+		info_server(c->srv);
+	set_scratch(r, RESULT_TEXT);
 }
 
 /*
  * SAVE answers only once every file is written and fsynced, so the
  * connection waits (its later requests too, to keep replies in order)
  * while the worker thread writes; other clients are served meanwhile.
+ * The result is a wait token the connection holds until it completes.
  */
-static enum command_result
-cmd_save(struct conn *c, struct op *op)
+static void
+cmd_save(struct conn *c, struct op *op, struct result *r)
 {
 	struct server		*srv = c->srv;
-	struct request		*rq = &op->req;
 	struct save_wait	*w;
 	struct filter		*one = NULL;
 	char			 tok[80];
 
-	if (rq->argc == 2 &&
-	    (one = registry_find(srv->reg, rq->argv[1], rq->argl[1])) == NULL)
-		return reply_err(c, "no such filter '%s'",
-		    printable(rq->argv[1], rq->argl[1], tok, sizeof(tok)));
-	if ((w = calloc(1, sizeof(*w))) == NULL)
-		return reply_err(c, "out of memory");
+	if (op->argc == 2 &&
+	    (one = registry_find(srv->reg, op->argv[1], op->argl[1])) == NULL) {
+		set_error(r, "ERR", "no such filter '%s'",
+		    printable(op->argv[1], op->argl[1], tok, sizeof(tok)));
+		return;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		set_error(r, "ERR", "out of memory");
+		return;
+	}
 	w->conn = c;
 	w->pending = 1;		/* held until every job is queued */
 	for (size_t i = 0; i < srv->reg->nfilters; i++) {
@@ -665,18 +1757,20 @@ cmd_save(struct conn *c, struct op *op)
 
 		free(w);
 		if (failed)
-			return reply_err(c, "out of memory");
-		reply(c, "OK\r\n", 4);
-		return COMMAND_DONE;
+			set_error(r, "ERR", "out of memory");
+		else
+			set_status(r, "OK");
+		return;
 	}
-	c->wait = w;
-	return COMMAND_WAIT;
+	r->kind = RESULT_WAIT;
+	r->wait = w;
 }
 
-static enum command_result
-cmd_quit(struct conn *c, struct op *op)
+static void
+cmd_quit(struct conn *c, struct op *op, struct result *r)
 {
+	(void)c;
 	(void)op;
-	reply(c, "OK\r\n", 4);
-	return COMMAND_CLOSE;
+	set_status(r, "OK");
+	r->close = 1;
 }

@@ -77,6 +77,11 @@ enum server_key {
 	SK_LOG_LEVEL,
 	SK_MAX_MEMORY,
 	SK_METRICS_LISTEN,
+	SK_CREATE_FILTERS,
+	SK_NEW_FILTER_CAPACITY,
+	SK_NEW_FILTER_ERROR_RATE,
+	SK_NEW_FILTER_GROWTH,
+	SK_MAX_FILTERS,
 	SK_COUNT
 };
 
@@ -838,6 +843,56 @@ key_max_memory(struct parser *p, const char *key, const char *v)
 		p->cfg->max_memory = n;
 }
 
+/* ---- filters created at run time (BF.RESERVE, SADD, BF.ADD) ---- */
+
+static int	parse_rate(struct parser *, const char *, const char *,
+		    double *);
+static int	parse_growth(struct parser *, const char *, const char *,
+		    unsigned *);
+
+static void
+key_create_filters(struct parser *p, const char *key, const char *v)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
+		p->cfg->create_filters = 1;
+	else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
+		p->cfg->create_filters = 0;
+	else
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of on, off",
+		    key, SHOW(v));
+}
+
+static void
+key_new_filter_capacity(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_COUNT, 1, 1000000000000ULL, &n) == 0)
+		p->cfg->new_filter_capacity = n;
+}
+
+static void
+key_new_filter_error_rate(struct parser *p, const char *key, const char *v)
+{
+	(void)parse_rate(p, key, v, &p->cfg->new_filter_error_rate);
+}
+
+static void
+key_new_filter_growth(struct parser *p, const char *key, const char *v)
+{
+	(void)parse_growth(p, key, v, &p->cfg->new_filter_growth);
+}
+
+static void
+key_max_filters(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_COUNT, 1, CONFIG_MAX_RUNTIME_FILTERS,
+	    &n) == 0)
+		p->cfg->max_filters = (unsigned)n;
+}
+
 /* ---- [filter.NAME] keys ---- */
 
 static struct filter_config *
@@ -857,8 +912,9 @@ key_capacity(struct parser *p, const char *key, const char *v)
 		p->filter_bad = 1;
 }
 
-static void
-key_error_rate(struct parser *p, const char *key, const char *v)
+/* A decimal error rate in [1e-9, 0.5]: 0, or -1 after saying why. */
+static int
+parse_rate(struct parser *p, const char *key, const char *v, double *out)
 {
 	char	*end;
 	double	 d;
@@ -873,29 +929,43 @@ key_error_rate(struct parser *p, const char *key, const char *v)
 	if (!(d >= MIN_ERROR_RATE && d <= MAX_ERROR_RATE)) {
 		perror_at(p, p->lineno, "%s: \"%s\" is out of range (1e-9 to "
 		    "0.5)", key, SHOW(v));
-		p->filter_bad = 1;
-		return;
+		return -1;
 	}
-	cur_filter(p)->error_rate = d;
-	return;
+	*out = d;
+	return 0;
 bad:
 	perror_at(p, p->lineno, "%s: \"%s\" is not a number (expected a "
 	    "decimal fraction such as 0.001 or 1e-4)", key, SHOW(v));
-	p->filter_bad = 1;
+	return -1;
+}
+
+static void
+key_error_rate(struct parser *p, const char *key, const char *v)
+{
+	if (parse_rate(p, key, v, &cur_filter(p)->error_rate) == -1)
+		p->filter_bad = 1;
+}
+
+/* A growth factor, or "off" (0): 0, or -1 after saying why. */
+static int
+parse_growth(struct parser *p, const char *key, const char *v, unsigned *out)
+{
+	uint64_t n;
+
+	if (strcmp(v, "off") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (get_number(p, key, v, UNIT_COUNT, 1, MAX_GROWTH, &n) == -1)
+		return -1;
+	*out = (unsigned)n;
+	return 0;
 }
 
 static void
 key_growth(struct parser *p, const char *key, const char *v)
 {
-	uint64_t n;
-
-	if (strcmp(v, "off") == 0) {
-		cur_filter(p)->growth = 0;
-		return;
-	}
-	if (get_number(p, key, v, UNIT_COUNT, 1, MAX_GROWTH, &n) == 0)
-		cur_filter(p)->growth = (unsigned)n;
-	else
+	if (parse_growth(p, key, v, &cur_filter(p)->growth) == -1)
 		p->filter_bad = 1;
 }
 
@@ -995,6 +1065,14 @@ static const struct key_def server_keys[SK_COUNT] = {
 	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
 	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
 	[SK_MAX_MEMORY] = { "max_memory", key_max_memory, 0 },
+	[SK_CREATE_FILTERS] = { "create_filters", key_create_filters, 0 },
+	[SK_NEW_FILTER_CAPACITY] = { "new_filter_capacity",
+	    key_new_filter_capacity, 0 },
+	[SK_NEW_FILTER_ERROR_RATE] = { "new_filter_error_rate",
+	    key_new_filter_error_rate, 0 },
+	[SK_NEW_FILTER_GROWTH] = { "new_filter_growth", key_new_filter_growth,
+	    0 },
+	[SK_MAX_FILTERS] = { "max_filters", key_max_filters, 0 },
 	[SK_METRICS_LISTEN] = { "metrics_listen", key_metrics_listen, 0 },
 };
 
@@ -1351,6 +1429,11 @@ config_new(struct parser *p, const char *name)
 	cfg->idle_timeout = 0;
 	cfg->auth_token = NULL;
 	cfg->log_level = LOG_LEVEL_INFO;
+	cfg->create_filters = 1;
+	cfg->new_filter_capacity = 1000000;
+	cfg->new_filter_error_rate = 0.001;
+	cfg->new_filter_growth = 2;
+	cfg->max_filters = 10000;
 	return cfg;
 }
 

@@ -55,7 +55,17 @@ struct config {
 	struct filter_config *filters;		/* in file order */
 	size_t		 nfilters;
 	char		*metrics_listen;	/* Prometheus "host:port"; NULL = off */
+	/* filters created at run time (BF.RESERVE, SADD, BF.ADD) */
+	int		 create_filters;	/* on a missing name; default 1 */
+	uint64_t	 new_filter_capacity;	/* default 1000000 */
+	double		 new_filter_error_rate;	/* default 0.001 */
+	unsigned	 new_filter_growth;	/* 0 = off; default 2 */
+	unsigned	 max_filters;		/* all filters; default 10000 */
 };
+
+/* The most filters max_filters allows (config-file ones are fewer:
+ * CONFIG_MAX_FILTERS). */
+#define CONFIG_MAX_RUNTIME_FILTERS	1000000
 
 /* Problems found while loading, each "file:line: message". */
 struct config_errors {

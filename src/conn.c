@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proto.h"
 #include "registry.h"
+#include "resp.h"
 #include "saver.h"
 #include "server.h"
 
@@ -134,6 +135,7 @@ conn_close(struct conn *c, const char *why)
 	close(c->fd);
 	buf_free(&c->in);
 	buf_free(&c->out);
+	free(c->name);
 	free(c);
 }
 
@@ -207,6 +209,128 @@ refuse_long_line(struct conn *c)
 }
 
 /*
+ * Sends a command's result in the request's protocol and acts on it: an
+ * error before AUTH is a strike, a close or a wait is taken up here.
+ * Returns 1 if the connection must stop taking requests.
+ */
+static int
+conn_reply(struct conn *c, int proto, const struct result *r)
+{
+	if (command_encode(&c->out, proto, r) == -1)
+		c->quitting = 1;	/* out of memory: nothing sane to send */
+	if (r->kind == RESULT_ERROR) {
+		c->srv->stats.errors++;
+		/* before AUTH every refusal counts: a scanner or a
+		 * misconfigured worker gets a few clear answers, no more */
+		if (conn_strike(c))
+			c->quitting = 1;
+	}
+	if (r->close)
+		c->quitting = 1;
+	if (r->kind == RESULT_WAIT)
+		c->wait = r->wait;
+	return c->quitting || c->wait != NULL;
+}
+
+/* The most arguments a RESP request may have; its argv and argl are here,
+ * shared by every connection (a request is answered before the next is
+ * parsed). */
+#define RESP_MAX_ARGS	65536
+static const char	*resp_argv[RESP_MAX_ARGS];
+static size_t		 resp_argl[RESP_MAX_ARGS];
+
+/* The bytes a whole RESP request may take: max_line bounds each bulk
+ * string, this the request. */
+static size_t
+resp_max_request(const struct conn *c)
+{
+	size_t twice = 2 * c->srv->cfg->max_line + 4096;
+
+	return twice > ((size_t)1 << 20) ? twice : (size_t)1 << 20;
+}
+
+static void
+resp_limits_for(const struct conn *c, struct resp_limits *lim)
+{
+	lim->max_bulk = c->srv->cfg->max_line;
+	lim->max_request = resp_max_request(c);
+	lim->max_args = RESP_MAX_ARGS;
+	lim->unauth = !c->authed;
+}
+
+/*
+ * The RESP request at the head of the input (it begins with '*'): a run of
+ * hot SETNX/SADD/BF.ADD requests, or one request of any kind. Returns 1 if
+ * it answered something, 0 if it must wait for input or stop.
+ */
+static int
+process_resp(struct conn *c)
+{
+	struct resp_limits	 lim;
+	struct resp_request	 req;
+	struct result		 r;
+	struct op		 op;
+
+	resp_limits_for(c, &lim);
+	if (buf_used(&c->in) < c->resp_need)
+		return 0;
+	if (c->authed &&
+	    command_run_resp_simple(c, &lim, COMMAND_SIMPLE_BATCH) > 0) {
+		c->resp_need = 0;
+		return 1;
+	}
+	req.argv = resp_argv;
+	req.argl = resp_argl;
+	switch (resp_parse(buf_head(&c->in), buf_used(&c->in), &lim, &req)) {
+	case RESP_MORE:
+		c->resp_need = req.used;
+		return 0;
+	case RESP_ERROR:
+		c->srv->stats.errors++;
+		c->srv->stats.commands++;
+		resp_add_error(&c->out, "ERR", req.error, strlen(req.error));
+		log_debug("client %llu (%s): %s", (unsigned long long)c->id,
+		    c->peer, req.error);
+		/* the rest of the stream cannot be framed */
+		c->quitting = 1;
+		return 0;
+	case RESP_EMPTY:
+		c->resp_need = 0;
+		buf_consume(&c->in, req.used);
+		return 1;
+	case RESP_TOO_MANY:
+		c->resp_need = 0;
+		c->srv->stats.errors++;
+		c->srv->stats.commands++;
+		resp_add_errorf(&c->out, "ERR", "too many arguments for "
+		    "'%.*s' command (max %d)", (int)(resp_argl[0] < 64 ?
+		    resp_argl[0] : 64), resp_argv[0], RESP_MAX_ARGS);
+		buf_consume(&c->in, req.used);
+		return 1;
+	case RESP_OK:
+		break;
+	}
+	c->resp_need = 0;
+	command_prepare_resp(c, &req, &op);
+	command_run(c, &op, &r);
+	/* the arguments point into the input: consumed once answered */
+	if (conn_reply(c, COMMAND_RESP, &r)) {
+		buf_consume(&c->in, req.used);
+		return 0;
+	}
+	buf_consume(&c->in, req.used);
+	return 1;
+}
+
+/* Whether the next request is a RESP one. */
+static int
+resp_next(const struct conn *c)
+{
+	return !c->discarding && buf_used(&c->in) > 0 &&
+	    buf_head(&c->in)[0] == '*';
+}
+
+/*
  * Answers as many complete lines as limits allow, BATCH at a time: first
  * every line of the batch is prepared (its key hashed, its block
  * prefetched), then each is run in order. Runs of plain SEEN/CHECK lines
@@ -233,6 +357,13 @@ process_input(struct conn *c)
 			break;
 		if (c->discarding && !skip_long_line(c))
 			break;
+		/* a request that begins with '*' is RESP (a line request
+		 * begins with a command word) */
+		if (resp_next(c)) {
+			if (!process_resp(c))
+				break;
+			continue;
+		}
 		/* plain SEEN/CHECK lines, nearly all traffic, in one pass */
 		if (c->authed &&
 		    command_run_simple(c, COMMAND_SIMPLE_BATCH) > 0)
@@ -242,6 +373,8 @@ process_input(struct conn *c)
 		long ll;
 
 		for (n = 0; n < BATCH; n++) {
+			if (off < left && p[off] == '*')
+				break;	/* RESP: taken at the loop's top */
 			ll = proto_frame(p + off, left - off, &next);
 			if (ll < 0)
 				break;
@@ -257,24 +390,19 @@ process_input(struct conn *c)
 			if (ops[i].filter != NULL)
 				filter_prefetch(ops[i].filter, ops[i].hash);
 		for (i = 0; i < n; i++) {
-			enum command_result r;
+			struct result r;
 
 			/* over the limit by at most one reply */
 			if (buf_used(&c->out) >= c->srv->cfg->output_buffer_limit)
 				break;
-			r = command_run(c, &ops[i]);
-
+			command_run(c, &ops[i], &r);
 			buf_consume(&c->in, len[i]);
-			if (r == COMMAND_CLOSE) {
-				c->quitting = 1;
-				break;
-			}
-			if (r == COMMAND_WAIT)
+			if (conn_reply(c, COMMAND_LINE, &r))
 				break;
 		}
 		if (i < n || c->quitting || c->wait != NULL)
 			break;
-		if (n == BATCH)
+		if (n == BATCH || resp_next(c))
 			continue;
 		/* n < BATCH: an over-long line, or no complete line left */
 		ll = proto_frame(buf_head(&c->in), buf_used(&c->in), &next);
@@ -303,6 +431,10 @@ read_input(struct conn *c)
 {
 	size_t	bound = c->srv->cfg->max_line + 2 + READ_CHUNK;
 	size_t	used = buf_used(&c->in), room;
+
+	/* a RESP request is held whole: resp_parse never asks for more */
+	if (resp_next(c))
+		bound = resp_max_request(c) + RESP_LINE_MAX + 2 + READ_CHUNK;
 	ssize_t	n;
 
 	if (used >= bound) {
@@ -368,6 +500,9 @@ flush_output(struct conn *c)
 static int
 has_work(const struct conn *c)
 {
+	if (resp_next(c))
+		return !c->quitting && c->wait == NULL && !c->srv->stopping &&
+		    buf_used(&c->in) >= c->resp_need;
 	return !c->quitting && c->wait == NULL && !c->srv->stopping &&
 	    buf_used(&c->in) > 0 &&
 	    (c->discarding ||

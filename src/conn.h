@@ -34,6 +34,9 @@ struct conn {
 	unsigned	 eof:1;		/* the client shut down its side */
 	unsigned	 quitting:1;	/* QUIT: flush, then close */
 	unsigned	 strikes;	/* commands refused before AUTH */
+	size_t		 resp_need;	/* a partial RESP request needs this
+					 * many bytes of input at least */
+	char		*name;		/* CLIENT SETNAME, or NULL */
 	struct save_wait *wait;		/* a SAVE it is waiting on */
 	uint64_t	 last_active;	/* conn_clock_ms() of the last read or write */
 	struct conn	*prev, *next;

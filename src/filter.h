@@ -116,6 +116,9 @@ struct filter {
 	time_t		 loaded_at;		/* when its snapshot was loaded, or 0 */
 	/* traffic */
 	uint64_t	 seen_new, seen_old, checks, refused;
+	/* created at run time (BF.RESERVE, SADD...), not by a config section */
+	int		 runtime;
+	int		 deleted;	/* by DEL: a snapshot in flight is unlinked */
 };
 
 /* The wall clock in milliseconds as the event loop last read it: windows

@@ -122,6 +122,12 @@ log_filters(const struct registry *reg)
 	}
 }
 
+static void
+warn_line(const char *msg)
+{
+	log_warn("%s", msg);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -189,7 +195,12 @@ main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	filter_memory_limit = srv.cfg->max_memory;
 	if ((srv.reg = registry_build(srv.cfg, NULL, NULL, err,
-	    sizeof(err))) == NULL) {
+	    sizeof(err))) == NULL ||
+	    /* runtime filters (BF.RESERVE, SADD...) come back from the
+	     * snapshots no section names */
+	    registry_load_runtime(srv.reg, srv.cfg, warn_line, err,
+	    sizeof(err)) == -1) {
+		registry_free(srv.reg);
 		log_error("%s", err);
 		log_error("not starting: the snapshot is left as it is; see "
 		    "seend(8), SNAPSHOTS, for what to do");

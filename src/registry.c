@@ -1,15 +1,19 @@
 /*
  * registry.c - named filters, routing, reload diffing; see registry.h.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "registry.h"
+#include "snapshot.h"
 #include "url.h"
 
 /*
@@ -192,17 +196,107 @@ registry_route_rules(const struct registry *reg, const char *key,
 	return reg->default_filter;
 }
 
+/*
+ * Filters by name: open addressing with linear probing, at most half full,
+ * deletion by shifting back the entries after the hole (no tombstones), so
+ * a lookup is one hash and a probe or two however many filters there are.
+ */
+struct name_slot {
+	struct filter	*f;	/* NULL = empty */
+	uint64_t	 hash;
+};
+
+static uint64_t
+name_hash(const char *name, size_t len)
+{
+	return XXH3_64bits(name, len);
+}
+
+static int
+names_insert(struct registry *reg, struct filter *f)
+{
+	size_t		 len = strlen(f->name), i;
+	uint64_t	 h = name_hash(f->name, len);
+
+	if ((reg->nfilters + 1) * 2 > reg->names_mask + 1) {
+		size_t			 n = (reg->names_mask + 1) * 2, j;
+		struct name_slot	*ns, *old = reg->names;
+
+		if (n < 16)
+			n = 16;
+		if ((ns = calloc(n, sizeof(*ns))) == NULL)
+			return -1;
+		for (j = 0; old != NULL && j <= reg->names_mask; j++) {
+			if (old[j].f == NULL)
+				continue;
+			for (i = old[j].hash & (n - 1); ns[i].f != NULL;
+			    i = (i + 1) & (n - 1))
+				;
+			ns[i] = old[j];
+		}
+		free(old);
+		reg->names = ns;
+		reg->names_mask = n - 1;
+	}
+	for (i = h & reg->names_mask; reg->names[i].f != NULL;
+	    i = (i + 1) & reg->names_mask)
+		;
+	reg->names[i].f = f;
+	reg->names[i].hash = h;
+	return 0;
+}
+
+static void
+names_delete(struct registry *reg, const struct filter *f)
+{
+	size_t i, j, k, m = reg->names_mask;
+
+	for (i = name_hash(f->name, strlen(f->name)) & m;
+	    reg->names[i].f != f; i = (i + 1) & m)
+		if (reg->names[i].f == NULL)
+			return;
+	/* shift back every later entry of the run that may move into the
+	 * hole: one whose home k is not cyclically in (i, j] */
+	for (j = i;;) {
+		reg->names[i].f = NULL;
+		for (;;) {
+			j = (j + 1) & m;
+			if (reg->names[j].f == NULL)
+				return;
+			k = reg->names[j].hash & m;
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		reg->names[i] = reg->names[j];
+		i = j;
+	}
+}
+
 struct filter *
 registry_find(const struct registry *reg, const char *name, size_t len)
 {
-	/* Linear: a handful of filters, and names are short. */
+	uint64_t	 h;
+	size_t		 i;
+
 	if (len > CONFIG_NAME_MAX)
 		return NULL;
-	for (size_t i = 0; i < reg->nfilters; i++) {
-		struct filter *f = reg->filters[i];
+	if (reg->names == NULL) {
+		/* a registry put together by hand (a reload's list of every
+		 * known filter): no index, a scan */
+		for (i = 0; i < reg->nfilters; i++)
+			if (memcmp(reg->filters[i]->name, name, len) == 0 &&
+			    reg->filters[i]->name[len] == '\0')
+				return reg->filters[i];
+		return NULL;
+	}
+	h = name_hash(name, len);
+	for (i = h & reg->names_mask; reg->names[i].f != NULL;
+	    i = (i + 1) & reg->names_mask) {
+		struct filter *f = reg->names[i].f;
 
-		if (memcmp(f->name, name, len) == 0 && f->name[len] == '\0' &&
-		    memchr(name, '\0', len) == NULL)
+		if (reg->names[i].hash == h &&
+		    memcmp(f->name, name, len) == 0 && f->name[len] == '\0')
 			return f;
 	}
 	return NULL;
@@ -211,9 +305,164 @@ registry_find(const struct registry *reg, const char *name, size_t len)
 int
 registry_contains(const struct registry *reg, const struct filter *f)
 {
-	for (size_t i = 0; i < reg->nfilters; i++)
-		if (reg->filters[i] == f)
-			return 1;
+	return registry_find(reg, f->name, strlen(f->name)) == f;
+}
+
+/* Appends f (its reference is the registry's) and indexes its name. */
+static int
+registry_append(struct registry *reg, struct filter *f)
+{
+	if (reg->nfilters == reg->slots) {
+		size_t		 n = reg->slots ? reg->slots * 2 : 16;
+		struct filter	**grown;
+
+		if ((grown = realloc(reg->filters, n * sizeof(*grown))) == NULL)
+			return -1;
+		reg->filters = grown;
+		reg->slots = n;
+	}
+	if (names_insert(reg, f) == -1)
+		return -1;
+	reg->filters[reg->nfilters++] = f;
+	return 0;
+}
+
+int
+registry_valid_name(const char *name, size_t len)
+{
+	if (len < 1 || len > CONFIG_NAME_MAX || name[0] == '.')
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+		    ch == '.' || ch == ':'))
+			return 0;
+	}
+	return 1;
+}
+
+/* The runtime filters count against max_filters with the others. */
+static struct filter *
+runtime_add(struct registry *reg, const struct config *cfg,
+    const struct filter_config *fc, int load, char *err, size_t errlen)
+{
+	struct filter *f;
+
+	if (reg->nfilters >= cfg->max_filters) {
+		snprintf(err, errlen, "max_filters (%u) reached", cfg->max_filters);
+		return NULL;
+	}
+	f = load ? filter_open(fc, cfg->data_dir, err, errlen) :
+	    filter_create(fc, err, errlen);
+	if (f == NULL)
+		return NULL;
+	f->runtime = 1;
+	if (registry_append(reg, f) == -1) {
+		filter_unref(f);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	return f;
+}
+
+struct filter *
+registry_create(struct registry *reg, const struct config *cfg,
+    const char *name, size_t len, uint64_t capacity, double error_rate,
+    unsigned growth, char *err, size_t errlen)
+{
+	struct filter_config	 fc;
+	struct filter		*f;
+
+	if (!registry_valid_name(name, len)) {
+		snprintf(err, errlen, "bad filter name (1 to %d bytes of "
+		    "letters, digits, _-.: not starting with '.')",
+		    CONFIG_NAME_MAX);
+		return NULL;
+	}
+	memset(&fc, 0, sizeof(fc));
+	memcpy(fc.name, name, len);
+	fc.name[len] = '\0';
+	fc.capacity = capacity;
+	fc.error_rate = error_rate;
+	fc.growth = growth;
+	if ((f = runtime_add(reg, cfg, &fc, 0, err, errlen)) != NULL)
+		f->reshapes = 1;	/* owes a snapshot, empty or not */
+	return f;
+}
+
+void
+registry_remove(struct registry *reg, struct filter *f)
+{
+	size_t i;
+
+	for (i = 0; i < reg->nfilters && reg->filters[i] != f; i++)
+		;
+	if (i == reg->nfilters)
+		return;
+	names_delete(reg, f);
+	memmove(reg->filters + i, reg->filters + i + 1,
+	    (reg->nfilters - i - 1) * sizeof(*reg->filters));
+	reg->nfilters--;
+}
+
+int
+registry_load_runtime(struct registry *reg, const struct config *cfg,
+    void (*warn)(const char *), char *err, size_t errlen)
+{
+	DIR			*d;
+	struct dirent		*de;
+	size_t			 sl = strlen(SNAPSHOT_SUFFIX), len;
+	char			 path[PATH_MAX], msg[PATH_MAX + 600], why[512];
+
+	if ((d = opendir(cfg->data_dir)) == NULL)
+		return 0;	/* a missing data_dir holds nothing yet */
+	while ((de = readdir(d)) != NULL) {
+		struct snapshot_header	 hdr;
+		struct filter_config	 fc;
+		int			 fd;
+
+		len = strlen(de->d_name);
+		if (len <= sl || strcmp(de->d_name + len - sl,
+		    SNAPSHOT_SUFFIX) != 0 ||
+		    !registry_valid_name(de->d_name, len - sl) ||
+		    registry_find(reg, de->d_name, len - sl) != NULL)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", cfg->data_dir,
+		    de->d_name) >= (int)sizeof(path) ||
+		    (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		if (snapshot_verify_fd(fd, &hdr, why, sizeof(why)) == -1) {
+			close(fd);
+			if (warn != NULL) {
+				snprintf(msg, sizeof(msg), "%s: not loaded: %s",
+				    path, why);
+				warn(msg);
+			}
+			continue;
+		}
+		close(fd);
+		memset(&fc, 0, sizeof(fc));
+		memcpy(fc.name, de->d_name, len - sl);
+		fc.capacity = hdr.capacity;
+		fc.error_rate = hdr.error_rate;
+		fc.growth = hdr.growth;
+		fc.expire = hdr.expire_ms / 1000;
+		if (runtime_add(reg, cfg, &fc, 1, why, sizeof(why)) == NULL) {
+			if (reg->nfilters >= cfg->max_filters) {
+				closedir(d);
+				snprintf(err, errlen, "%s: %s", path, why);
+				return -1;
+			}
+			if (warn != NULL) {
+				snprintf(msg, sizeof(msg), "%s: not loaded: %s",
+				    path, why);
+				warn(msg);
+			}
+		}
+	}
+	closedir(d);
 	return 0;
 }
 
@@ -226,6 +475,7 @@ registry_apply_settings(struct registry *reg, const struct config *cfg,
 	for (size_t i = 0; i < reg->nfilters && i < cfg->nfilters; i++) {
 		struct filter *f = reg->filters[i];
 
+		f->runtime = 0;		/* a section names it now */
 		filter_reconfigure(f, &cfg->filters[i], changes,
 		    sizeof(changes));
 		if (say == NULL || changes[0] == '\0')
@@ -245,10 +495,7 @@ registry_build(const struct config *cfg, const struct registry *old,
 	struct filter	*f;
 
 	(void)warn;
-	if ((reg = calloc(1, sizeof(*reg))) == NULL ||
-	    (reg->filters = calloc(cfg->nfilters ? cfg->nfilters : 1,
-	    sizeof(*reg->filters))) == NULL) {
-		free(reg);
+	if ((reg = calloc(1, sizeof(*reg))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -261,7 +508,25 @@ registry_build(const struct config *cfg, const struct registry *old,
 		else if ((f = filter_open(fc, cfg->data_dir, err,
 		    errlen)) == NULL)
 			goto fail;
-		reg->filters[reg->nfilters++] = f;
+		if (registry_append(reg, f) == -1) {
+			filter_unref(f);
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+	}
+	/* runtime filters outlive a reload; a section that now names one
+	 * makes it a config filter (taken above) */
+	for (size_t i = 0; old != NULL && i < old->nfilters; i++) {
+		f = old->filters[i];
+		if (!f->runtime || registry_find(reg, f->name,
+		    strlen(f->name)) != NULL)
+			continue;
+		filter_ref(f);
+		if (registry_append(reg, f) == -1) {
+			filter_unref(f);
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
 	}
 	if (cfg->default_filter != NULL)
 		reg->default_filter = registry_find(reg, cfg->default_filter,
@@ -289,6 +554,7 @@ registry_free(struct registry *reg)
 	for (size_t i = 0; i < reg->nfilters; i++)
 		filter_unref(reg->filters[i]);
 	routes_free(reg->routes);
+	free(reg->names);
 	free(reg->filters);
 	free(reg);
 }

@@ -21,10 +21,17 @@
 #include "filter.h"
 
 struct route_table;
+struct name_slot;
 
 struct registry {
-	struct filter	**filters;	/* in config file order */
+	/* config-file filters in file order, then runtime ones (created by
+	 * BF.RESERVE, SADD... or loaded from a snapshot no section names) */
+	struct filter	**filters;
 	size_t		  nfilters;
+	size_t		  slots;	/* allocated in filters[] */
+	/* by name, open addressing: O(1) whatever the count */
+	struct name_slot *names;
+	size_t		  names_mask;
 	struct filter	 *default_filter;	/* NULL if not configured */
 	struct route_table *routes;	/* NULL when no filter has rules */
 };
@@ -68,6 +75,26 @@ registry_route(const struct registry *reg, const char *key, size_t len)
 }
 /* 1 if f is in reg. */
 int		 registry_contains(const struct registry *, const struct filter *);
+
+/* 1 if name may be a runtime filter's: 1 to 64 bytes of letters, digits,
+ * "_-.:", not starting with '.' (files stay inside data_dir). */
+int		 registry_valid_name(const char *name, size_t len);
+/* Adds a new empty runtime filter; NULL with a message in err (max_filters,
+ * max_memory, a bad name or parameters). */
+struct filter	*registry_create(struct registry *, const struct config *,
+		    const char *name, size_t len, uint64_t capacity,
+		    double error_rate, unsigned growth, char *err,
+		    size_t errlen);
+/* Takes a runtime filter out of reg (the caller drops its reference and
+ * files). */
+void		 registry_remove(struct registry *, struct filter *);
+/*
+ * At start: every snapshot in cfg->data_dir that no section names comes
+ * back as a runtime filter with the parameters in its header. Files that
+ * do not load are logged through warn and left alone.
+ */
+int		 registry_load_runtime(struct registry *, const struct config *,
+		    void (*warn)(const char *msg), char *err, size_t errlen);
 
 
 #endif

@@ -380,3 +380,4 @@ resp_add_null_array(struct buf *b)
 {
 	return buf_append(b, "*-1\r\n", 5);
 }
+

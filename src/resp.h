@@ -18,6 +18,9 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+#include <string.h>
+
 #include "buf.h"
 
 /*
@@ -90,5 +93,124 @@ int	resp_add_bulk(struct buf *, const void *, size_t); /* $n data */
 int	resp_add_null(struct buf *);			/* $-1 */
 int	resp_add_array(struct buf *, long long n);	/* *n, then n items */
 int	resp_add_null_array(struct buf *);		/* *-1 */
+
+/* A bulk length as resp_parse accepts it: "0" or 1-18 digits without a
+ * leading zero, then CR LF. Returns the position after the LF, or 0. */
+static inline size_t
+resp_simple_length(const char *p, size_t len, size_t pos, size_t *n)
+{
+	size_t i = pos, u = 0;
+
+	/* lengths of 1 to 2 digits (keys under 100 bytes, values), unrolled:
+	 * the loop below costs twice as much for them */
+	if (pos + 4 <= len && p[pos] >= '1' && p[pos] <= '9') {
+		if (p[pos + 1] == '\r' && p[pos + 2] == '\n') {
+			*n = (size_t)(p[pos] - '0');
+			return pos + 3;
+		}
+		if (p[pos + 1] >= '0' && p[pos + 1] <= '9' &&
+		    p[pos + 2] == '\r' && p[pos + 3] == '\n') {
+			*n = (size_t)(p[pos] - '0') * 10 +
+			    (size_t)(p[pos + 1] - '0');
+			return pos + 4;
+		}
+	}
+	if (i < len && p[i] == '0') {
+		i++;
+	} else {
+		if (i >= len || p[i] < '1' || p[i] > '9')
+			return 0;
+		for (; i < len && i - pos < 18 && p[i] >= '0' && p[i] <= '9';
+		    i++)
+			u = u * 10 + (size_t)(p[i] - '0');
+	}
+	if (i + 1 >= len || p[i] != '\r' || p[i + 1] != '\n')
+		return 0;
+	*n = u;
+	return i + 2;
+}
+
+/* A bulk string "$<n>\r\n<n bytes>\r\n" at p[pos], n <= max: the
+ * position after it, with its bytes in *arg and *argl, or 0. */
+static inline size_t
+resp_simple_bulk(const char *p, size_t len, size_t pos, size_t max,
+    const char **arg, size_t *argl)
+{
+	size_t n;
+
+	if (pos >= len || p[pos] != '$' ||
+	    (pos = resp_simple_length(p, len, pos + 1, &n)) == 0 ||
+	    n > max || n > len - pos || len - pos - n < 2 ||
+	    p[pos + n] != '\r' || p[pos + n + 1] != '\n')
+		return 0;
+	*arg = p + pos;
+	*argl = n;
+	return pos + n + 2;
+}
+
+/* The hot commands resp_parse_hot knows. */
+enum resp_hot {
+	RESP_HOT_NONE,
+	RESP_HOT_SETNX,		/* SETNX <url> <value> */
+	RESP_HOT_SADD,		/* SADD <filter> <member> */
+	RESP_HOT_BFADD,		/* BF.ADD <filter> <item> */
+};
+
+/* p[0..n) against pattern, letters in either case (mask: 0x20 on the
+ * letters of pattern, which is lower case). 8 bytes at a time: n <= 16. */
+static inline int
+resp_hot_match(const char *p, const char *pattern, const char *mask,
+    size_t n)
+{
+	uint64_t a, b, m, c, d, k;
+
+	memcpy(&a, p, 8);
+	memcpy(&b, pattern, 8);
+	memcpy(&m, mask, 8);
+	memcpy(&c, p + n - 8, 8);
+	memcpy(&d, pattern + n - 8, 8);
+	memcpy(&k, mask + n - 8, 8);
+	return ((a | m) == b) & ((c | k) == d);
+}
+
+/*
+ * The hot shape: "*3" of three bulk strings whose first is SETNX, SADD or
+ * BF.ADD (either case), read in one pass with the command name matched 8
+ * bytes at a time. Returns the bytes the request takes, its command in
+ * *cmd and its two arguments in argv/argl; or 0 if the input does not
+ * begin with a whole such request within lim (unauth is not looked at:
+ * the caller has authenticated). Where it answers, resp_parse answers the
+ * same (fuzz_resp checks it); on 0, ask resp_parse.
+ */
+static inline size_t
+resp_parse_hot(const char *p, size_t len, const struct resp_limits *lim,
+    enum resp_hot *cmd, const char *argv[2], size_t argl[2])
+{
+	size_t pos;
+
+	if (len < 16)
+		return 0;
+	if (resp_hot_match(p, "*3\r\n$5\r\nsetnx\r\n",
+	    "\0\0\0\0\0\0\0\0\x20\x20\x20\x20\x20\0\0", 15)) {
+		*cmd = RESP_HOT_SETNX;
+		pos = 15;
+	} else if (resp_hot_match(p, "*3\r\n$4\r\nsadd\r\n",
+	    "\0\0\0\0\0\0\0\0\x20\x20\x20\x20\0\0", 14)) {
+		*cmd = RESP_HOT_SADD;
+		pos = 14;
+	} else if (resp_hot_match(p, "*3\r\n$6\r\nbf.add\r\n",
+	    "\0\0\0\0\0\0\0\0\x20\x20\0\x20\x20\x20\0\0", 16)) {
+		*cmd = RESP_HOT_BFADD;
+		pos = 16;
+	} else
+		return 0;
+	if ((pos = resp_simple_bulk(p, len, pos, lim->max_bulk, &argv[0],
+	    &argl[0])) == 0 ||
+	    (pos = resp_simple_bulk(p, len, pos, lim->max_bulk, &argv[1],
+	    &argl[1])) == 0)
+		return 0;
+	/* every request resp_parse takes is at least this big */
+	return pos <= lim->max_request && lim->max_bulk >= 6 ? pos : 0;
+}
 
 #endif

@@ -19,7 +19,6 @@
 
 #include <event2/event.h>
 
-#include "conn.h"
 #include "log.h"
 #include "filter.h"
 #include "saver.h"
@@ -54,6 +53,8 @@ struct saver {
 	int			 pending;	/* submitted, not yet completed */
 	int			 pipe[2];	/* worker -> loop: "jobs are done" */
 	struct event		*ev;
+	saver_done_fn		 done_fn;	/* a SAVE's last job is done */
+	void			*done_arg;
 };
 
 static double
@@ -115,13 +116,21 @@ release_slices(struct save_job *job)
 }
 
 static void
-complete(struct save_job *job)
+complete(struct saver *sv, struct save_job *job)
 {
 	struct filter		*f = job->filter;
 	struct save_wait	*w = job->wait;
 
 	f->saving--;
 	f->last_save_secs = job->secs;
+	if (job->ok && f->deleted) {
+		char path[4096];
+
+		/* DEL removed the filter while this job was writing its file:
+		 * the file goes too, or the filter would come back at start */
+		if (snapshot_path(path, sizeof(path), job->dir, f->name) == 0)
+			(void)unlink(path);
+	}
 	if (job->ok) {
 		/* keys added during the write may or may not be in the file,
 		 * so only what was there at submission counts as saved */
@@ -151,8 +160,8 @@ complete(struct save_job *job)
 			    "failed: %s", f->name, job->err);
 		}
 		if (--w->pending == 0) {
-			if (w->conn != NULL)
-				conn_save_done(w->conn, !w->failed, w->err);
+			/* the owner routes it to the waiting client */
+			sv->done_fn(sv->done_arg, w);
 			free(w);
 		}
 	}
@@ -175,7 +184,7 @@ process_done(struct saver *sv)
 	for (; list != NULL; list = next) {
 		next = list->next;
 		sv->pending--;
-		complete(list);
+		complete(sv, list);
 	}
 }
 
@@ -191,12 +200,14 @@ on_pipe(evutil_socket_t fd, short what, void *arg)
 }
 
 struct saver *
-saver_start(struct event_base *base)
+saver_start(struct event_base *base, saver_done_fn done_fn, void *done_arg)
 {
 	struct saver *sv;
 
 	if ((sv = calloc(1, sizeof(*sv))) == NULL)
 		return NULL;
+	sv->done_fn = done_fn;
+	sv->done_arg = done_arg;
 	sv->queue_tail = &sv->queue;
 	sv->done_tail = &sv->done;
 	pthread_mutex_init(&sv->mtx, NULL);

@@ -24,7 +24,11 @@ struct save_wait {
 	char		 err[600];
 };
 
-struct saver	*saver_start(struct event_base *);
+/* Called on the loop thread when the last job of a SAVE's wait is done
+ * (w->conn NULL: the client has gone); w is freed after it returns. */
+typedef void	(*saver_done_fn)(void *arg, struct save_wait *w);
+
+struct saver	*saver_start(struct event_base *, saver_done_fn, void *arg);
 /* Queues a snapshot of f (a reference is held until it is done). */
 int		 saver_submit(struct saver *, struct filter *, const char *dir,
 		    struct save_wait *);

@@ -1004,6 +1004,16 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- start, run, free ---- */
 
+/* A SAVE's files are written: the waiting client, if still there, gets
+ * its reply (the saver knows nothing of connections). */
+static void
+save_done(void *arg, struct save_wait *w)
+{
+	(void)arg;
+	if (w->conn != NULL)
+		conn_save_done(w->conn, !w->failed, w->err);
+}
+
 int
 server_start(struct server *srv)
 {
@@ -1013,7 +1023,7 @@ server_start(struct server *srv)
 	srv->started = time(NULL);
 	srv->last_reload_ok = -1;
 	server_fit_fd_limit(srv->cfg);
-	if ((srv->saver = saver_start(srv->base)) == NULL)
+	if ((srv->saver = saver_start(srv->base, save_done, srv)) == NULL)
 		return -1;
 	/* handlers before listeners: a client (or systemd) that sees the
 	 * port open may send SIGHUP at once, whose default action kills */

@@ -17,13 +17,17 @@
  *     that size so that ASan sees any read past it) answers RESP_MORE, with
  *     an honest need, until the same result as the whole buffer;
  *   - encoding the arguments as an array of bulk strings parses back to
- *     the same arguments; resp_add_error never lets a CR or LF through.
+ *     the same arguments; resp_add_error never lets a CR or LF through;
+ *   - resp_parse_hot (the hot path's recogniser), where it accepts, agrees
+ *     with resp_parse: RESP_OK, three arguments, the same bytes, the
+ *     command it names.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "buf.h"
 #include "resp.h"
@@ -190,6 +194,35 @@ check_roundtrip(const struct result *r, const struct resp_limits *lim)
 	buf_free(&b);
 }
 
+/* The hot path's recogniser agrees with resp_parse wherever it accepts. */
+static void
+check_hot(const char *p, size_t len, const struct resp_limits *lim,
+    const struct result *r)
+{
+	static const char *names[] = { "", "SETNX", "SADD", "BF.ADD" };
+	struct resp_limits	 authed = *lim;
+	struct result		 full;
+	enum resp_hot		 cmd;
+	const char		*av[2];
+	size_t			 al[2], used;
+
+	authed.unauth = 0;
+	if ((used = resp_parse_hot(p, len, lim, &cmd, av, al)) == 0)
+		return;
+	if (lim->unauth)
+		parse(p, len, &authed, &full);
+	else
+		full = *r;
+	CHECK(cmd >= RESP_HOT_SETNX && cmd <= RESP_HOT_BFADD);
+	CHECK(full.st == RESP_OK || (full.st == RESP_TOO_MANY &&
+	    lim->max_args < 3));
+	CHECK(full.req.argc == 3 && full.req.used == used);
+	CHECK(full.al[0] == strlen(names[cmd]) &&
+	    strncasecmp(full.av[0], names[cmd], full.al[0]) == 0);
+	for (int i = 1; i < 3 && i < lim->max_args; i++)
+		CHECK(full.av[i] == av[i - 1] && full.al[i] == al[i - 1]);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -212,6 +245,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (left > 0) {
 		parse(p, left, &lim, &r);
 		check_one(p, left, &lim, &r);
+		check_hot(p, left, &lim, &r);
 		if (first)
 			check_splits(p, left, &lim, &r);
 		first = 0;

@@ -581,7 +581,10 @@ def random_binary_input_from_ten_clients_leaves_the_daemon_serving(t):
                     done.set()
                 rt = threading.Thread(target=reader, daemon=True)
                 rt.start()
-                data = b"\x00" * 100 + os.urandom(1 << 20) + b"\x00\n"
+                # no '*': that begins a RESP request, and malformed
+                # RESP closes the connection (test_redis.py)
+                data = (b"\x00" * 100 + os.urandom(1 << 20) +
+                        b"\x00\n").replace(b"*", b"+")
                 for off in range(0, len(data), 32768):
                     sk.sendall(data[off:off + 32768])
                 sk.sendall(b"\nPING\n")
@@ -830,7 +833,7 @@ def everything_at_once_the_daemon_survives_and_ping_answers(t):
             sk.setblocking(False)
             while time.monotonic() < stop:
                 try:
-                    sk.send(os.urandom(4096))
+                    sk.send(os.urandom(4096).replace(b"*", b"+"))
                     while sk.recv(65536):
                         pass
                 except (BlockingIOError, InterruptedError):

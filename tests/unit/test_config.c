@@ -864,6 +864,46 @@ test_growth_expire_memory(void)
 	config_errors_free(&errs);
 }
 
+/* [server] keys for filters created at run time (issue 14). */
+static void
+test_runtime_filter_keys(void)
+{
+	struct config *cfg;
+
+	cfg = good("", "an empty file, for the runtime filter keys");
+	ok(cfg && cfg->create_filters == 1, "create_filters defaults to on");
+	ok(cfg && cfg->new_filter_capacity == 1000000,
+	    "new_filter_capacity defaults to 1M");
+	ok(cfg && cfg->new_filter_error_rate == 0.001,
+	    "new_filter_error_rate defaults to 0.001");
+	ok(cfg && cfg->new_filter_growth == 2,
+	    "new_filter_growth defaults to 2");
+	ok(cfg && cfg->max_filters == 10000, "max_filters defaults to 10000");
+	config_free(cfg);
+	cfg = good_server("create_filters", "off");
+	ok(cfg && cfg->create_filters == 0, "create_filters = off");
+	config_free(cfg);
+	cfg = good_server("new_filter_capacity", "10k");
+	ok(cfg && cfg->new_filter_capacity == 10000,
+	    "new_filter_capacity = 10k");
+	config_free(cfg);
+	cfg = good_server("new_filter_error_rate", "0.01");
+	ok(cfg && cfg->new_filter_error_rate == 0.01,
+	    "new_filter_error_rate = 0.01");
+	config_free(cfg);
+	cfg = good_server("new_filter_growth", "off");
+	ok(cfg && cfg->new_filter_growth == 0, "new_filter_growth = off");
+	config_free(cfg);
+	cfg = good_server("max_filters", "5000");
+	ok(cfg && cfg->max_filters == 5000, "max_filters = 5000");
+	config_free(cfg);
+	bad_server("create_filters", "maybe", "create_filters maybe");
+	bad_server("new_filter_capacity", "0", "new_filter_capacity 0");
+	bad_server("new_filter_error_rate", "1", "new_filter_error_rate 1");
+	bad_server("new_filter_growth", "17", "new_filter_growth 17");
+	bad_server("max_filters", "0", "max_filters 0");
+}
+
 int
 main(void)
 {
@@ -880,6 +920,7 @@ main(void)
 	test_metrics_listen();
 	test_normalize();
 	test_growth_expire_memory();
+	test_runtime_filter_keys();
 	config_errors_free(&errs);
 	return done_testing();
 }

@@ -782,6 +782,89 @@ test_snapshot(void)
 	rm_datadir_files();
 }
 
+/* Runtime filters: O(1) names, removal, reload keeps them, max_filters. */
+static void
+test_runtime(void)
+{
+	struct config	*cfg, *cfg2;
+	struct registry	*reg, *reg2;
+	struct filter	*f;
+	char		 name[32];
+	int		 found = 0, kept = 0;
+
+	rm_datadir_files();
+	cfg = cfg_make(NULL, "max_filters = 1100\n[filter.a]\ncapacity = 1000\n");
+	if (cfg == NULL) {
+		ok(0, "runtime: config loads");
+		return;
+	}
+	reg = registry_build(cfg, NULL, NULL, errbuf, sizeof(errbuf));
+	ok(reg != NULL, "runtime: registry builds");
+	if (reg == NULL) {
+		config_free(cfg);
+		return;
+	}
+	ok(!registry_valid_name(".x", 2), "a name starting with '.' is refused");
+	ok(!registry_valid_name("a/b", 3), "a name with '/' is refused");
+	ok(!registry_valid_name("", 0), "an empty name is refused");
+	ok(registry_valid_name("crawl:v1.a-b_c", 14),
+	    "letters, digits, _-.: make a name");
+	ok(registry_create(reg, cfg, "../x", 4, 1000, 0.01, 2, errbuf,
+	    sizeof(errbuf)) == NULL, "registry_create refuses ../x");
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "rt:%d", i);
+		if (registry_create(reg, cfg, name, strlen(name), 1000, 0.01,
+		    2, errbuf, sizeof(errbuf)) == NULL) {
+			diag("create %s: %s", name, errbuf);
+			break;
+		}
+	}
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "rt:%d", i);
+		f = registry_find(reg, name, strlen(name));
+		found += f != NULL && strcmp(f->name, name) == 0 && f->runtime;
+	}
+	ok(found == 1000, "1000 runtime filters are found by name (%d)", found);
+	ok(registry_find(reg, "a", 1) != NULL, "the config filter too");
+	f = registry_find(reg, "rt:500", 6);
+	registry_remove(reg, f);
+	filter_unref(f);
+	ok(registry_find(reg, "rt:500", 6) == NULL, "a removed name is gone");
+	found = 0;
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "rt:%d", i);
+		found += registry_find(reg, name, strlen(name)) != NULL;
+	}
+	ok(found == 999, "the others are still found after a removal (%d)",
+	    found);
+	/* a reload keeps runtime filters */
+	cfg2 = cfg_make(NULL, "max_filters = 1100\n[filter.a]\n"
+	    "capacity = 1000\n");
+	reg2 = registry_build(cfg2, reg, NULL, errbuf, sizeof(errbuf));
+	ok(reg2 != NULL, "a reload builds");
+	for (int i = 0; reg2 != NULL && i < 1000; i++) {
+		snprintf(name, sizeof(name), "rt:%d", i);
+		f = registry_find(reg2, name, strlen(name));
+		kept += f != NULL && f == registry_find(reg, name,
+		    strlen(name));
+	}
+	ok(kept == 999, "the reload keeps every runtime filter, bits and all "
+	    "(%d)", kept);
+	while (reg2 != NULL && reg2->nfilters < cfg2->max_filters)
+		if (registry_create(reg2, cfg2, "more", 4, 1000, 0.01, 2,
+		    errbuf, sizeof(errbuf)) == NULL ||
+		    registry_create(reg2, cfg2, name, 0, 1000, 0.01, 2, errbuf,
+		    sizeof(errbuf)) != NULL)
+			break;
+	ok(reg2 != NULL && registry_create(reg2, cfg2, "over", 4, 1000, 0.01,
+	    2, errbuf, sizeof(errbuf)) == NULL && strstr(errbuf,
+	    "max_filters") != NULL, "max_filters bounds runtime filters");
+	registry_free(reg2);
+	registry_free(reg);
+	config_free(cfg2);
+	config_free(cfg);
+}
+
 int
 main(void)
 {
@@ -794,6 +877,7 @@ main(void)
 	test_route();
 	test_reload();
 	test_snapshot();
+	test_runtime();
 	rm_datadir_files();
 	rmdir(datadir);
 	return done_testing();

@@ -456,6 +456,38 @@ test_encode(void)
 	}
 }
 
+/* resp_parse_hot: the hot path's one-pass recogniser. */
+static void
+test_hot(void)
+{
+	const char	*setnx = "*3\r\n$5\r\nSeTnX\r\n$3\r\nurl\r\n$1\r\n1\r\n";
+	const char	*sadd = "*3\r\n$4\r\nsadd\r\n$1\r\nf\r\n$0\r\n\r\n";
+	const char	*bfadd = "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$2\r\nab\r\n";
+	const char	*av[2];
+	size_t		 al[2];
+	enum resp_hot	 cmd;
+
+	ok(resp_parse_hot(setnx, strlen(setnx), &lim, &cmd, av, al) ==
+	    strlen(setnx) && cmd == RESP_HOT_SETNX && al[0] == 3 &&
+	    memcmp(av[0], "url", 3) == 0 && al[1] == 1,
+	    "hot: SETNX in mixed case");
+	ok(resp_parse_hot(sadd, strlen(sadd), &lim, &cmd, av, al) ==
+	    strlen(sadd) && cmd == RESP_HOT_SADD && al[0] == 1 && al[1] == 0,
+	    "hot: SADD with an empty member");
+	ok(resp_parse_hot(bfadd, strlen(bfadd), &lim, &cmd, av, al) ==
+	    strlen(bfadd) && cmd == RESP_HOT_BFADD && al[1] == 2,
+	    "hot: BF.ADD");
+	ok(resp_parse_hot(setnx, strlen(setnx) - 1, &lim, &cmd, av, al) == 0,
+	    "hot: a partial request is not taken");
+	ok(resp_parse_hot("*3\r\n$5\r\nSETNY\r\n$1\r\na\r\n$1\r\n1\r\n", 30,
+	    &lim, &cmd, av, al) == 0, "hot: another command is not taken");
+	ok(resp_parse_hot("*3\r\n$5\r\nSETNX\r\n$01\r\na\r\n$1\r\n1\r\n", 31,
+	    &lim, &cmd, av, al) == 0, "hot: a leading zero is left to "
+	    "resp_parse");
+	ok(resp_parse_hot("*3\r\n$5\r\nSETNX\r\n$99\r\na\r\n$1\r\n1\r\n", 31,
+	    &lim, &cmd, av, al) == 0, "hot: a bulk over max_bulk is not taken");
+}
+
 int
 main(void)
 {
@@ -466,5 +498,6 @@ main(void)
 	test_splits();
 	test_limits();
 	test_encode();
+	test_hot();
 	return done_testing();
 }
