@@ -30,6 +30,12 @@ struct filter_config {
 	size_t		 nprefixes;
 };
 
+enum journal_mode {
+	JOURNAL_OFF,
+	JOURNAL_EVERYSEC,
+	JOURNAL_ALWAYS,
+};
+
 struct config {
 	char		*path;			/* as given, for messages */
 	char		*listen;		/* "host:port", "[v6]:port"; NULL = off */
@@ -50,6 +56,8 @@ struct config {
 	struct filter_config *filters;		/* in file order */
 	size_t		 nfilters;
 	char		*metrics_listen;	/* Prometheus "host:port"; NULL = off */
+	enum journal_mode journal;		/* default everysec */
+	uint64_t	 journal_max;		/* bytes, default 256 MiB */
 };
 
 /* Problems found while loading, each "file:line: message". */

@@ -778,6 +778,31 @@ test_metrics_listen(void)
 	    "metrics_listen IPv6 without brackets");
 }
 
+static void
+test_journal_keys(void)
+{
+	struct config *cfg;
+
+	cfg = good("", "an empty file, for journal");
+	ok(cfg != NULL && cfg->journal == JOURNAL_EVERYSEC &&
+	    cfg->journal_max == 256 << 20,
+	    "journal defaults to everysec, journal_max to 256M");
+	config_free(cfg);
+	cfg = good_server("journal", "always");
+	ok(cfg != NULL && cfg->journal == JOURNAL_ALWAYS, "journal = always");
+	config_free(cfg);
+	cfg = good_server("journal", "off");
+	ok(cfg != NULL && cfg->journal == JOURNAL_OFF, "journal = off");
+	config_free(cfg);
+	cfg = good_server("journal_max", "1G");
+	ok(cfg != NULL && cfg->journal_max == 1 << 30, "journal_max = 1G");
+	config_free(cfg);
+	bad_server("journal", "sometimes", "journal of an unknown mode");
+	bad_server("journal", "", "journal empty");
+	bad_server("journal_max", "512K", "journal_max under 1M");
+	bad_server("journal_max", "lots", "journal_max not a size");
+}
+
 int
 main(void)
 {
@@ -792,6 +817,7 @@ main(void)
 	test_shipped();
 	test_trailing_crs();
 	test_metrics_listen();
+	test_journal_keys();
 	config_errors_free(&errs);
 	return done_testing();
 }
