@@ -15,7 +15,9 @@
 #include "command.h"
 #include "config.h"
 #include "conn.h"
+#include "journal.h"
 #include "log.h"
+#include "persist.h"
 #include "registry.h"
 #include "saver.h"
 #include "server.h"
@@ -202,7 +204,7 @@ need_auth:
  * cmd_seen adds them per request, the simple batch once per batch.
  */
 static inline __attribute__((always_inline)) int
-filter_answer(struct filter *f, uint64_t h, int check)
+filter_answer(struct server *srv, struct filter *f, uint64_t h, int check)
 {
 	int hit;
 
@@ -215,6 +217,13 @@ filter_answer(struct filter *f, uint64_t h, int check)
 			return hit;	/* cmd_seen counts and explains */
 		f->seen_old += (uint64_t)hit;
 		f->seen_new += (uint64_t)!hit;
+		/* the caller made room (persist_make_room): no system call
+		 * here, and nothing at all for a key already seen */
+		if (!hit && srv->journal != NULL &&
+		    __builtin_expect(journal_append(srv->journal, f->name,
+		    strlen(f->name), f->seed, h, (uint64_t)filter_now_ms) ==
+		    -1, 0))
+			persist_append_failed(srv, f, h);
 	}
 	return hit;
 }
@@ -238,14 +247,23 @@ cmd_seen(struct conn *c, struct op *op)
 		    c->srv->cfg->default_filter ? c->srv->cfg->default_filter :
 		    "");
 	}
+	if (op->cmd->id == CMD_SEEN && c->srv->journal != NULL &&
+	    persist_make_room(c->srv, 1) == -1 &&
+	    !filter_check(f, op->hash)) {
+		/* always, and the journal cannot take it: not set, so a
+		 * retry once the fault is over gets an honest 0 */
+		f->refused++;
+		return reply_err(c, "journal %s", persist_reason(c->srv));
+	}
 	if (op->cmd->id == CMD_CHECK) {
-		hit = filter_answer(f, op->hash, 1);
+		hit = filter_answer(c->srv, f, op->hash, 1);
 		if (hit)
 			st->check_hits++;
 		else
 			st->check_misses++;
 	} else {
-		hit = filter_answer(f, op->hash, 0);
+		hit = filter_answer(c->srv, f, op->hash, 0);
+		c->journaled |= hit == 0;
 		if (hit == FILTER_FULL) {
 			f->refused++;
 			return reply_err(c, "full %s", f->name);
@@ -295,6 +313,11 @@ command_run_simple(struct conn *c, int max)
 	}
 	if (n == 0 || buf_reserve(&c->out, 3 * (size_t)n) == -1)
 		return 0;
+	/* room in the journal for every key first; if it cannot be made
+	 * (always, in fault), cmd_seen refuses them one by one */
+	if (c->srv->journal != NULL &&
+	    persist_make_room(c->srv, (size_t)n) == -1)
+		return 0;
 	/*
 	 * The prefetches back to back, after all of the hashing. Measured
 	 * in seend (bench/RESULTS.md): a prefetch right after each hash cost
@@ -307,7 +330,7 @@ command_run_simple(struct conn *c, int max)
 	out = c->out.data + c->out.len;
 	off = 0;
 	for (i = 0; i < n; i++) {
-		int r = filter_answer(q[i].f, q[i].h, q[i].check);
+		int r = filter_answer(c->srv, q[i].f, q[i].h, q[i].check);
 		uint64_t hit;
 
 		if (__builtin_expect(r == FILTER_FULL, 0))
@@ -336,6 +359,7 @@ command_run_simple(struct conn *c, int max)
 	st->check_misses += checks - check_hits;
 	st->keys_seen += seen_hits;
 	st->keys_new += (uint64_t)n - checks - seen_hits;
+	c->journaled |= (uint64_t)n - checks - seen_hits > 0;
 	return n;
 }
 
@@ -553,6 +577,7 @@ info_server(struct conn *c)
 	    saver_busy(srv->saver), (long long)srv->last_reload,
 	    srv->last_reload_ok < 0 ? "none" :
 	    srv->last_reload_ok ? "ok" : "failed");
+	persist_info(srv, &c->out);
 }
 
 static enum command_result

@@ -419,6 +419,16 @@ filter_create(const struct filter_config *fc, char *err, size_t errlen)
 	return f;
 }
 
+int
+filter_reseed(struct filter *f, uint64_t seed)
+{
+	if (f->loaded_at != 0 || filter_mutations(f) != 0 ||
+	    filter_count(f) != 0)
+		return -1;
+	f->seed = seed;
+	return 0;
+}
+
 /* Takes the slices a snapshot held. */
 static int
 adopt(struct filter *f, const struct snapshot_info *info,

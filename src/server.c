@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "persist.h"
 #include "registry.h"
 #include "saver.h"
 #include "server.h"
@@ -456,6 +457,7 @@ server_conn_memory(const struct server *srv)
 #define STATUS_EVERY	10	/* seconds between systemd STATUS= updates */
 
 static void	release_retired(struct server *);
+static void	snapshot_due(struct server *, time_t);
 
 /* The figures "systemctl status seend" shows. */
 static void
@@ -509,6 +511,8 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		send_status(srv);
 	}
 	release_retired(srv);
+	snapshot_due(srv, now);
+	persist_tick(srv);
 	/* windows drop their old slices even without traffic */
 	filter_clock_update();
 	for (size_t i = 0; i < srv->reg->nfilters; i++)
@@ -593,22 +597,38 @@ release_retired(struct server *srv)
 	}
 }
 
+/*
+ * Each filter's periodic snapshot is due snapshot_interval after its own
+ * last one (or after it was first seen here: a start counts as just after
+ * a snapshot), checked by the 1 s sweep: no timer that a reload re-arms,
+ * so reloads never postpone one.
+ */
 static void
-arm_snapshot_timer(struct server *srv)
+due_one(struct server *srv, struct filter *f, time_t now)
 {
-	struct timeval tv = { (time_t)srv->cfg->snapshot_interval, 0 };
+	time_t base = f->snap_attempt > f->last_save ? f->snap_attempt :
+	    f->last_save;
 
-	event_del(srv->ev_snapshot);
-	if (srv->cfg->snapshot_interval > 0)
-		event_add(srv->ev_snapshot, &tv);
+	if (f->snap_attempt == 0) {
+		f->snap_attempt = now;
+		return;
+	}
+	if (now - base < (time_t)srv->cfg->snapshot_interval ||
+	    !filter_dirty(f) || f->saving)
+		return;
+	f->snap_attempt = now;
+	snapshot_if_dirty(srv, f, 0);
 }
 
 static void
-on_snapshot_timer(evutil_socket_t fd, short what, void *arg)
+snapshot_due(struct server *srv, time_t now)
 {
-	(void)fd;
-	(void)what;
-	server_snapshot_dirty(arg, 0);
+	if (srv->cfg->snapshot_interval == 0 || srv->stopping)
+		return;
+	for (size_t i = 0; i < srv->reg->nfilters; i++)
+		due_one(srv, srv->reg->filters[i], now);
+	for (size_t i = 0; i < srv->nretired; i++)
+		due_one(srv, srv->retired[i], now);
 }
 
 /* ---- reload ---- */
@@ -913,7 +933,8 @@ server_reload(struct server *srv)
 		for (size_t i = first; i < srv->nretired; i++)
 			snapshot_if_dirty(srv, srv->retired[i], 1);
 	log_set_level(ncfg->log_level);
-	arm_snapshot_timer(srv);
+	if (persist_reload(srv, err, sizeof(err)) == -1)
+		log_error("journal: the new mode is not applied: %s", err);
 	/* new limits and auth apply to existing clients from now on */
 	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
 		next = c->next;
@@ -947,6 +968,7 @@ on_stop_tick(evutil_socket_t fd, short what, void *arg)
 		return;		/* never cut a snapshot short */
 	if (pending_out && time(NULL) < srv->stop_deadline)
 		return;
+	srv->done = 1;
 	event_base_loopbreak(srv->base);
 }
 
@@ -1038,19 +1060,23 @@ server_start(struct server *srv)
 	    metrics_open(srv, srv->cfg->metrics_listen)) == NULL)
 		return -1;
 	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
-	srv->ev_snapshot = event_new(srv->base, -1, EV_PERSIST,
-	    on_snapshot_timer, srv);
-	if (srv->ev_sweep == NULL || srv->ev_snapshot == NULL ||
-	    event_add(srv->ev_sweep, &one) == -1)
+	if (srv->ev_sweep == NULL || event_add(srv->ev_sweep, &one) == -1)
 		return -1;
-	arm_snapshot_timer(srv);
 	return 0;
 }
 
 int
 server_run(struct server *srv)
 {
-	event_base_dispatch(srv->base);
+	/* one turn at a time: its end writes the journal, then lets the
+	 * turn's replies go (persist.c); a turn with replies still to
+	 * answer does not wait for events */
+	while (!srv->done) {
+		if (event_base_loop(srv->base, EVLOOP_ONCE |
+		    (srv->turn != NULL ? EVLOOP_NONBLOCK : 0)) == -1)
+			break;
+		persist_turn_end(srv);
+	}
 	/* a loop that ended without a shutdown still saves */
 	if (!srv->stopping)
 		server_snapshot_dirty(srv, 1);
@@ -1067,6 +1093,7 @@ server_run(struct server *srv)
 			srv->final_save_failed = 1;
 		}
 	}
+	persist_close(srv);
 	return srv->final_save_failed ? 1 : 0;
 }
 

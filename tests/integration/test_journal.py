@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""The journal (issue 13) on real daemons: SIGKILL under load loses no
+acknowledged key, torn tails and damage, a full disk, always's fsync."""
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from seendtest import *
+
+ROUNDS = 20
+CONNS, DEPTH = 4, 256
+
+
+class Loader:
+    """CONNS connections, each DEPTH SEENs in flight, recording every key
+    whose 0 (or 1) came back, until the server goes away."""
+
+    def __init__(self, srv, prefix):
+        self.srv, self.prefix = srv, prefix
+        self.acked, self.sent = [], 0
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.run, args=(i,))
+                        for i in range(CONNS)]
+
+    def start(self):
+        for th in self.threads:
+            th.start()
+        return self
+
+    def join(self):
+        for th in self.threads:
+            th.join(timeout=60 * SLOW)
+
+    def run(self, n):
+        try:
+            c = self.srv.client(timeout=20)
+        except OSError:
+            return
+        i = 0
+        try:
+            while True:
+                keys = ["https://%s/%d/%d" % (self.prefix, n, i + k)
+                        for k in range(DEPTH)]
+                i += DEPTH
+                c.send("".join("SEEN %s\n" % k for k in keys))
+                with self.lock:
+                    self.sent += len(keys)
+                for k in keys:
+                    r = c.line()
+                    if r not in ("0", "1"):
+                        return
+                    with self.lock:
+                        self.acked.append(k)
+        except OSError:
+            return
+        finally:
+            c.close()
+
+
+def check_all(t, s, keys, what):
+    """Every key answers 1 to CHECK; pipelined."""
+    c = s.client(timeout=60)
+    missing = 0
+    for i in range(0, len(keys), 1000):
+        part = keys[i:i + 1000]
+        c.send("".join("CHECK %s\n" % k for k in part))
+        for k in part:
+            if c.line() != "1":
+                missing += 1
+    c.close()
+    t.eq(missing, 0, "%s: keys acknowledged but missing of %d"
+         % (what, len(keys)))
+
+
+def segments(d):
+    return sorted(f for f in os.listdir(d)
+                  if re.fullmatch(r"journal\.[0-9a-f]{16}", f))
+
+
+@test
+def sigkill_under_load_loses_no_acknowledged_key(t):
+    rnd = random.Random(13)
+    s = Server(t, "journal = everysec\nsnapshot_interval = 2\n",
+               filters="[filter.default]\ncapacity = 2000000\n")
+    total = 0
+    for r in range(ROUNDS):
+        s.start()
+        ld = Loader(s, "r%d" % r).start()
+        delay = rnd.uniform(0.05, 0.8) * (4 if WRAPPER else 1)
+        time.sleep(delay)
+        s.kill9()
+        ld.join()
+        s.start()
+        check_all(t, s, ld.acked, "round %d (kill after %.2fs)" % (r, delay))
+        total += len(ld.acked)
+        s.kill9()
+    print("# %d rounds, %d acknowledged keys, all there after restart"
+          % (ROUNDS, total))
+    t.ok(total > ROUNDS * 100, "the load got keys acknowledged")
+
+
+@test
+def torn_tail_is_dropped_with_a_warning(t):
+    s = Server(t, "journal = everysec\nsnapshot_interval = 1h\n")
+    s.start()
+    c = s.client()
+    keys = ["https://torn/%d" % i for i in range(100)]
+    c.send("".join("SEEN %s\n" % k for k in keys))
+    for k in keys:
+        t.eq(c.line(), "0")
+    c.close()
+    s.kill9()
+    seg = os.path.join(s.data_dir, segments(s.data_dir)[-1])
+    size = os.path.getsize(seg)
+    with open(seg, "rb") as f:
+        data = f.read()
+    with open(seg, "ab") as f:
+        f.write(data[-16:-9])          # the first 7 bytes of a key record
+    s.start()
+    log = s.read_log()
+    t.contains(log, "torn tail of 7 bytes at offset %d" % size)
+    t.contains(log, seg)
+    check_all(t, s, keys, "after a torn tail")
+    t.eq(os.path.getsize(seg), size, "the segment is cut back to its records")
+
+
+@test
+def damage_stops_the_start_and_changes_nothing(t):
+    s = Server(t, "journal = everysec\nsnapshot_interval = 1h\n")
+    s.start()
+    c = s.client()
+    keys = ["https://dmg/%d" % i for i in range(200)]
+    c.send("".join("SEEN %s\n" % k for k in keys[:100]))
+    for k in keys[:100]:
+        t.eq(c.line(), "0")
+    c.close()
+    s.kill9()
+    s.start()                      # a second segment
+    c = s.client()
+    c.send("".join("SEEN %s\n" % k for k in keys[100:]))
+    for k in keys[100:]:
+        t.eq(c.line(), "0")
+    c.close()
+    s.kill9()
+    segs = segments(s.data_dir)
+    t.ok(len(segs) >= 2, "two segments: %r" % segs)
+    old = os.path.join(s.data_dir, segs[0])
+    with open(old, "rb") as f:
+        data = bytearray(f.read())
+    off = 40 + 84 + 16 + 16 * 50 + 5      # inside the 51st key record
+    data[off] ^= 0x40
+    with open(old, "wb") as f:
+        f.write(data)
+    before = {n: hashlib.sha256(open(os.path.join(s.data_dir, n), "rb")
+                                .read()).hexdigest() for n in segs}
+    rc = s.start(expect_fail=True)
+    t.eq(rc, 1, "exit status on damage")
+    log = s.read_log()
+    t.contains(log, old)
+    m = re.search(r"truncate -s (\d+) (\S+?);", log)
+    t.ok(m is not None, "the way out is in the log:\n" + log[-1500:])
+    after = {n: hashlib.sha256(open(os.path.join(s.data_dir, n), "rb")
+                               .read()).hexdigest() for n in segs}
+    t.eq(after, before, "the journal is left as it was")
+    subprocess.check_call(["truncate", "-s", m.group(1), m.group(2)])
+    s.start()
+    check_all(t, s, keys[:50] + keys[100:], "after the truncate")
+
+
+def strace_ok():
+    return shutil.which("strace") is not None and not WRAPPER
+
+
+@test
+def always_fsyncs_before_replying(t):
+    if not strace_ok():
+        print("# skipped: needs strace and no wrapper")
+        return
+    s = Server(t, "journal = always\nsnapshot_interval = 1h\n")
+    trace = t.path("trace")
+    s.start()
+    pid = s.pid()
+    fddir = "/proc/%d/fd" % pid
+    jfd = set()
+    for n in os.listdir(fddir):
+        try:
+            if "/journal." in os.readlink(os.path.join(fddir, n)):
+                jfd.add(n)
+        except OSError:
+            pass
+    t.eq(len(jfd), 1, "one journal descriptor open")
+    tr = subprocess.Popen(["strace", "-f", "-qq", "-o", trace, "-e",
+                           "trace=openat,write,writev,fdatasync,fsync,sendto",
+                           "-p", str(pid)])
+    time.sleep(1.0)
+    c = s.client()
+    for r in range(20):
+        keys = ["https://alw/%d/%d" % (r, i) for i in range(50)]
+        c.send("".join("SEEN %s\n" % k for k in keys))
+        for k in keys:
+            t.eq(c.line(), "0")
+    c.close()
+    time.sleep(0.3)
+    tr.send_signal(signal.SIGINT)
+    tr.wait(timeout=10)
+    s.stop()
+    unsynced, replies = False, 0
+    for line in open(trace):
+        m = re.search(r'openat\(.*journal\.[0-9a-f]{16}".*= (\d+)', line)
+        if m:
+            jfd.add(m.group(1))
+            continue
+        m = re.search(r'\b(write|writev|fdatasync|fsync|sendto)\((\d+)',
+                      line)
+        if not m:
+            continue
+        call, fd = m.groups()
+        if fd in jfd and call in ("write", "writev"):
+            unsynced = True
+        elif fd in jfd:
+            unsynced = False
+        elif call in ("write", "sendto") and '"0\\r\\n' in line:
+            replies += 1
+            t.ok(not unsynced, "a reply of 0 left after a journal write "
+                 "and before its fdatasync: " + line.strip())
+    t.ok(replies >= 20, "replies seen in the trace: %d" % replies)
+
+
+if __name__ == "__main__":
+    run()
