@@ -233,5 +233,105 @@ def always_fsyncs_before_replying(t):
     t.ok(replies >= 20, "replies seen in the trace: %d" % replies)
 
 
+class Tmpfs:
+    """A 2 MiB tmpfs (root only) to fill up."""
+
+    def __init__(self, t):
+        self.path = t.path("tmpfs")
+        os.makedirs(self.path)
+        subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=2m",
+                               "tmpfs", self.path])
+
+    def fill(self):
+        """Writes a filler file until the file system is full."""
+        fd = os.open(os.path.join(self.path, "filler"),
+                     os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                os.write(fd, b"x" * 4096)
+        except OSError:
+            pass
+        os.close(fd)
+
+    def free(self):
+        os.unlink(os.path.join(self.path, "filler"))
+
+    def close(self):
+        subprocess.call(["umount", "-l", self.path])
+
+
+def seen_keys(t, c, keys, want):
+    c.send("".join("SEEN %s\n" % k for k in keys))
+    got = [c.line() for k in keys]
+    t.eq(got, [want] * len(keys), "answers")
+
+
+def full_disk(t, mode):
+    if os.geteuid() != 0:
+        print("# skipped: mounting a tmpfs needs root")
+        return
+    fs = Tmpfs(t)
+    try:
+        s = Server(t, "journal = %s\nsnapshot_interval = 1h\n" % mode,
+                   data_dir=os.path.join(fs.path, "data"))
+        s.start()
+        c = s.client()
+        before = ["https://before/%d" % i for i in range(500)]
+        seen_keys(t, c, before, "0")
+        fs.fill()
+        during, held = [], None
+        if mode == "always":
+            # the first 0 after the disk filled cannot be made durable:
+            # its reply waits for the snapshot that ends the fault
+            # (more than the page the journal's last write left room in)
+            held = s.client()
+            during = ["https://held/%d" % i for i in range(500)]
+            held.send("".join("SEEN %s\n" % k for k in during))
+            held.s.settimeout(1.0)
+            try:
+                got = held.line()
+            except (socket.timeout, TimeoutError):
+                got = None
+            t.eq(got, None, "a reply to a key not journalled")
+            r = c.cmd("SEEN https://refused/1")
+            t.ok(r.startswith("ERR journal ") and "No space left" in r,
+                 "a new key is refused: " + r)
+            t.eq(c.cmd("CHECK https://refused/1"), "0", "and not set")
+            t.eq(c.cmd("SEEN %s" % before[0]), "1", "a key seen before")
+        else:
+            during = ["https://during/%d" % i for i in range(500)]
+            seen_keys(t, c, during, "0")
+        st = c.info()["journal_status"]
+        t.ok(st.startswith("error ") and "No space left" in st,
+             "INFO journal_status during the fault: " + st)
+        fs.free()
+        t.ok(wait_until(lambda: c.info()["journal_status"] == "ok",
+                        timeout=10), "journal_status back to ok")
+        if held is not None:
+            held.s.settimeout(10 * SLOW)
+            got = [held.line() for k in during]
+            t.eq(got, ["0"] * len(during),
+                 "the held replies, once a snapshot has their keys")
+        after = ["https://after/%d" % i for i in range(500)]
+        seen_keys(t, c, after, "0")
+        c.close()
+        s.kill9()
+        s.start()
+        check_all(t, s, before + during + after, "after the full disk")
+        s.kill9()
+    finally:
+        fs.close()
+
+
+@test
+def full_disk_everysec_keeps_answering_and_loses_nothing(t):
+    full_disk(t, "everysec")
+
+
+@test
+def full_disk_always_refuses_new_keys_and_loses_nothing(t):
+    full_disk(t, "always")
+
+
 if __name__ == "__main__":
     run()
