@@ -15,6 +15,7 @@
 #include "snapshot.h"
 
 int64_t		filter_now_ms;
+/* updated atomically: a reload creates filters on its own thread */
 uint64_t	filter_memory_used;
 uint64_t	filter_memory_limit;
 
@@ -89,7 +90,8 @@ slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
 	s->error_rate = error_rate;
 	s->start_ms = start_ms;
 	s->refs = 1;
-	filter_memory_used += s->bloom.map_bytes;
+	__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
+	    __ATOMIC_RELAXED);
 	return s;
 }
 
@@ -104,7 +106,8 @@ slice_unref(struct slice *s)
 {
 	if (--s->refs > 0)
 		return;
-	filter_memory_used -= s->bloom.map_bytes;
+	__atomic_sub_fetch(&filter_memory_used, s->bloom.map_bytes,
+	    __ATOMIC_RELAXED);
 	bloom_free(&s->bloom);
 	free(s);
 }
@@ -448,7 +451,8 @@ adopt(struct filter *f, const struct snapshot_info *info,
 		s->error_rate = ss[i].error_rate;
 		s->start_ms = ss[i].start_ms;
 		s->refs = 1;
-		filter_memory_used += s->bloom.map_bytes;
+		__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
+		    __ATOMIC_RELAXED);
 		if (push_slice(f, s) == -1) {
 			slice_unref(s);
 			snprintf(err, errlen, "out of memory");

@@ -28,6 +28,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "persist.h"
+#include "prebuild.h"
 #include "registry.h"
 #include "saver.h"
 #include "server.h"
@@ -769,13 +770,15 @@ move_data_dir(struct server *srv)
  * that comes back gets its live bits, not its last (older) snapshot.
  */
 static struct registry *
-build_with_retired(struct server *srv, const struct config *ncfg, char *err,
-    size_t errlen)
+build_with_retired(struct server *srv, const struct config *ncfg,
+    const struct prebuild *pb, char *err, size_t errlen)
 {
 	struct registry	 known = { 0 }, *nreg;
 	size_t		 n = srv->reg->nfilters;
+	size_t		 extra = pb != NULL ? pb->nmade : 0;
 
-	known.filters = calloc(n + srv->nretired + 1, sizeof(*known.filters));
+	known.filters = calloc(n + srv->nretired + extra + 1,
+	    sizeof(*known.filters));
 	if (known.filters == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -787,6 +790,9 @@ build_with_retired(struct server *srv, const struct config *ncfg, char *err,
 		memcpy(known.filters + n, srv->retired,
 		    srv->nretired * sizeof(*known.filters));
 	known.nfilters = n + srv->nretired;
+	/* the filters the reload's thread opened: nothing is read here */
+	for (size_t i = 0; i < extra; i++)
+		known.filters[known.nfilters++] = pb->made[i];
 	nreg = registry_build(ncfg, &known, log_warning_line, err, errlen);
 	free(known.filters);
 	return nreg;
@@ -847,19 +853,66 @@ reload_failed(struct server *srv, const char *why)
 	log_error("reload failed, the running config is unchanged: %s", why);
 }
 
+static void
+reload_done(struct server *srv)
+{
+	notify_send("READY=1\nSTATUS=serving %zu filter(s), %u client(s); "
+	    "last reload %s", srv->reg->nfilters, srv->nconns,
+	    srv->last_reload_ok ? "ok" : "FAILED");
+}
+
+static void	reload_apply(struct server *, struct config *,
+		    struct prebuild *);
+
+/* The reload's thread has opened the new filters (or failed). */
+static void
+on_prebuilt(struct prebuild *pb, void *arg)
+{
+	struct server	*srv = arg;
+	struct config	*ncfg = pb->cfg;
+
+	srv->prebuild = NULL;
+	if (srv->stopping) {
+		prebuild_free(pb);
+		return;
+	}
+	log_info("reload: new filters opened in %.3f s", pb->secs);
+	if (pb->failed) {
+		reload_failed(srv, pb->err);
+		reload_done(srv);
+	} else {
+		pb->cfg = NULL;
+		reload_apply(srv, ncfg, pb);
+	}
+	prebuild_free(pb);
+	if (srv->reload_again && !srv->stopping) {
+		srv->reload_again = 0;
+		server_reload(srv);
+	}
+}
+
+/*
+ * A reload reads the config here; the filters it adds are opened (their
+ * snapshots read, their memory mapped) on a thread, and the new config is
+ * applied once they are ready, so a big one never stalls the loop. A
+ * SIGHUP during that is taken once it is done.
+ */
 void
 server_reload(struct server *srv)
 {
-	struct config_errors	 errs = { 0 };
-	struct config		*ncfg;
-	struct registry		*nreg, *oreg = srv->reg;
-	struct listener		*ntcp, *nunx;
-	struct metrics		*nmet;
-	struct timespec		 ts;
-	char			 err[512];
-	size_t			 first;
-	int			 moved;
+	struct config_errors		 errs = { 0 };
+	struct config			*ncfg;
+	const struct filter_config	**todo;
+	struct timespec			 ts;
+	char				 err[512];
+	size_t				 ntodo = 0;
 
+	if (srv->prebuild != NULL) {
+		log_info("reload: one is in progress; reloading again after "
+		    "it");
+		srv->reload_again = 1;
+		return;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	notify_send("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
 	    (unsigned long long)ts.tv_sec * 1000000ULL +
@@ -872,15 +925,49 @@ server_reload(struct server *srv)
 		    srv->config_path);
 		config_errors_free(&errs);
 		reload_failed(srv, err);
-		goto out;
+		reload_done(srv);
+		return;
 	}
+	if ((todo = calloc(ncfg->nfilters + 1, sizeof(*todo))) == NULL) {
+		reload_apply(srv, ncfg, NULL);
+		return;
+	}
+	for (size_t i = 0; i < ncfg->nfilters; i++) {
+		const char *name = ncfg->filters[i].name;
+		int known = registry_find(srv->reg, name, strlen(name)) != NULL;
+
+		for (size_t k = 0; k < srv->nretired && !known; k++)
+			known = strcmp(srv->retired[k]->name, name) == 0;
+		if (!known)
+			todo[ntodo++] = &ncfg->filters[i];
+	}
+	if (ntodo > 0 && (srv->prebuild = prebuild_start(srv->base, ncfg,
+	    todo, ntodo, on_prebuilt, srv)) != NULL) {
+		free(todo);
+		return;
+	}
+	free(todo);
+	reload_apply(srv, ncfg, NULL);
+}
+
+static void
+reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
+{
+	struct registry		*nreg, *oreg = srv->reg;
+	struct listener		*ntcp, *nunx;
+	struct metrics		*nmet;
+	char			 err[512];
+	size_t			 first;
+	int			 moved;
+
 	if (ncfg->listen == NULL && ncfg->unix_socket == NULL) {
 		config_free(ncfg);
 		reload_failed(srv, "nothing to listen on: listen is off and "
 		    "no unix_socket is set");
 		goto out;
 	}
-	if ((nreg = build_with_retired(srv, ncfg, err, sizeof(err))) == NULL) {
+	if ((nreg = build_with_retired(srv, ncfg, pb, err, sizeof(err))) ==
+	    NULL) {
 		config_free(ncfg);
 		reload_failed(srv, err);
 		goto out;
@@ -946,10 +1033,9 @@ server_reload(struct server *srv)
 	log_info("reloaded %s: %zu filter(s)", srv->config_path,
 	    nreg->nfilters);
 out:
-	notify_send("READY=1\nSTATUS=serving %zu filter(s), %u client(s); "
-	    "last reload %s", srv->reg->nfilters, srv->nconns,
-	    srv->last_reload_ok ? "ok" : "FAILED");
+	reload_done(srv);
 }
+
 
 /* ---- shutdown ---- */
 
@@ -1115,6 +1201,7 @@ server_free(struct server *srv)
 		event_free(srv->ev_snapshot);
 	if (srv->ev_stop)
 		event_free(srv->ev_stop);
+	prebuild_free(srv->prebuild);
 	registry_free(srv->reg);
 	for (size_t i = 0; i < srv->nretired; i++)
 		filter_unref(srv->retired[i]);

@@ -72,6 +72,8 @@ struct server {
 	struct persist		*persist;
 	struct conn		*turn;		/* replies to release */
 	int			 done;		/* the loop ends */
+	struct prebuild		*prebuild;	/* a reload's filters opening */
+	int			 reload_again;	/* SIGHUP meanwhile */
 };
 
 /*
