@@ -554,12 +554,13 @@ persist_info(const struct server *srv, struct buf *out)
 	    "journal_bytes %llu\r\n"
 	    "journal_segments %llu\r\n"
 	    "journal_sync_age_seconds %.0f\r\n"
-	    "journal_lost %llu\r\n",
+	    "journal_lost %llu\r\n"
+	    "filters_retired %zu\r\n",
 	    p == NULL || p->mode == JOURNAL_OFF ? "off" :
 	    p->mode == JOURNAL_ALWAYS ? "always" : "everysec",
 	    persist_status(srv), (unsigned long long)bytes,
 	    (unsigned long long)segs, age,
-	    (unsigned long long)(p ? p->lost : 0));
+	    (unsigned long long)(p ? p->lost : 0), srv->nretired);
 }
 
 void
