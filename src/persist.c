@@ -297,6 +297,49 @@ persist_append_failed(struct server *srv, struct filter *f, uint64_t h)
 
 /* ---- the turn ---- */
 
+static uint64_t	min_covered(struct server *);
+static int	rotate(struct server *, const char *);
+
+static void
+drop_covered(struct server *srv, uint64_t covered)
+{
+	char err[600];
+
+	if (covered > 1 && covered != UINT64_MAX &&
+	    journal_drop_upto(srv->persist->j, covered - 1, err,
+	    sizeof(err)) == -1)
+		log_warn("journal: %s", err);
+}
+
+/*
+ * journal_max: past half of it every dirty filter is snapshotted at once
+ * (the rest is headroom for the keys that come while they are written),
+ * and the segments go as soon as the round covers them, not at the next
+ * tick.
+ */
+static void
+check_size(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	uint64_t	 covered;
+
+	if (p->early_seq != 0) {
+		covered = min_covered(srv);
+		drop_covered(srv, covered);
+		if (covered >= p->early_seq)
+			p->early_seq = 0;
+		return;
+	}
+	if (p->fault || journal_bytes(p->j) <= srv->cfg->journal_max / 2)
+		return;
+	log_info("journal: %llu bytes, past half of journal_max: "
+	    "snapshotting early", (unsigned long long)journal_bytes(p->j));
+	if (rotate(srv, "journal_max") == -1)
+		return;
+	p->early_seq = journal_seq(p->j);
+	server_snapshot_dirty(srv, 1);
+}
+
 void
 persist_turn_end(struct server *srv)
 {
@@ -318,6 +361,8 @@ persist_turn_end(struct server *srv)
 			enter_fault(srv, err);
 			ok = 0;
 		}
+		if (ok)
+			check_size(srv);
 	}
 	/* always: a 0 whose record is not durable waits for the snapshot
 	 * that ends the fault */
@@ -422,34 +467,27 @@ persist_tick(struct server *srv)
 	covered = min_covered(srv);
 	if (p->fault)
 		recover(srv, covered, now);
-	if (covered > 1 && covered != UINT64_MAX &&
-	    journal_drop_upto(p->j, covered - 1, err, sizeof(err)) == -1)
-		log_warn("journal: %s", err);
+	drop_covered(srv, covered);
 	if (p->fault || p->mode == JOURNAL_OFF)
 		return;
 	if (p->seg_used && now - p->seg_start >= (half > 0 ? half : 1))
 		(void)rotate(srv, "half an interval");
-	if (journal_bytes(p->j) <= srv->cfg->journal_max)
+	if (journal_bytes(p->j) <= srv->cfg->journal_max ||
+	    p->mode != JOURNAL_ALWAYS)
 		return;
-	if (p->early_seq != 0 && covered < p->early_seq) {
-		/* the early round has not covered it yet */
-		for (size_t i = 0; i < srv->reg->nfilters; i++)
-			if (srv->reg->filters[i]->last_save_ok == 0 &&
-			    !srv->reg->filters[i]->saving) {
-				snprintf(err, sizeof(err), "journal_max reached "
-				    "and snapshots failing: %s",
-				    srv->reg->filters[i]->last_save_error);
-				enter_fault(srv, err);
-				return;
-			}
-		return;
+	/* past journal_max, so the early round did not cover it: its
+	 * snapshots fail (everysec keeps journalling: the keys come first,
+	 * then the size) */
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
+		struct filter *f = srv->reg->filters[i];
+
+		if (f->last_save_ok == 0 && !f->saving) {
+			snprintf(err, sizeof(err), "journal_max reached and "
+			    "snapshots failing: %s", f->last_save_error);
+			enter_fault(srv, err);
+			return;
+		}
 	}
-	log_info("journal: %llu bytes, past journal_max: snapshotting "
-	    "early", (unsigned long long)journal_bytes(p->j));
-	if (rotate(srv, "journal_max") == -1)
-		return;
-	p->early_seq = journal_seq(p->j);
-	server_snapshot_dirty(srv, 1);
 }
 
 /* ---- reload and close ---- */

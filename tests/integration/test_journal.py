@@ -233,6 +233,78 @@ def always_fsyncs_before_replying(t):
     t.ok(replies >= 20, "replies seen in the trace: %d" % replies)
 
 
+def journal_size(d):
+    total = 0
+    for n in segments(d):
+        try:
+            total += os.path.getsize(os.path.join(d, n))
+        except OSError:
+            pass
+    return total
+
+
+@test
+def the_journal_stays_under_journal_max(t):
+    s = Server(t, "journal = everysec\njournal_max = 1M\n"
+               "snapshot_interval = 1h\n",
+               filters="[filter.default]\ncapacity = 1000000\n")
+    s.start()
+    c = s.client()
+    n = 20000 if WRAPPER else 200000
+    worst = 0
+    for b in range(0, n, 2000):
+        seen_keys(t, c, ["https://max/%d" % i for i in range(b, b + 2000)],
+                  "0")
+        worst = max(worst, journal_size(s.data_dir))
+    info = c.info("default")
+    print("# %d keys (%d bytes of records): the journal reached %d bytes"
+          % (n, n * 16, worst))
+    t.ok(worst <= 1 << 20, "journal within journal_max: %d" % worst)
+    if not WRAPPER:
+        t.ok(int(info["snapshots_ok"]) >= 2, "snapshots taken early: %s"
+             % info["snapshots_ok"])
+    c.close()
+    s.kill9()
+    s.start()
+    check_all(t, s, ["https://max/%d" % i for i in range(n)],
+              "after journal_max rounds")
+
+
+@test
+def the_journal_spans_about_two_intervals(t):
+    s = Server(t, "journal = everysec\nsnapshot_interval = 2\n")
+    s.start()
+    c = s.client()
+    t0, oldest, nsegs = time.time(), 0.0, 0
+    i = 0
+    while time.time() - t0 < 10:
+        seen_keys(t, c, ["https://span/%d/%d" % (i, k) for k in range(100)],
+                  "0")
+        i += 1
+        now = time.time()
+        for n in segments(s.data_dir):
+            try:
+                with open(os.path.join(s.data_dir, n), "rb") as f:
+                    head = f.read(32)
+            except OSError:
+                continue
+            if len(head) < 32:
+                continue
+            # the header's creation time (Unix seconds)
+            age = now - int.from_bytes(head[24:32], "little")
+            if now - t0 > 5:
+                oldest = max(oldest, age)
+        nsegs = max(nsegs, len(segments(s.data_dir)))
+        time.sleep(0.05)
+    print("# oldest live segment %.1f s old, at most %d segments"
+          % (oldest, nsegs))
+    t.ok(oldest < 6.5 * (3 if WRAPPER else 1),
+         "no segment outlives about two intervals: %.1f s" % oldest)
+    t.ok(nsegs <= 6, "segments at once: %d" % nsegs)
+    c.close()
+    s.kill9()
+
+
 class Tmpfs:
     """A 2 MiB tmpfs (root only) to fill up."""
 
