@@ -557,7 +557,10 @@ persist_close(struct server *srv)
 		log_warn("journal: kept, it holds keys a snapshot lacks");
 		goto out;
 	}
-	/* every key is in a snapshot: the journal can go */
+	/* every key is in a snapshot: the journal can go, all but a new
+	 * empty segment (journal = off: that one too) */
+	if (journal_rotate(p->j, &seq, err, sizeof(err)) == -1)
+		log_warn("journal: %s", err);
 	seq = journal_seq(p->j);
 	if (journal_drop_upto(p->j, seq - 1, err, sizeof(err)) == -1)
 		log_warn("journal: %s", err);
