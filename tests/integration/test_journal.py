@@ -305,6 +305,40 @@ def the_journal_spans_about_two_intervals(t):
     s.kill9()
 
 
+@test
+def a_journal_that_cannot_be_written_refuses_with_always(t):
+    # the unprivileged variant of the full disk: journal writes fail with
+    # ENOSPC past 4000 bytes in all (SEEND_FAULT_JOURNAL_LIMIT)
+    s = Server(t, "journal = always\nsnapshot_interval = 1h\n",
+               env={"SEEND_FAULT_JOURNAL_LIMIT": "4000"})
+    s.start()
+    c = s.client()
+    before = ["https://lim/%d" % i for i in range(100)]
+    seen_keys(t, c, before, "0")           # 40 + 84 + 16 + 1600 bytes
+    held = s.client()
+    held.send("".join("SEEN https://lim-held/%d\n" % i
+                      for i in range(300)))
+    held.s.settimeout(1.0)
+    try:
+        got = held.line()
+    except (socket.timeout, TimeoutError):
+        got = None
+    t.eq(got, None, "no 0 leaves for keys whose records failed")
+    r = c.cmd("SEEN https://lim/new")
+    t.ok(r.startswith("ERR journal ") and "No space left" in r,
+         "a new key is refused: " + r)
+    t.eq(c.cmd("SEEN %s" % before[5]), "1", "a key seen before")
+    st = c.info()["journal_status"]
+    t.ok(st.startswith("error "), "journal_status: " + st)
+    c.close()
+    held.close()
+    s.kill9()
+    s.env.pop("SEEND_FAULT_JOURNAL_LIMIT")
+    s.start()
+    check_all(t, s, before, "acknowledged before the fault")
+    s.kill9()
+
+
 class Tmpfs:
     """A 2 MiB tmpfs (root only) to fill up."""
 
