@@ -165,6 +165,8 @@ persist_open(struct server *srv)
 		log_error("not starting: the journal is left as it is; see "
 		    "seend(8), JOURNAL, for what to do");
 		free(r);
+		free(p);
+		srv->persist = NULL;
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -198,6 +200,8 @@ persist_open(struct server *srv)
 		log_error("%s", err);
 		log_error("not starting: cannot open the journal "
 		    "(journal = off starts without it)");
+		free(p);
+		srv->persist = NULL;
 		return -1;
 	}
 	p->seg_start = time(NULL);
