@@ -212,6 +212,7 @@ main(int argc, char **argv)
 	if ((srv.base = event_base_new()) == NULL)
 		fatal("cannot create the event loop");
 	if (server_start(&srv) == -1) {
+		persist_abort(&srv);
 		server_free(&srv);
 		event_base_free(srv.base);
 		return 1;

@@ -582,6 +582,18 @@ out:
 	srv->persist = NULL;
 }
 
+void
+persist_abort(struct server *srv)
+{
+	if (srv->persist == NULL)
+		return;
+	if (srv->persist->j != NULL)
+		journal_close(srv->persist->j);
+	free(srv->persist);
+	srv->persist = NULL;
+	srv->journal = NULL;
+}
+
 /* ---- INFO and metrics ---- */
 
 void

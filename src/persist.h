@@ -33,6 +33,8 @@ void	persist_tick(struct server *);
 int	persist_reload(struct server *, char *err, size_t errlen);
 /* After the final snapshots: writes, syncs, drops what they cover. */
 void	persist_close(struct server *);
+/* A start that failed after persist_open: frees, touches no file. */
+void	persist_abort(struct server *);
 
 /* Makes room for n appends before a batch sets its keys. Returns 0 if the
  * keys may be set (and acknowledged), -1 if they must be refused. */
