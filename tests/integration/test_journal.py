@@ -93,7 +93,7 @@ def sigkill_under_load_loses_no_acknowledged_key(t):
     for r in range(ROUNDS):
         s.start()
         ld = Loader(s, "r%d" % r).start()
-        delay = rnd.uniform(0.05, 0.8) * (4 if WRAPPER else 1)
+        delay = rnd.uniform(0.05, 0.8) * (2 if WRAPPER else 1)
         time.sleep(delay)
         s.kill9()
         ld.join()
