@@ -23,7 +23,9 @@
 #include "command.h"
 #include "config.h"
 #include "conn.h"
+#include "journal.h"
 #include "log.h"
+#include "persist.h"
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
@@ -479,13 +481,45 @@ need_auth:
 }
 
 /*
+ * A key answered new goes into the journal before its reply leaves (the
+ * connection flushes replies at the end of the loop turn, after the
+ * journal's write). The caller made room (persist_make_room): no system
+ * call here, and nothing at all for a key already seen.
+ */
+static inline __attribute__((always_inline)) void
+journal_key(struct server *srv, struct filter *f, uint64_t h)
+{
+	if (srv->journal != NULL &&
+	    __builtin_expect(journal_append(srv->journal, f->name, f->namelen,
+	    f->seed, h, (uint64_t)filter_now_ms) == -1, 0))
+		persist_append_failed(srv, f, h);
+}
+
+/*
+ * With journal = always, a SEEN the journal cannot take (a fault) is not
+ * set, so that a retry once the fault is over gets an honest 0; a key
+ * already held still answers. Returns 1 (error in r) if refused.
+ */
+static int
+journal_refuses(struct conn *c, struct filter *f, uint64_t h, int check,
+    struct result *r)
+{
+	if (check || c->srv->journal == NULL ||
+	    persist_make_room(c->srv, 1) == 0 || filter_check(f, h))
+		return 0;
+	f->refused++;
+	set_error(r, "ERR", "journal %s", persist_reason(c->srv));
+	return 1;
+}
+
+/*
  * CHECK (check = 1) or SEEN of a hashed key in filter f, counted in the
  * filter's own traffic counters; returns the answer (FILTER_FULL: a SEEN
  * the filter cannot record). The server-wide counters are the caller's:
  * cmd_seen adds them per request, the simple batch once per batch.
  */
 static inline __attribute__((always_inline)) int
-filter_answer(struct filter *f, uint64_t h, int check)
+filter_answer(struct server *srv, struct filter *f, uint64_t h, int check)
 {
 	int hit;
 
@@ -498,6 +532,8 @@ filter_answer(struct filter *f, uint64_t h, int check)
 			return hit;	/* cmd_seen counts and explains */
 		f->seen_old += (uint64_t)hit;
 		f->seen_new += (uint64_t)!hit;
+		if (!hit)
+			journal_key(srv, f, h);
 	}
 	return hit;
 }
@@ -526,9 +562,13 @@ dedup_key(struct conn *c, struct filter *f, const char *key, size_t len,
     int check, struct result *r)
 {
 	struct stats	*st = &c->srv->stats;
+	uint64_t	 h = filter_hash(f, key, len);
 	int		 hit;
 
-	hit = filter_answer(f, filter_hash(f, key, len), check);
+	if (journal_refuses(c, f, h, check, r))
+		return FILTER_FULL;
+	hit = filter_answer(c->srv, f, h, check);
+	c->journaled |= hit == 0 && !check;
 	if (hit == FILTER_FULL) {
 		f->refused++;
 		set_error(r, "ERR", "full %s", f->name);
@@ -566,7 +606,10 @@ cmd_seen(struct conn *c, struct op *op, struct result *r)
 			no_route(c, r);
 		return;
 	}
-	hit = filter_answer(f, op->hash, check);
+	if (journal_refuses(c, f, op->hash, check, r))
+		return;
+	hit = filter_answer(c->srv, f, op->hash, check);
+	c->journaled |= hit == 0 && !check;
 	if (hit == FILTER_FULL) {
 		f->refused++;
 		set_error(r, "ERR", "full %s", f->name);
@@ -591,9 +634,9 @@ struct simple {
  * integers for SETNX/SADD/BF.ADD. Returns n.
  */
 static inline __attribute__((always_inline)) int
-answer_fast(struct filter *f, struct bloom *b, const struct simple *q, int n,
-    char *out, uint64_t *checks, uint64_t *check_hits, uint64_t *seen_hits,
-    int resp)
+answer_fast(struct server *srv, struct filter *f, struct bloom *b,
+    const struct simple *q, int n, char *out, uint64_t *checks,
+    uint64_t *check_hits, uint64_t *seen_hits, int resp)
 {
 	uint64_t	 nchecks = 0, chits = 0, shits = 0, hit;
 
@@ -607,6 +650,8 @@ answer_fast(struct filter *f, struct bloom *b, const struct simple *q, int n,
 		} else {
 			hit = (uint64_t)bloom_add(b, q[i].h);
 			shits += hit;
+			if (!hit)
+				journal_key(srv, f, q[i].h);
 		}
 		if (resp) {
 			/* SETNX, SADD, BF.ADD: 1 for a new key */
@@ -666,13 +711,18 @@ command_run_simple(struct conn *c, int max)
 	}
 	if (n == 0 || buf_reserve(&c->out, 3 * (size_t)n) == -1)
 		return 0;
+	/* room in the journal for every key first; if it cannot be made
+	 * (always, in a fault), the general path refuses them one by one */
+	if (c->srv->journal != NULL &&
+	    persist_make_room(c->srv, (size_t)n) == -1)
+		return 0;
 	out = c->out.data + c->out.len;
 	b = q[0].f->fast;
 	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
 		/* one filter of one slice with room for every key: each
 		 * key is one Bloom filter operation, nothing else */
-		i = answer_fast(q[0].f, b, q, n, out, &checks, &check_hits,
-		    &seen_hits, 0);
+		i = answer_fast(c->srv, q[0].f, b, q, n, out, &checks,
+		    &check_hits, &seen_hits, 0);
 	else {
 		/*
 		 * The prefetches back to back, after all of the hashing.
@@ -685,7 +735,8 @@ command_run_simple(struct conn *c, int max)
 		for (i = 0; i < n; i++)
 			filter_prefetch(q[i].f, q[i].h);
 		for (i = 0; i < n; i++) {
-			int r = filter_answer(q[i].f, q[i].h, q[i].check);
+			int r = filter_answer(c->srv, q[i].f, q[i].h,
+			    q[i].check);
 			uint64_t hit;
 
 			if (__builtin_expect(r == FILTER_FULL, 0))
@@ -716,6 +767,7 @@ command_run_simple(struct conn *c, int max)
 	st->check_misses += checks - check_hits;
 	st->keys_seen += seen_hits;
 	st->keys_new += (uint64_t)n - checks - seen_hits;
+	c->journaled |= (uint64_t)n - checks - seen_hits > 0;
 	return n;
 }
 
@@ -781,17 +833,20 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	}
 	if (n == 0 || buf_reserve(&c->out, 4 * (size_t)n) == -1)
 		return 0;
+	if (c->srv->journal != NULL &&
+	    persist_make_room(c->srv, (size_t)n) == -1)
+		return 0;
 	out = c->out.data + c->out.len;
 	b = q[0].f->fast;
 	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
-		i = answer_fast(q[0].f, b, q, n, out, &checks, &check_hits,
-		    &seen_hits, 1);
+		i = answer_fast(c->srv, q[0].f, b, q, n, out, &checks,
+		    &check_hits, &seen_hits, 1);
 	else {
 		/* as command_run_simple does, and for its reason */
 		for (i = 0; i < n; i++)
 			filter_prefetch(q[i].f, q[i].h);
 		for (i = 0; i < n; i++) {
-			int r = filter_answer(q[i].f, q[i].h, 0);
+			int r = filter_answer(c->srv, q[i].f, q[i].h, 0);
 
 			if (__builtin_expect(r == FILTER_FULL, 0))
 				break;
@@ -813,6 +868,7 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	st->by_cmd[CMD_SEEN] += (uint64_t)n;
 	st->keys_seen += seen_hits;
 	st->keys_new += (uint64_t)n - seen_hits;
+	c->journaled |= (uint64_t)n - seen_hits > 0;
 	return n;
 }
 
@@ -1673,6 +1729,7 @@ info_server(struct server *srv)
 	    saver_busy(srv->saver), (long long)srv->last_reload,
 	    srv->last_reload_ok < 0 ? "none" :
 	    srv->last_reload_ok ? "ok" : "failed");
+	persist_info(srv, &scratch);
 }
 
 static void

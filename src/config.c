@@ -82,6 +82,8 @@ enum server_key {
 	SK_NEW_FILTER_ERROR_RATE,
 	SK_NEW_FILTER_GROWTH,
 	SK_MAX_FILTERS,
+	SK_JOURNAL,
+	SK_JOURNAL_MAX,
 	SK_COUNT
 };
 
@@ -893,6 +895,36 @@ key_max_filters(struct parser *p, const char *key, const char *v)
 		p->cfg->max_filters = (unsigned)n;
 }
 
+static void
+key_journal(struct parser *p, const char *key, const char *v)
+{
+	static const char *const modes[] = {
+		[JOURNAL_OFF] = "off",
+		[JOURNAL_EVERYSEC] = "everysec",
+		[JOURNAL_ALWAYS] = "always",
+	};
+
+	for (int i = 0; i < 3; i++)
+		if (strcmp(v, modes[i]) == 0) {
+			p->cfg->journal = (enum journal_mode)i;
+			return;
+		}
+	perror_at(p, p->lineno, "%s: \"%s\" is not one of always, everysec, "
+	    "off", key, SHOW(v));
+}
+
+/* At least 1M: below that a snapshot round would follow every few
+ * thousand keys. */
+static void
+key_journal_max(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_BYTES, 1 << 20, UINT64_C(1) << 50,
+	    &n) == 0)
+		p->cfg->journal_max = n;
+}
+
 /* ---- [filter.NAME] keys ---- */
 
 static struct filter_config *
@@ -1074,6 +1106,8 @@ static const struct key_def server_keys[SK_COUNT] = {
 	    0 },
 	[SK_MAX_FILTERS] = { "max_filters", key_max_filters, 0 },
 	[SK_METRICS_LISTEN] = { "metrics_listen", key_metrics_listen, 0 },
+	[SK_JOURNAL] = { "journal", key_journal, 0 },
+	[SK_JOURNAL_MAX] = { "journal_max", key_journal_max, 0 },
 };
 
 static const struct key_def filter_keys[FK_COUNT] = {
@@ -1434,6 +1468,8 @@ config_new(struct parser *p, const char *name)
 	cfg->new_filter_error_rate = 0.001;
 	cfg->new_filter_growth = 2;
 	cfg->max_filters = 10000;
+	cfg->journal = JOURNAL_EVERYSEC;
+	cfg->journal_max = 256 << 20;
 	return cfg;
 }
 

@@ -34,6 +34,11 @@ struct filter_config {
 /* [filter.NAME] normalize: keys as given, or url_normalize()d first. */
 #define CONFIG_NORMALIZE_OFF		0
 #define CONFIG_NORMALIZE_STANDARD	1
+enum journal_mode {
+	JOURNAL_OFF,
+	JOURNAL_EVERYSEC,
+	JOURNAL_ALWAYS,
+};
 
 struct config {
 	char		*path;			/* as given, for messages */
@@ -61,6 +66,8 @@ struct config {
 	double		 new_filter_error_rate;	/* default 0.001 */
 	unsigned	 new_filter_growth;	/* 0 = off; default 2 */
 	unsigned	 max_filters;		/* all filters; default 10000 */
+	enum journal_mode journal;		/* default everysec */
+	uint64_t	 journal_max;		/* bytes, default 256 MiB */
 };
 
 /* The most filters max_filters allows (config-file ones are fewer:

@@ -129,6 +129,13 @@ conn_close(struct conn *c, const char *why)
 		    (unsigned long long)c->id, c->peer, why);
 	if (c->wait != NULL)
 		c->wait->conn = NULL;	/* the SAVE goes on without us */
+	if (c->queued)
+		for (struct conn **pp = &c->srv->turn; *pp != NULL;
+		    pp = &(*pp)->tnext)
+			if (*pp == c) {
+				*pp = c->tnext;
+				break;
+			}
 	server_forget_conn(c->srv, c);
 	event_free(c->ev_read);
 	event_free(c->ev_write);
@@ -475,8 +482,9 @@ flush_output(struct conn *c)
 {
 	ssize_t n;
 
-	while (buf_used(&c->out) > 0) {
-		n = write(c->fd, buf_head(&c->out), buf_used(&c->out));
+	while (buf_used(&c->out) > c->unreleased) {
+		n = write(c->fd, buf_head(&c->out), buf_used(&c->out) -
+		    c->unreleased);
 		if (n > 0) {
 			buf_consume(&c->out, (size_t)n);
 			/* a client slowly reading a long reply is not idle */
@@ -493,6 +501,8 @@ flush_output(struct conn *c)
 		return -1;
 	}
 	set_writing(c, 0);
+	if (c->unreleased > 0)
+		return 1;	/* the rest goes at the turn's end */
 	buf_shrink(&c->out, KEEP_BYTES);
 	return 0;
 }
@@ -516,15 +526,8 @@ has_work(const struct conn *c)
  * then close it if it is finished, else choose whether to read.
  */
 static void
-conn_service(struct conn *c)
+conn_finish(struct conn *c, int r)
 {
-	int r;
-
-	do {
-		process_input(c);
-		if ((r = flush_output(c)) == -1)
-			return;
-	} while (r == 0 && has_work(c));
 	if (r == 0 && c->wait == NULL) {
 		if (c->quitting) {
 			conn_close(c, "QUIT");
@@ -537,6 +540,86 @@ conn_service(struct conn *c)
 		}
 	}
 	set_reading(c, may_read(c));
+}
+
+/*
+ * With a journal: the replies wait for the end of the turn, when the
+ * journal has their records (persist_turn_end then conn_release_turn).
+ */
+static void
+conn_defer(struct conn *c)
+{
+	process_input(c);
+	c->unreleased = buf_used(&c->out);
+	if (!c->queued) {
+		c->queued = 1;
+		c->tnext = c->srv->turn;
+		c->srv->turn = c;
+	}
+	set_reading(c, may_read(c));
+}
+
+/*
+ * The one place that moves a connection forward: answer input, send
+ * replies, repeat while the socket takes them and complete lines remain;
+ * then close it if it is finished, else choose whether to read.
+ */
+static void
+conn_service(struct conn *c)
+{
+	int r;
+
+	if (c->srv->journal != NULL || c->held) {
+		conn_defer(c);
+		return;
+	}
+	do {
+		process_input(c);
+		if ((r = flush_output(c)) == -1)
+			return;
+	} while (r == 0 && has_work(c));
+	conn_finish(c, r);
+}
+
+void
+conn_release_turn(struct server *srv, int hold)
+{
+	struct conn	*c, *next;
+	int		 r;
+
+	c = srv->turn;
+	srv->turn = NULL;
+	for (; c != NULL; c = next) {
+		/* c may be closed or queued again below */
+		next = c->tnext;
+		c->queued = 0;
+		if (c->held || (hold && c->journaled)) {
+			c->held = 1;	/* stays unreleased */
+			continue;
+		}
+		c->journaled = 0;
+		c->unreleased = 0;
+		if ((r = flush_output(c)) == -1)
+			continue;
+		/* input left over is answered in the next turn */
+		if (r == 0 && has_work(c)) {
+			conn_defer(c);
+			continue;
+		}
+		conn_finish(c, r);
+	}
+}
+
+void
+conn_release_held(struct server *srv)
+{
+	for (struct conn *c = srv->conns; c != NULL; c = c->next)
+		if (c->held) {
+			c->held = 0;
+			c->journaled = 0;
+			c->unreleased = 0;
+			conn_service(c);
+		}
 }
 
 static void

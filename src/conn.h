@@ -33,6 +33,9 @@ struct conn {
 	unsigned	 discarding:1;	/* skipping the rest of an over-long line */
 	unsigned	 eof:1;		/* the client shut down its side */
 	unsigned	 quitting:1;	/* QUIT: flush, then close */
+	unsigned	 queued:1;	/* on srv->turn: replies not yet released */
+	unsigned	 journaled:1;	/* its replies of this turn have a 0 */
+	unsigned	 held:1;	/* those 0s wait for a snapshot */
 	unsigned	 strikes;	/* commands refused before AUTH */
 	size_t		 resp_need;	/* a partial RESP request needs this
 					 * many bytes of input at least */
@@ -40,6 +43,10 @@ struct conn {
 	struct save_wait *wait;		/* a SAVE it is waiting on */
 	uint64_t	 last_active;	/* conn_clock_ms() of the last read or write */
 	struct conn	*prev, *next;
+	/* with a journal, replies leave at the end of the loop turn that
+	 * made them (persist.c): the last unreleased bytes of out wait */
+	size_t		 unreleased;
+	struct conn	*tnext;		/* srv->turn */
 };
 
 /* Monotonic milliseconds, for idle timeouts (a wall-clock step must not
@@ -58,5 +65,10 @@ void		 conn_save_done(struct conn *, int ok, const char *err);
 void		 conn_stop_reading(struct conn *);
 /* Re-evaluates what to read and write (after a limit changed). */
 void		 conn_kick(struct conn *);
+/* The end of a loop turn (the journal is written): sends the replies the
+ * turn made, except, if hold, those of connections that got a 0 from it,
+ * which wait for conn_release_held. */
+void		 conn_release_turn(struct server *, int hold);
+void		 conn_release_held(struct server *);
 
 #endif

@@ -16,6 +16,7 @@
 #include "url.h"
 
 int64_t		filter_now_ms;
+/* updated atomically: a reload creates filters on its own thread */
 uint64_t	filter_memory_used;
 uint64_t	filter_memory_limit;
 
@@ -90,7 +91,8 @@ slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
 	s->error_rate = error_rate;
 	s->start_ms = start_ms;
 	s->refs = 1;
-	filter_memory_used += s->bloom.map_bytes;
+	__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
+	    __ATOMIC_RELAXED);
 	return s;
 }
 
@@ -105,7 +107,8 @@ slice_unref(struct slice *s)
 {
 	if (--s->refs > 0)
 		return;
-	filter_memory_used -= s->bloom.map_bytes;
+	__atomic_sub_fetch(&filter_memory_used, s->bloom.map_bytes,
+	    __ATOMIC_RELAXED);
 	bloom_free(&s->bloom);
 	free(s);
 }
@@ -497,6 +500,7 @@ filter_alloc(const struct filter_config *fc)
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return NULL;
 	snprintf(f->name, sizeof(f->name), "%s", fc->name);
+	f->namelen = strlen(f->name);
 	f->capacity = fc->capacity;
 	f->error_rate = fc->error_rate;
 	f->growth = fc->growth;
@@ -535,6 +539,16 @@ filter_create(const struct filter_config *fc, char *err, size_t errlen)
 	return f;
 }
 
+int
+filter_reseed(struct filter *f, uint64_t seed)
+{
+	if (f->loaded_at != 0 || filter_mutations(f) != 0 ||
+	    filter_count(f) != 0)
+		return -1;
+	f->seed = seed;
+	return 0;
+}
+
 /* Takes the slices a snapshot held. */
 static int
 adopt(struct filter *f, const struct snapshot_info *info,
@@ -554,7 +568,8 @@ adopt(struct filter *f, const struct snapshot_info *info,
 		s->error_rate = ss[i].error_rate;
 		s->start_ms = ss[i].start_ms;
 		s->refs = 1;
-		filter_memory_used += s->bloom.map_bytes;
+		__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
+		    __ATOMIC_RELAXED);
 		if (push_slice(f, s) == -1) {
 			slice_unref(s);
 			snprintf(err, errlen, "out of memory");

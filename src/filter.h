@@ -74,6 +74,7 @@ struct slice {
 
 struct filter {
 	char		 name[CONFIG_NAME_MAX + 1];
+	size_t		 namelen;	/* strlen(name), for the journal */
 	/* what the config asks for now: new slices are planned from it */
 	uint64_t	 capacity;
 	double		 error_rate;
@@ -114,6 +115,13 @@ struct filter {
 	char		 last_save_error[256];
 	uint64_t	 saves_ok, saves_failed;
 	time_t		 loaded_at;		/* when its snapshot was loaded, or 0 */
+	/* the journal: segments below this one hold none of its keys that
+	 * a snapshot lacks (persist.c) */
+	uint64_t	 journal_covered;
+	/* its next periodic snapshot is due snapshot_interval after the
+	 * later of this (a submission, or when it was first seen) and
+	 * last_save */
+	time_t		 snap_attempt;
 	/* traffic */
 	uint64_t	 seen_new, seen_old, checks, refused;
 	/* created at run time (BF.RESERVE, SADD...), not by a config section */
@@ -137,6 +145,12 @@ extern uint64_t	 filter_memory_limit;
  */
 struct filter	*filter_open(const struct filter_config *fc, const char *dir,
 		    char *err, size_t errlen);
+/*
+ * Gives a filter that holds no key and was not loaded from a snapshot the
+ * hash seed its journalled keys were hashed with. Returns 0, or -1 if it
+ * holds keys (its seed can no longer change).
+ */
+int		 filter_reseed(struct filter *, uint64_t seed);
 /* A new empty filter for fc (no file is read). */
 struct filter	*filter_create(const struct filter_config *fc, char *err,
 		    size_t errlen);

@@ -103,6 +103,7 @@ struct journal {
 	pthread_cond_t	 thr_cond;
 	int		 thr_running, thr_stop;
 	unsigned	 interval_ms;
+	int64_t		 synced_at;	/* atomic: Unix seconds */
 };
 
 /* ---- encoding ---- */
@@ -838,6 +839,7 @@ journal_open(const char *dir, const struct journal_replay_info *info,
 	j->seq = next;
 	j->seg_size = JOURNAL_HEADER_SIZE;
 	j->written = j->synced = JOURNAL_HEADER_SIZE;
+	j->synced_at = (int64_t)time(NULL);
 	return j;
  fail:
 	journal_close(j);
@@ -875,6 +877,12 @@ size_t
 journal_pending(const struct journal *j)
 {
 	return j->len - j->off;
+}
+
+size_t
+journal_room(const struct journal *j)
+{
+	return j->cap - (j->len - j->off);
 }
 
 static inline int
@@ -1050,9 +1058,11 @@ journal_sync(struct journal *j, char *err, size_t errlen)
 	pthread_mutex_unlock(&j->err_mtx);
 	if (rc == 0 && target != __atomic_load_n(&j->synced,
 	    __ATOMIC_ACQUIRE)) {
-		if (fdatasync(j->fd) == 0)
+		if (fdatasync(j->fd) == 0) {
 			__atomic_store_n(&j->synced, target, __ATOMIC_RELEASE);
-		else {
+			__atomic_store_n(&j->synced_at, (int64_t)time(NULL),
+			    __ATOMIC_RELAXED);
+		} else {
 			saved = errno;
 			mark_broken(j, j->seq, saved);
 			pthread_mutex_lock(&j->err_mtx);
@@ -1177,6 +1187,18 @@ uint64_t
 journal_seq(const struct journal *j)
 {
 	return j->seq;
+}
+
+uint64_t
+journal_segments(const struct journal *j)
+{
+	return (uint64_t)j->nold + 1;
+}
+
+int64_t
+journal_synced_at(const struct journal *j)
+{
+	return __atomic_load_n(&j->synced_at, __ATOMIC_RELAXED);
 }
 
 uint64_t

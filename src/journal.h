@@ -24,7 +24,7 @@
  *     seed, 16 64 the name, zero padded, 80 4 checksum
  *   'T' (0x54) time, 16 bytes: the time of the keys that follow
  *     0 1 type, 1 1 length (16), 2 2 reserved zero,
- *     4 8 Unix seconds, 12 4 checksum
+ *     4 8 Unix milliseconds, 12 4 checksum
  *   'K' (0x4B) key, 16 bytes: one key answered new
  *     0 1 type, 1 1 length (16), 2 2 name id,
  *     4 8 the key's XXH3-64 hash with its filter's seed, 12 4 checksum
@@ -93,7 +93,7 @@ struct journal_key {
 	size_t		 namelen;
 	uint64_t	 seed;		/* the filter's hash seed */
 	uint64_t	 hash;
-	uint64_t	 time;		/* Unix seconds */
+	uint64_t	 time;		/* Unix milliseconds */
 	uint64_t	 seq;		/* segment */
 	uint64_t	 offset;	/* of the record in its segment */
 };
@@ -164,6 +164,9 @@ int		 journal_append(struct journal *, const char *name,
 int		 journal_full(const struct journal *);
 /* Bytes appended and not yet written. */
 size_t		 journal_pending(const struct journal *);
+/* Bytes free in the buffer: journal_append cannot fail with ENOBUFS
+ * before room / JOURNAL_APPEND_MAX more calls. */
+size_t		 journal_room(const struct journal *);
 
 /*
  * Writes the buffer to the current segment. Returns 0 when all of it is
@@ -198,6 +201,11 @@ int		 journal_drop_upto(struct journal *, uint64_t seq, char *err,
 uint64_t	 journal_bytes(const struct journal *);
 /* The current segment's sequence number. */
 uint64_t	 journal_seq(const struct journal *);
+/* Live segments, the current one included. */
+uint64_t	 journal_segments(const struct journal *);
+/* When (Unix seconds) the last journal_sync that had something to sync
+ * succeeded, or the journal was opened. */
+int64_t		 journal_synced_at(const struct journal *);
 /* Bytes written but not yet covered by a successful sync. */
 uint64_t	 journal_unsynced(const struct journal *);
 /*

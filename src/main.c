@@ -20,7 +20,9 @@
 
 #include "config.h"
 #include "log.h"
+#include "journal.h"
 #include "notify.h"
+#include "persist.h"
 #include "registry.h"
 #include "server.h"
 #include "snapshot.h"
@@ -187,6 +189,8 @@ main(int argc, char **argv)
 	log_set_level(srv.cfg->log_level);
 	if ((fault = getenv("SEEND_FAULT_WRITE_LIMIT")) != NULL)
 		snapshot_fault_write_limit = strtoull(fault, NULL, 10);
+	if ((fault = getenv("SEEND_FAULT_JOURNAL_LIMIT")) != NULL)
+		journal_fault_write_limit = strtoull(fault, NULL, 10);
 	signal(SIGPIPE, SIG_IGN);
 	srv.config_path = (char *)path;
 	log_info("seend %s starting, config %s", PACKAGE_VERSION, path);
@@ -209,14 +213,22 @@ main(int argc, char **argv)
 	}
 	log_filters(srv.reg);
 	log_info("filters loaded in %.3f s", elapsed(&t0));
+	/* the journal's keys on top of the snapshots, before listening */
+	if (persist_open(&srv) == -1) {
+		registry_free(srv.reg);
+		config_free(srv.cfg);
+		return 1;
+	}
 
 	if ((srv.base = event_base_new()) == NULL)
 		fatal("cannot create the event loop");
 	if (server_start(&srv) == -1) {
+		persist_abort(&srv);
 		server_free(&srv);
 		event_base_free(srv.base);
 		return 1;
 	}
+	persist_start(&srv);
 	notify_send("READY=1\nSTATUS=serving %zu filter(s)\nMAINPID=%ld",
 	    srv.reg->nfilters, (long)getpid());
 	log_info("ready");

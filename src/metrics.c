@@ -31,6 +31,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "persist.h"
 #include "registry.h"
 #include "saver.h"
 #include "server.h"
@@ -234,6 +235,26 @@ process(struct evbuffer *out, const struct server *srv)
 }
 
 static void
+journal_figures(struct evbuffer *out, struct server *srv)
+{
+	uint64_t	 bytes, segs;
+	double		 age;
+	int		 ok;
+
+	persist_figures(srv, &bytes, &segs, &age, &ok);
+	one_u(out, "seend_journal_bytes", "gauge",
+	    "Bytes of the journal: its segments and its buffer.", bytes);
+	one_u(out, "seend_journal_segments", "gauge",
+	    "Journal segment files.", segs);
+	one(out, "seend_journal_sync_age_seconds", "gauge",
+	    "Seconds since the journal's last fsync, while records wait for "
+	    "one (0 when none do).", age);
+	one_u(out, "seend_journal_ok", "gauge",
+	    "0 while the journal is in fault (see INFO journal_status), "
+	    "else 1.", (uint64_t)ok);
+}
+
+static void
 server_figures(struct evbuffer *out, struct server *srv)
 {
 	const struct stats	*st = &srv->stats;
@@ -291,6 +312,7 @@ server_figures(struct evbuffer *out, struct server *srv)
 	one_u(out, "seend_last_reload_success", "gauge",
 	    "1 if the last reload was applied (or there was none), 0 if it "
 	    "failed.", srv->last_reload_ok != 0);
+	journal_figures(out, srv);
 }
 
 /* One family, one sample per filter. */

@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "filter.h"
+#include "journal.h"
 #include "saver.h"
 #include "snapshot.h"
 
@@ -34,7 +35,9 @@ struct save_job {
 	struct slice		**owners;
 	uint64_t		 mutations;
 	unsigned		 gen;		/* f->dir_gen at submission */
-	struct save_wait	*wait;
+	uint64_t		 jseq;		/* the journal's segment then */
+	struct save_wait	**waits;	/* SAVEs it answers */
+	size_t			 nwaits;
 	int			 ok;
 	char			 err[256];
 	double			 secs;
@@ -55,6 +58,7 @@ struct saver {
 	struct event		*ev;
 	saver_done_fn		 done_fn;	/* a SAVE's last job is done */
 	void			*done_arg;
+	struct journal		*journal;	/* or NULL */
 };
 
 static double
@@ -119,7 +123,6 @@ static void
 complete(struct saver *sv, struct save_job *job)
 {
 	struct filter		*f = job->filter;
-	struct save_wait	*w = job->wait;
 
 	f->saving--;
 	f->last_save_secs = job->secs;
@@ -137,8 +140,12 @@ complete(struct saver *sv, struct save_job *job)
 		if (job->mutations > f->saved)
 			f->saved = job->mutations;
 		/* a file in a data_dir that has since changed does not count */
-		if (job->gen == f->dir_gen)
+		if (job->gen == f->dir_gen) {
 			f->saved_gen = job->gen;
+			/* it holds every key journalled before its segment */
+			if (job->jseq > f->journal_covered)
+				f->journal_covered = job->jseq;
+		}
 		f->last_save = time(NULL);
 		f->last_save_ok = 1;
 		f->last_save_error[0] = '\0';
@@ -153,7 +160,9 @@ complete(struct saver *sv, struct save_job *job)
 		log_error("filter %s: snapshot failed, the previous one is "
 		    "kept: %s", f->name, job->err);
 	}
-	if (w != NULL) {
+	for (size_t i = 0; i < job->nwaits; i++) {
+		struct save_wait *w = job->waits[i];
+
 		if (!job->ok && !w->failed) {
 			w->failed = 1;
 			snprintf(w->err, sizeof(w->err), "snapshot of %s "
@@ -165,6 +174,7 @@ complete(struct saver *sv, struct save_job *job)
 			free(w);
 		}
 	}
+	free(job->waits);
 	release_slices(job);
 	filter_unref(f);
 	free(job->dir);
@@ -276,12 +286,72 @@ capture(struct save_job *job, struct filter *f)
 	return 0;
 }
 
+/* Adds w (may be NULL) to the SAVEs job answers; -1 if out of memory. */
+static int
+add_wait(struct save_job *job, struct save_wait *w)
+{
+	struct save_wait **grown;
+
+	if (w == NULL)
+		return 0;
+	grown = realloc(job->waits, (job->nwaits + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return -1;
+	job->waits = grown;
+	job->waits[job->nwaits++] = w;
+	w->pending++;
+	return 0;
+}
+
+/*
+ * A job for f still waiting in the queue takes this submission too: it is
+ * captured again now, so it holds everything the new one would, and
+ * answers its SAVE. So a burst of SAVEs (or rounds) costs one write per
+ * filter, and a shutdown never waits behind a queue of them. The worker
+ * takes jobs under the mutex, so a queued one is not being read.
+ */
+static int
+coalesce(struct saver *sv, struct filter *f, const char *dir,
+    struct save_wait *w)
+{
+	struct save_job	*job;
+	int		 r = 0;
+
+	pthread_mutex_lock(&sv->mtx);
+	for (job = sv->queue; job != NULL; job = job->next)
+		if (job->filter == f && strcmp(job->dir, dir) == 0)
+			break;
+	if (job != NULL) {
+		struct save_job fresh = *job;
+
+		if (capture(&fresh, f) == -1)
+			r = -1;
+		else if (add_wait(job, w) == -1) {
+			release_slices(&fresh);
+			r = -1;
+		} else {
+			release_slices(job);
+			job->info = fresh.info;
+			job->slices = fresh.slices;
+			job->owners = fresh.owners;
+			job->mutations = fresh.mutations;
+			job->gen = f->dir_gen;
+			job->jseq = sv->journal ? journal_seq(sv->journal) : 0;
+		}
+	}
+	pthread_mutex_unlock(&sv->mtx);
+	return job == NULL ? 0 : r == 0 ? 1 : -1;
+}
+
 int
 saver_submit(struct saver *sv, struct filter *f, const char *dir,
     struct save_wait *w)
 {
 	struct save_job *job;
+	int		 r;
 
+	if ((r = coalesce(sv, f, dir, w)) != 0)
+		return r == 1 ? 0 : -1;
 	if ((job = calloc(1, sizeof(*job))) == NULL ||
 	    (job->dir = strdup(dir)) == NULL ||
 	    capture(job, f) == -1) {
@@ -290,13 +360,17 @@ saver_submit(struct saver *sv, struct filter *f, const char *dir,
 		free(job);
 		return -1;
 	}
+	if (add_wait(job, w) == -1) {
+		release_slices(job);
+		free(job->dir);
+		free(job);
+		return -1;
+	}
 	filter_ref(f);
 	f->saving++;
 	job->filter = f;
 	job->gen = f->dir_gen;
-	job->wait = w;
-	if (w != NULL)
-		w->pending++;
+	job->jseq = sv->journal ? journal_seq(sv->journal) : 0;
 	sv->pending++;
 	pthread_mutex_lock(&sv->mtx);
 	*sv->queue_tail = job;
@@ -304,6 +378,12 @@ saver_submit(struct saver *sv, struct filter *f, const char *dir,
 	pthread_cond_signal(&sv->cond);
 	pthread_mutex_unlock(&sv->mtx);
 	return 0;
+}
+
+void
+saver_set_journal(struct saver *sv, struct journal *j)
+{
+	sv->journal = j;
 }
 
 int

@@ -32,6 +32,9 @@ struct saver	*saver_start(struct event_base *, saver_done_fn, void *arg);
 /* Queues a snapshot of f (a reference is held until it is done). */
 int		 saver_submit(struct saver *, struct filter *, const char *dir,
 		    struct save_wait *);
+struct journal;
+/* The journal whose segment a job records at submission (NULL: none). */
+void		 saver_set_journal(struct saver *, struct journal *);
 /* Jobs queued or running. */
 int		 saver_busy(const struct saver *);
 /* Blocks until every queued job is written, then processes completions. */

@@ -27,6 +27,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "persist.h"
+#include "prebuild.h"
 #include "registry.h"
 #include "saver.h"
 #include "server.h"
@@ -456,6 +458,7 @@ server_conn_memory(const struct server *srv)
 #define STATUS_EVERY	10	/* seconds between systemd STATUS= updates */
 
 static void	release_retired(struct server *);
+static void	snapshot_due(struct server *, time_t);
 
 /* The figures "systemctl status seend" shows. */
 static void
@@ -509,6 +512,8 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		send_status(srv);
 	}
 	release_retired(srv);
+	snapshot_due(srv, now);
+	persist_tick(srv);
 	/* windows drop their old slices even without traffic */
 	filter_clock_update();
 	for (size_t i = 0; i < srv->reg->nfilters; i++) {
@@ -595,22 +600,38 @@ release_retired(struct server *srv)
 	}
 }
 
+/*
+ * Each filter's periodic snapshot is due snapshot_interval after its own
+ * last one (or after it was first seen here: a start counts as just after
+ * a snapshot), checked by the 1 s sweep: no timer that a reload re-arms,
+ * so reloads never postpone one.
+ */
 static void
-arm_snapshot_timer(struct server *srv)
+due_one(struct server *srv, struct filter *f, time_t now)
 {
-	struct timeval tv = { (time_t)srv->cfg->snapshot_interval, 0 };
+	time_t base = f->snap_attempt > f->last_save ? f->snap_attempt :
+	    f->last_save;
 
-	event_del(srv->ev_snapshot);
-	if (srv->cfg->snapshot_interval > 0)
-		event_add(srv->ev_snapshot, &tv);
+	if (f->snap_attempt == 0) {
+		f->snap_attempt = now;
+		return;
+	}
+	if (now - base < (time_t)srv->cfg->snapshot_interval ||
+	    !filter_dirty(f) || f->saving)
+		return;
+	f->snap_attempt = now;
+	snapshot_if_dirty(srv, f, 0);
 }
 
 static void
-on_snapshot_timer(evutil_socket_t fd, short what, void *arg)
+snapshot_due(struct server *srv, time_t now)
 {
-	(void)fd;
-	(void)what;
-	server_snapshot_dirty(arg, 0);
+	if (srv->cfg->snapshot_interval == 0 || srv->stopping)
+		return;
+	for (size_t i = 0; i < srv->reg->nfilters; i++)
+		due_one(srv, srv->reg->filters[i], now);
+	for (size_t i = 0; i < srv->nretired; i++)
+		due_one(srv, srv->retired[i], now);
 }
 
 /* ---- reload ---- */
@@ -751,13 +772,15 @@ move_data_dir(struct server *srv)
  * that comes back gets its live bits, not its last (older) snapshot.
  */
 static struct registry *
-build_with_retired(struct server *srv, const struct config *ncfg, char *err,
-    size_t errlen)
+build_with_retired(struct server *srv, const struct config *ncfg,
+    const struct prebuild *pb, char *err, size_t errlen)
 {
 	struct registry	 known = { 0 }, *nreg;
 	size_t		 n = srv->reg->nfilters;
+	size_t		 extra = pb != NULL ? pb->nmade : 0;
 
-	known.filters = calloc(n + srv->nretired + 1, sizeof(*known.filters));
+	known.filters = calloc(n + srv->nretired + extra + 1,
+	    sizeof(*known.filters));
 	if (known.filters == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -769,6 +792,9 @@ build_with_retired(struct server *srv, const struct config *ncfg, char *err,
 		memcpy(known.filters + n, srv->retired,
 		    srv->nretired * sizeof(*known.filters));
 	known.nfilters = n + srv->nretired;
+	/* the filters the reload's thread opened: nothing is read here */
+	for (size_t i = 0; i < extra; i++)
+		known.filters[known.nfilters++] = pb->made[i];
 	nreg = registry_build(ncfg, &known, log_warning_line, err, errlen);
 	free(known.filters);
 	return nreg;
@@ -829,19 +855,66 @@ reload_failed(struct server *srv, const char *why)
 	log_error("reload failed, the running config is unchanged: %s", why);
 }
 
+static void
+reload_done(struct server *srv)
+{
+	notify_send("READY=1\nSTATUS=serving %zu filter(s), %u client(s); "
+	    "last reload %s", srv->reg->nfilters, srv->nconns,
+	    srv->last_reload_ok ? "ok" : "FAILED");
+}
+
+static void	reload_apply(struct server *, struct config *,
+		    struct prebuild *);
+
+/* The reload's thread has opened the new filters (or failed). */
+static void
+on_prebuilt(struct prebuild *pb, void *arg)
+{
+	struct server	*srv = arg;
+	struct config	*ncfg = pb->cfg;
+
+	srv->prebuild = NULL;
+	if (srv->stopping) {
+		prebuild_free(pb);
+		return;
+	}
+	log_info("reload: new filters opened in %.3f s", pb->secs);
+	if (pb->failed) {
+		reload_failed(srv, pb->err);
+		reload_done(srv);
+	} else {
+		pb->cfg = NULL;
+		reload_apply(srv, ncfg, pb);
+	}
+	prebuild_free(pb);
+	if (srv->reload_again && !srv->stopping) {
+		srv->reload_again = 0;
+		server_reload(srv);
+	}
+}
+
+/*
+ * A reload reads the config here; the filters it adds are opened (their
+ * snapshots read, their memory mapped) on a thread, and the new config is
+ * applied once they are ready, so a big one never stalls the loop. A
+ * SIGHUP during that is taken once it is done.
+ */
 void
 server_reload(struct server *srv)
 {
-	struct config_errors	 errs = { 0 };
-	struct config		*ncfg;
-	struct registry		*nreg, *oreg = srv->reg;
-	struct listener		*ntcp, *nunx;
-	struct metrics		*nmet;
-	struct timespec		 ts;
-	char			 err[512];
-	size_t			 first;
-	int			 moved;
+	struct config_errors		 errs = { 0 };
+	struct config			*ncfg;
+	const struct filter_config	**todo;
+	struct timespec			 ts;
+	char				 err[512];
+	size_t				 ntodo = 0;
 
+	if (srv->prebuild != NULL) {
+		log_info("reload: one is in progress; reloading again after "
+		    "it");
+		srv->reload_again = 1;
+		return;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	notify_send("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
 	    (unsigned long long)ts.tv_sec * 1000000ULL +
@@ -854,15 +927,49 @@ server_reload(struct server *srv)
 		    srv->config_path);
 		config_errors_free(&errs);
 		reload_failed(srv, err);
-		goto out;
+		reload_done(srv);
+		return;
 	}
+	if ((todo = calloc(ncfg->nfilters + 1, sizeof(*todo))) == NULL) {
+		reload_apply(srv, ncfg, NULL);
+		return;
+	}
+	for (size_t i = 0; i < ncfg->nfilters; i++) {
+		const char *name = ncfg->filters[i].name;
+		int known = registry_find(srv->reg, name, strlen(name)) != NULL;
+
+		for (size_t k = 0; k < srv->nretired && !known; k++)
+			known = strcmp(srv->retired[k]->name, name) == 0;
+		if (!known)
+			todo[ntodo++] = &ncfg->filters[i];
+	}
+	if (ntodo > 0 && (srv->prebuild = prebuild_start(srv->base, ncfg,
+	    todo, ntodo, on_prebuilt, srv)) != NULL) {
+		free(todo);
+		return;
+	}
+	free(todo);
+	reload_apply(srv, ncfg, NULL);
+}
+
+static void
+reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
+{
+	struct registry		*nreg, *oreg = srv->reg;
+	struct listener		*ntcp, *nunx;
+	struct metrics		*nmet;
+	char			 err[512];
+	size_t			 first;
+	int			 moved;
+
 	if (ncfg->listen == NULL && ncfg->unix_socket == NULL) {
 		config_free(ncfg);
 		reload_failed(srv, "nothing to listen on: listen is off and "
 		    "no unix_socket is set");
 		goto out;
 	}
-	if ((nreg = build_with_retired(srv, ncfg, err, sizeof(err))) == NULL) {
+	if ((nreg = build_with_retired(srv, ncfg, pb, err, sizeof(err))) ==
+	    NULL) {
 		config_free(ncfg);
 		reload_failed(srv, err);
 		goto out;
@@ -915,7 +1022,8 @@ server_reload(struct server *srv)
 		for (size_t i = first; i < srv->nretired; i++)
 			snapshot_if_dirty(srv, srv->retired[i], 1);
 	log_set_level(ncfg->log_level);
-	arm_snapshot_timer(srv);
+	if (persist_reload(srv, err, sizeof(err)) == -1)
+		log_error("journal: the new mode is not applied: %s", err);
 	/* new limits and auth apply to existing clients from now on */
 	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
 		next = c->next;
@@ -927,10 +1035,9 @@ server_reload(struct server *srv)
 	log_info("reloaded %s: %zu filter(s)", srv->config_path,
 	    nreg->nfilters);
 out:
-	notify_send("READY=1\nSTATUS=serving %zu filter(s), %u client(s); "
-	    "last reload %s", srv->reg->nfilters, srv->nconns,
-	    srv->last_reload_ok ? "ok" : "FAILED");
+	reload_done(srv);
 }
+
 
 /* ---- shutdown ---- */
 
@@ -949,6 +1056,7 @@ on_stop_tick(evutil_socket_t fd, short what, void *arg)
 		return;		/* never cut a snapshot short */
 	if (pending_out && time(NULL) < srv->stop_deadline)
 		return;
+	srv->done = 1;
 	event_base_loopbreak(srv->base);
 }
 
@@ -1050,19 +1158,23 @@ server_start(struct server *srv)
 	    metrics_open(srv, srv->cfg->metrics_listen)) == NULL)
 		return -1;
 	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
-	srv->ev_snapshot = event_new(srv->base, -1, EV_PERSIST,
-	    on_snapshot_timer, srv);
-	if (srv->ev_sweep == NULL || srv->ev_snapshot == NULL ||
-	    event_add(srv->ev_sweep, &one) == -1)
+	if (srv->ev_sweep == NULL || event_add(srv->ev_sweep, &one) == -1)
 		return -1;
-	arm_snapshot_timer(srv);
 	return 0;
 }
 
 int
 server_run(struct server *srv)
 {
-	event_base_dispatch(srv->base);
+	/* one turn at a time: its end writes the journal, then lets the
+	 * turn's replies go (persist.c); a turn with replies still to
+	 * answer does not wait for events */
+	while (!srv->done) {
+		if (event_base_loop(srv->base, EVLOOP_ONCE |
+		    (srv->turn != NULL ? EVLOOP_NONBLOCK : 0)) == -1)
+			break;
+		persist_turn_end(srv);
+	}
 	/* a loop that ended without a shutdown still saves */
 	if (!srv->stopping)
 		server_snapshot_dirty(srv, 1);
@@ -1079,6 +1191,7 @@ server_run(struct server *srv)
 			srv->final_save_failed = 1;
 		}
 	}
+	persist_close(srv);
 	return srv->final_save_failed ? 1 : 0;
 }
 
@@ -1100,6 +1213,7 @@ server_free(struct server *srv)
 		event_free(srv->ev_snapshot);
 	if (srv->ev_stop)
 		event_free(srv->ev_stop);
+	prebuild_free(srv->prebuild);
 	registry_free(srv->reg);
 	for (size_t i = 0; i < srv->nretired; i++)
 		filter_unref(srv->retired[i]);

@@ -65,6 +65,15 @@ struct server {
 	struct metrics		*metrics;	/* metrics_listen, or NULL */
 	struct log_limit	 refuse_log, accept_log;
 	uint64_t		 last_sweep_ms;
+	/* the journal (persist.c): appended to when not NULL; refuse: new
+	 * keys get ERR journal (always, in fault) */
+	struct journal		*journal;
+	int			 journal_refuse;
+	struct persist		*persist;
+	struct conn		*turn;		/* replies to release */
+	int			 done;		/* the loop ends */
+	struct prebuild		*prebuild;	/* a reload's filters opening */
+	int			 reload_again;	/* SIGHUP meanwhile */
 };
 
 /*

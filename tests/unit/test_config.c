@@ -904,6 +904,31 @@ test_runtime_filter_keys(void)
 	bad_server("max_filters", "0", "max_filters 0");
 }
 
+static void
+test_journal_keys(void)
+{
+	struct config *cfg;
+
+	cfg = good("", "an empty file, for journal");
+	ok(cfg != NULL && cfg->journal == JOURNAL_EVERYSEC &&
+	    cfg->journal_max == 256 << 20,
+	    "journal defaults to everysec, journal_max to 256M");
+	config_free(cfg);
+	cfg = good_server("journal", "always");
+	ok(cfg != NULL && cfg->journal == JOURNAL_ALWAYS, "journal = always");
+	config_free(cfg);
+	cfg = good_server("journal", "off");
+	ok(cfg != NULL && cfg->journal == JOURNAL_OFF, "journal = off");
+	config_free(cfg);
+	cfg = good_server("journal_max", "1G");
+	ok(cfg != NULL && cfg->journal_max == 1 << 30, "journal_max = 1G");
+	config_free(cfg);
+	bad_server("journal", "sometimes", "journal of an unknown mode");
+	bad_server("journal", "", "journal empty");
+	bad_server("journal_max", "512K", "journal_max under 1M");
+	bad_server("journal_max", "lots", "journal_max not a size");
+}
+
 int
 main(void)
 {
@@ -921,6 +946,7 @@ main(void)
 	test_normalize();
 	test_growth_expire_memory();
 	test_runtime_filter_keys();
+	test_journal_keys();
 	config_errors_free(&errs);
 	return done_testing();
 }

@@ -1,0 +1,638 @@
+/*
+ * persist.c - the journal in the running server; see persist.h.
+ *
+ * Why segments are dropped rather than rewritten: a snapshot submitted
+ * while segment S is current holds every key of its filter journalled in
+ * the segments before S, so once every filter has such a snapshot
+ * (f->journal_covered >= S) those segments say nothing the snapshots do
+ * not, and unlinking a file costs nothing, where a rewrite would copy what
+ * remains. The current segment is closed every snapshot_interval / 2
+ * (at least 1 s) when it holds records, so the journal spans at most
+ * about two intervals: the half-interval segments since the oldest
+ * snapshot each filter is due to make.
+ *
+ * Group commit: the records of a loop turn are written (always: and
+ * fdatasynced) once at its end, before any reply of the turn leaves; the
+ * connections keep their replies until then (conn.c, "unreleased").
+ *
+ * Faults: a write or fsync that fails puts the journal in fault. With
+ * always, keys that would be new are refused before they are set
+ * (command.c asks persist_make_room), and the replies of a turn whose
+ * records were not made durable are held; with everysec the server keeps
+ * answering and the records wait in the buffer (then are counted lost to
+ * the journal, protected by the next snapshot only). Once a write goes
+ * through again, the journal moves to a new segment R and every dirty
+ * filter is snapshotted; the fault ends (and held replies go) when every
+ * filter is covered up to R: every key acknowledged during the fault is
+ * in a snapshot.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "conn.h"
+#include "filter.h"
+#include "journal.h"
+#include "log.h"
+#include "persist.h"
+#include "registry.h"
+#include "saver.h"
+#include "server.h"
+
+/* Skipped journal names reported by name at the end of a replay. */
+#define SKIP_NAMES	16
+
+struct persist {
+	struct journal	*j;		/* open (also when off: old segments) */
+	enum journal_mode mode;
+	int		 fault;
+	char		 reason[600];
+	uint64_t	 recover_seq;	/* the round that ends the fault */
+	time_t		 recover_at;	/* when it was last submitted */
+	time_t		 logged;	/* the fault's last log line */
+	uint64_t	 lost;		/* appends that did not fit */
+	uint64_t	 early_seq;	/* journal_max's round, 0 none */
+	time_t		 seg_start;	/* the current segment's */
+	int		 seg_used;	/* it holds records */
+	char		 status[640];
+};
+
+/* ---- replay ---- */
+
+struct replay {
+	struct registry	*reg;
+	/* the last record's filter: records come in runs of one filter */
+	char		 name[JOURNAL_NAME_MAX];
+	size_t		 namelen;
+	uint64_t	 seed;
+	struct filter	*f;		/* NULL: not configured */
+	int		 have;
+	uint64_t	 applied, other_seed, unknown, expired;
+	char		 skipped[SKIP_NAMES][JOURNAL_NAME_MAX + 1];
+	int		 nskipped;
+};
+
+static void
+note_skipped(struct replay *r, const char *name, size_t len)
+{
+	for (int i = 0; i < r->nskipped; i++)
+		if (strlen(r->skipped[i]) == len &&
+		    memcmp(r->skipped[i], name, len) == 0)
+			return;
+	if (r->nskipped == SKIP_NAMES)
+		return;
+	memcpy(r->skipped[r->nskipped], name, len);
+	r->skipped[r->nskipped++][len] = '\0';
+}
+
+/*
+ * The seed rules: a filter with no snapshot and no key yet takes the seed
+ * of its first journalled key (it was created since its last snapshot,
+ * and journal records are its only trace); a record whose seed is not
+ * the filter's belongs to an earlier filter of that name and is skipped.
+ */
+static int
+replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
+{
+	struct replay	*r = arg;
+	struct filter	*f;
+
+	(void)err;
+	(void)errlen;
+	if (!r->have || r->namelen != k->namelen || r->seed != k->seed ||
+	    memcmp(r->name, k->name, k->namelen) != 0) {
+		memcpy(r->name, k->name, k->namelen);
+		r->namelen = k->namelen;
+		r->seed = k->seed;
+		r->f = registry_find(r->reg, k->name, k->namelen);
+		r->have = 1;
+		if (r->f != NULL && r->f->seed != k->seed)
+			(void)filter_reseed(r->f, k->seed);
+	}
+	if ((f = r->f) == NULL) {
+		r->unknown++;
+		note_skipped(r, k->name, k->namelen);
+		return 0;
+	}
+	if (f->seed != k->seed) {
+		r->other_seed++;
+		return 0;
+	}
+	if (filter_seen_at(f, k->hash, (int64_t)k->time) == 0)
+		r->applied++;
+	else
+		r->expired++;	/* already there, or its window passed */
+	return 0;
+}
+
+static void
+seg_file(char *buf, size_t len, const char *dir, uint64_t seq)
+{
+	snprintf(buf, len, "%s/" JOURNAL_PREFIX "%016llx", dir,
+	    (unsigned long long)seq);
+}
+
+int
+persist_open(struct server *srv)
+{
+	struct persist			*p;
+	struct journal_replay_info	 info;
+	struct replay			*r;
+	struct timespec			 t0, t1;
+	char				 err[1024];
+	const char			*dir = srv->cfg->data_dir;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL) {
+		free(p);
+		log_error("journal: out of memory");
+		return -1;
+	}
+	srv->persist = p;
+	p->mode = srv->cfg->journal;
+	r->reg = srv->reg;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* with journal = off too: a journal left by a run with it on holds
+	 * acknowledged keys */
+	if (journal_replay(dir, replay_key, r, &info, err, sizeof(err)) ==
+	    -1) {
+		log_error("%s", err);
+		log_error("not starting: the journal is left as it is; see "
+		    "seend(8), JOURNAL, for what to do");
+		free(r);
+		free(p);
+		srv->persist = NULL;
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (info.torn)
+		log_warn("journal %s: dropped a torn tail of %llu bytes at "
+		    "offset %llu (the process died while writing it)",
+		    info.torn_path, (unsigned long long)info.torn_bytes,
+		    (unsigned long long)info.torn_offset);
+	if (info.segments > 0)
+		log_info("journal: replayed %llu keys (%llu new to the "
+		    "filters) from %llu segment(s) in %.3f s",
+		    (unsigned long long)info.keys,
+		    (unsigned long long)r->applied,
+		    (unsigned long long)info.segments,
+		    (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	for (int i = 0; i < r->nskipped; i++)
+		log_warn("journal: keys for filter '%s', which the "
+		    "configuration no longer has: skipped", r->skipped[i]);
+	if (r->unknown > 0)
+		log_warn("journal: %llu keys of filters not configured "
+		    "skipped", (unsigned long long)r->unknown);
+	if (r->other_seed > 0)
+		log_warn("journal: %llu keys of earlier filters of the same "
+		    "names (another hash seed) skipped",
+		    (unsigned long long)r->other_seed);
+	free(r);
+	if (p->mode == JOURNAL_OFF && info.segments == 0)
+		return 0;
+	if ((p->j = journal_open(dir, &info, 0, err, sizeof(err))) == NULL) {
+		log_error("%s", err);
+		log_error("not starting: cannot open the journal "
+		    "(journal = off starts without it)");
+		free(p);
+		srv->persist = NULL;
+		return -1;
+	}
+	p->seg_start = time(NULL);
+	if (p->mode != JOURNAL_OFF)
+		srv->journal = p->j;
+	return 0;
+}
+
+void
+persist_start(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	char		 err[512];
+
+	if (p == NULL || p->j == NULL)
+		return;
+	saver_set_journal(srv->saver, p->j);
+	if (p->mode == JOURNAL_EVERYSEC &&
+	    journal_everysec_start(p->j, 1000, err, sizeof(err)) == -1)
+		log_error("journal: %s: syncing at each snapshot only", err);
+}
+
+/* ---- faults ---- */
+
+static void
+enter_fault(struct server *srv, const char *why)
+{
+	struct persist	*p = srv->persist;
+	time_t		 now = time(NULL);
+
+	if (!p->fault || now - p->logged >= 60) {
+		log_error("journal: %s; %s", why, p->mode == JOURNAL_ALWAYS ?
+		    "keys not yet seen are refused until a snapshot holds "
+		    "the ones acknowledged" : "still answering: the keys "
+		    "acknowledged meanwhile are safe once a snapshot holds "
+		    "them");
+		p->logged = now;
+	}
+	if (!p->fault)
+		snprintf(p->reason, sizeof(p->reason), "%s", why);
+	p->fault = 1;
+	p->recover_seq = 0;
+	srv->journal_refuse = p->mode == JOURNAL_ALWAYS;
+}
+
+const char *
+persist_reason(const struct server *srv)
+{
+	return srv->persist != NULL && srv->persist->fault ?
+	    srv->persist->reason : "";
+}
+
+const char *
+persist_status(const struct server *srv)
+{
+	struct persist *p = srv->persist;
+
+	if (p == NULL || p->mode == JOURNAL_OFF)
+		return "off";
+	if (!p->fault)
+		return "ok";
+	snprintf(p->status, sizeof(p->status), "error %s", p->reason);
+	return p->status;
+}
+
+int
+persist_make_room(struct server *srv, size_t n)
+{
+	struct persist	*p = srv->persist;
+	char		 err[600];
+
+	if (srv->journal_refuse)
+		return -1;
+	if (journal_room(p->j) >= n * JOURNAL_APPEND_MAX)
+		return 0;
+	if (journal_write(p->j, err, sizeof(err)) == -1)
+		enter_fault(srv, err);
+	if (journal_room(p->j) >= n * JOURNAL_APPEND_MAX)
+		return 0;
+	return p->mode == JOURNAL_ALWAYS ? -1 : 0;
+}
+
+void
+persist_append_failed(struct server *srv, struct filter *f, uint64_t h)
+{
+	struct persist	*p = srv->persist;
+	char		 err[600];
+
+	if (errno == ENOBUFS && journal_write(p->j, err, sizeof(err)) == 0 &&
+	    journal_append(p->j, f->name, strlen(f->name), f->seed, h,
+	    (uint64_t)filter_now_ms) == 0)
+		return;
+	p->lost++;
+	if (!p->fault)
+		enter_fault(srv, "the journal's buffer is full");
+}
+
+/* ---- the turn ---- */
+
+static uint64_t	min_covered(struct server *);
+static int	rotate(struct server *, const char *);
+
+static void
+drop_covered(struct server *srv, uint64_t covered)
+{
+	char err[600];
+
+	if (covered > 1 && covered != UINT64_MAX &&
+	    journal_drop_upto(srv->persist->j, covered - 1, err,
+	    sizeof(err)) == -1)
+		log_warn("journal: %s", err);
+}
+
+/*
+ * journal_max: past half of it every dirty filter is snapshotted at once
+ * (the rest is headroom for the keys that come while they are written),
+ * and the segments go as soon as the round covers them, not at the next
+ * tick.
+ */
+static void
+check_size(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	uint64_t	 covered;
+
+	if (p->early_seq != 0) {
+		covered = min_covered(srv);
+		drop_covered(srv, covered);
+		if (covered >= p->early_seq)
+			p->early_seq = 0;
+		return;
+	}
+	if (p->fault || journal_bytes(p->j) <= srv->cfg->journal_max / 2)
+		return;
+	log_info("journal: %llu bytes, past half of journal_max: "
+	    "snapshotting early", (unsigned long long)journal_bytes(p->j));
+	if (rotate(srv, "journal_max") == -1)
+		return;
+	p->early_seq = journal_seq(p->j);
+	server_snapshot_dirty(srv, 1);
+}
+
+void
+persist_turn_end(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	char		 err[600];
+	int		 ok = 1;
+
+	if (p == NULL) {
+		conn_release_turn(srv, 0);
+		return;
+	}
+	if (p->j != NULL && journal_pending(p->j) > 0) {
+		p->seg_used = 1;
+		if (journal_write(p->j, err, sizeof(err)) == -1) {
+			enter_fault(srv, err);
+			ok = 0;
+		} else if (p->mode == JOURNAL_ALWAYS &&
+		    journal_sync(p->j, err, sizeof(err)) == -1) {
+			enter_fault(srv, err);
+			ok = 0;
+		}
+		if (ok)
+			check_size(srv);
+	}
+	/* always: a 0 whose record is not durable waits for the snapshot
+	 * that ends the fault */
+	if (srv->turn != NULL)
+		conn_release_turn(srv, !ok && p->mode == JOURNAL_ALWAYS);
+}
+
+/* ---- once a second ---- */
+
+/* The smallest journal_covered of every filter, live or retired. */
+static uint64_t
+min_covered(struct server *srv)
+{
+	uint64_t seq = journal_seq(srv->persist->j), m = UINT64_MAX;
+
+	for (size_t i = 0; i < srv->reg->nfilters + srv->nretired; i++) {
+		struct filter *f = i < srv->reg->nfilters ?
+		    srv->reg->filters[i] : srv->retired[i - srv->reg->nfilters];
+
+		/* a filter a snapshot holds whole needs no segment */
+		if (!filter_dirty(f) && !f->saving)
+			f->journal_covered = seq;
+		if (f->journal_covered < m)
+			m = f->journal_covered;
+	}
+	return m;
+}
+
+static int
+rotate(struct server *srv, const char *why)
+{
+	struct persist	*p = srv->persist;
+	uint64_t	 closed;
+	char		 err[600];
+
+	if (journal_rotate(p->j, &closed, err, sizeof(err)) == -1) {
+		enter_fault(srv, err);
+		return -1;
+	}
+	log_debug("journal: segment %llu closed (%s)",
+	    (unsigned long long)closed, why);
+	p->seg_start = time(NULL);
+	p->seg_used = 0;
+	return 0;
+}
+
+static void
+recover(struct server *srv, uint64_t covered, time_t now)
+{
+	struct persist	*p = srv->persist;
+	char		 err[600];
+
+	if (journal_pending(p->j) > 0 &&
+	    journal_write(p->j, err, sizeof(err)) == -1) {
+		if (now - p->logged >= 60) {
+			log_error("journal: still failing: %s", err);
+			p->logged = now;
+		}
+		return;
+	}
+	if (p->recover_seq == 0) {
+		if (rotate(srv, "recovering") == -1)
+			return;
+		p->fault = 1;	/* rotate may have re-entered it */
+		p->recover_seq = journal_seq(p->j);
+		p->recover_at = now;
+		server_snapshot_dirty(srv, 1);
+		return;
+	}
+	if (covered >= p->recover_seq) {
+		p->fault = 0;
+		p->recover_seq = 0;
+		srv->journal_refuse = 0;
+		log_info("journal: recovered: a snapshot holds every key "
+		    "acknowledged during the fault (%llu lost to the journal "
+		    "were in it)", (unsigned long long)p->lost);
+		p->lost = 0;
+		conn_release_held(srv);
+		return;
+	}
+	/* a snapshot of the round failed: try again, not in a loop */
+	if (now - p->recover_at >= 5) {
+		p->recover_at = now;
+		server_snapshot_dirty(srv, 0);
+	}
+}
+
+void
+persist_tick(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	time_t		 now = time(NULL);
+	unsigned	 half = srv->cfg->snapshot_interval / 2;
+	uint64_t	 covered;
+	char		 err[600];
+
+	if (p == NULL || p->j == NULL)
+		return;
+	if (p->mode != JOURNAL_OFF && !p->fault &&
+	    journal_status(p->j, err, sizeof(err)) == -1)
+		enter_fault(srv, err);
+	covered = min_covered(srv);
+	if (p->fault)
+		recover(srv, covered, now);
+	drop_covered(srv, covered);
+	if (p->fault || p->mode == JOURNAL_OFF)
+		return;
+	if (p->seg_used && now - p->seg_start >= (half > 0 ? half : 1))
+		(void)rotate(srv, "half an interval");
+	if (journal_bytes(p->j) <= srv->cfg->journal_max ||
+	    p->mode != JOURNAL_ALWAYS)
+		return;
+	/* past journal_max, so the early round did not cover it: its
+	 * snapshots fail (everysec keeps journalling: the keys come first,
+	 * then the size) */
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
+		struct filter *f = srv->reg->filters[i];
+
+		if (f->last_save_ok == 0 && !f->saving) {
+			snprintf(err, sizeof(err), "journal_max reached and "
+			    "snapshots failing: %s", f->last_save_error);
+			enter_fault(srv, err);
+			return;
+		}
+	}
+}
+
+/* ---- reload and close ---- */
+
+int
+persist_reload(struct server *srv, char *err, size_t errlen)
+{
+	struct persist		*p = srv->persist;
+	enum journal_mode	 want = srv->cfg->journal;
+
+	if (want == p->mode)
+		return 0;
+	if (p->j == NULL) {
+		struct journal_replay_info info;
+
+		/* off until now: nothing of ours is there; what an earlier
+		 * run left was replayed at start */
+		if (journal_replay(srv->cfg->data_dir, NULL, NULL, &info, err,
+		    errlen) == -1 || (p->j = journal_open(srv->cfg->data_dir,
+		    &info, 0, err, errlen)) == NULL)
+			return -1;
+		p->seg_start = time(NULL);
+		saver_set_journal(srv->saver, p->j);
+	}
+	if (p->mode == JOURNAL_EVERYSEC)
+		journal_everysec_stop(p->j);
+	if (want == JOURNAL_EVERYSEC &&
+	    journal_everysec_start(p->j, 1000, err, errlen) == -1)
+		return -1;
+	log_info("journal: %s -> %s", p->mode == JOURNAL_OFF ? "off" :
+	    p->mode == JOURNAL_ALWAYS ? "always" : "everysec",
+	    want == JOURNAL_OFF ? "off" : want == JOURNAL_ALWAYS ? "always" :
+	    "everysec");
+	p->mode = want;
+	/* off: what is journalled stays until snapshots cover it */
+	srv->journal = want == JOURNAL_OFF ? NULL : p->j;
+	srv->journal_refuse = p->fault && want == JOURNAL_ALWAYS;
+	if (want == JOURNAL_OFF)
+		server_snapshot_dirty(srv, 0);
+	return 0;
+}
+
+void
+persist_close(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	char		 err[600], path[4200];
+	uint64_t	 seq;
+	int		 all = 1;
+
+	if (p == NULL)
+		return;
+	if (p->j == NULL)
+		goto out;
+	journal_everysec_stop(p->j);
+	if (journal_write(p->j, err, sizeof(err)) == -1 ||
+	    journal_sync(p->j, err, sizeof(err)) == -1)
+		log_error("journal: at exit: %s", err);
+	for (size_t i = 0; i < srv->reg->nfilters + srv->nretired; i++) {
+		struct filter *f = i < srv->reg->nfilters ?
+		    srv->reg->filters[i] : srv->retired[i - srv->reg->nfilters];
+
+		if (filter_dirty(f))
+			all = 0;
+	}
+	if (!all) {
+		log_warn("journal: kept, it holds keys a snapshot lacks");
+		goto out;
+	}
+	/* every key is in a snapshot: the journal can go, all but a new
+	 * empty segment (journal = off: that one too) */
+	if (journal_rotate(p->j, &seq, err, sizeof(err)) == -1)
+		log_warn("journal: %s", err);
+	seq = journal_seq(p->j);
+	if (journal_drop_upto(p->j, seq - 1, err, sizeof(err)) == -1)
+		log_warn("journal: %s", err);
+	if (p->mode == JOURNAL_OFF) {
+		seg_file(path, sizeof(path), srv->cfg->data_dir, seq);
+		journal_close(p->j);
+		p->j = NULL;
+		(void)unlink(path);
+	}
+out:
+	if (p->j != NULL)
+		journal_close(p->j);
+	srv->journal = NULL;
+	free(p);
+	srv->persist = NULL;
+}
+
+void
+persist_abort(struct server *srv)
+{
+	if (srv->persist == NULL)
+		return;
+	if (srv->persist->j != NULL)
+		journal_close(srv->persist->j);
+	free(srv->persist);
+	srv->persist = NULL;
+	srv->journal = NULL;
+}
+
+/* ---- INFO and metrics ---- */
+
+void
+persist_info(const struct server *srv, struct buf *out)
+{
+	const struct persist	*p = srv->persist;
+	uint64_t		 bytes, segs;
+	double			 age;
+	int			 ok;
+
+	persist_figures(srv, &bytes, &segs, &age, &ok);
+	buf_printf(out,
+	    "journal_mode %s\r\n"
+	    "journal_status %s\r\n"
+	    "journal_bytes %llu\r\n"
+	    "journal_segments %llu\r\n"
+	    "journal_sync_age_seconds %.0f\r\n"
+	    "journal_lost %llu\r\n"
+	    "filters_retired %zu\r\n",
+	    p == NULL || p->mode == JOURNAL_OFF ? "off" :
+	    p->mode == JOURNAL_ALWAYS ? "always" : "everysec",
+	    persist_status(srv), (unsigned long long)bytes,
+	    (unsigned long long)segs, age,
+	    (unsigned long long)(p ? p->lost : 0), srv->nretired);
+}
+
+void
+persist_figures(const struct server *srv, uint64_t *bytes, uint64_t *segs,
+    double *age, int *ok)
+{
+	const struct persist *p = srv->persist;
+
+	*bytes = *segs = 0;
+	*age = 0;
+	*ok = p == NULL || !p->fault;
+	if (p == NULL || p->j == NULL)
+		return;
+	*bytes = journal_bytes(p->j);
+	*segs = journal_segments(p->j);
+	if (journal_unsynced(p->j) > 0)
+		*age = (double)(time(NULL) - journal_synced_at(p->j));
+}

@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""The journal (issue 13) on real daemons: SIGKILL under load loses no
+acknowledged key, torn tails and damage, a full disk, always's fsync."""
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from seendtest import *
+
+ROUNDS = 20
+CONNS, DEPTH = 4, 256
+
+
+class Loader:
+    """CONNS connections, each DEPTH SEENs in flight, recording every key
+    whose 0 (or 1) came back, until the server goes away."""
+
+    def __init__(self, srv, prefix):
+        self.srv, self.prefix = srv, prefix
+        self.acked, self.sent = [], 0
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.run, args=(i,))
+                        for i in range(CONNS)]
+
+    def start(self):
+        for th in self.threads:
+            th.start()
+        return self
+
+    def join(self):
+        for th in self.threads:
+            th.join(timeout=60 * SLOW)
+
+    def run(self, n):
+        try:
+            c = self.srv.client(timeout=20)
+        except OSError:
+            return
+        i = 0
+        try:
+            while True:
+                keys = ["https://%s/%d/%d" % (self.prefix, n, i + k)
+                        for k in range(DEPTH)]
+                i += DEPTH
+                c.send("".join("SEEN %s\n" % k for k in keys))
+                with self.lock:
+                    self.sent += len(keys)
+                for k in keys:
+                    r = c.line()
+                    if r not in ("0", "1"):
+                        return
+                    with self.lock:
+                        self.acked.append(k)
+        except OSError:
+            return
+        finally:
+            c.close()
+
+
+def check_all(t, s, keys, what):
+    """Every key answers 1 to CHECK; pipelined."""
+    c = s.client(timeout=60)
+    missing = 0
+    for i in range(0, len(keys), 1000):
+        part = keys[i:i + 1000]
+        c.send("".join("CHECK %s\n" % k for k in part))
+        for k in part:
+            if c.line() != "1":
+                missing += 1
+    c.close()
+    t.eq(missing, 0, "%s: keys acknowledged but missing of %d"
+         % (what, len(keys)))
+
+
+def segments(d):
+    return sorted(f for f in os.listdir(d)
+                  if re.fullmatch(r"journal\.[0-9a-f]{16}", f))
+
+
+@test
+def sigkill_under_load_loses_no_acknowledged_key(t):
+    rnd = random.Random(13)
+    s = Server(t, "journal = everysec\nsnapshot_interval = 2\n",
+               filters="[filter.default]\ncapacity = 2000000\n")
+    total = 0
+    for r in range(ROUNDS):
+        s.start()
+        ld = Loader(s, "r%d" % r).start()
+        delay = rnd.uniform(0.05, 0.8) * (2 if WRAPPER else 1)
+        time.sleep(delay)
+        s.kill9()
+        ld.join()
+        s.start()
+        check_all(t, s, ld.acked, "round %d (kill after %.2fs)" % (r, delay))
+        total += len(ld.acked)
+        s.kill9()
+    print("# %d rounds, %d acknowledged keys, all there after restart"
+          % (ROUNDS, total))
+    t.ok(total > ROUNDS * 100, "the load got keys acknowledged")
+
+
+@test
+def torn_tail_is_dropped_with_a_warning(t):
+    s = Server(t, "journal = everysec\nsnapshot_interval = 1h\n")
+    s.start()
+    c = s.client()
+    keys = ["https://torn/%d" % i for i in range(100)]
+    c.send("".join("SEEN %s\n" % k for k in keys))
+    for k in keys:
+        t.eq(c.line(), "0")
+    c.close()
+    s.kill9()
+    seg = os.path.join(s.data_dir, segments(s.data_dir)[-1])
+    size = os.path.getsize(seg)
+    with open(seg, "rb") as f:
+        data = f.read()
+    with open(seg, "ab") as f:
+        f.write(data[-16:-9])          # the first 7 bytes of a key record
+    s.start()
+    log = s.read_log()
+    t.contains(log, "torn tail of 7 bytes at offset %d" % size)
+    t.contains(log, seg)
+    check_all(t, s, keys, "after a torn tail")
+    t.eq(os.path.getsize(seg), size, "the segment is cut back to its records")
+
+
+@test
+def damage_stops_the_start_and_changes_nothing(t):
+    s = Server(t, "journal = everysec\nsnapshot_interval = 1h\n")
+    s.start()
+    c = s.client()
+    keys = ["https://dmg/%d" % i for i in range(200)]
+    c.send("".join("SEEN %s\n" % k for k in keys[:100]))
+    for k in keys[:100]:
+        t.eq(c.line(), "0")
+    c.close()
+    s.kill9()
+    s.start()                      # a second segment
+    c = s.client()
+    c.send("".join("SEEN %s\n" % k for k in keys[100:]))
+    for k in keys[100:]:
+        t.eq(c.line(), "0")
+    c.close()
+    s.kill9()
+    segs = segments(s.data_dir)
+    t.ok(len(segs) >= 2, "two segments: %r" % segs)
+    old = os.path.join(s.data_dir, segs[0])
+    with open(old, "rb") as f:
+        data = bytearray(f.read())
+    off = 40 + 84 + 16 + 16 * 50 + 5      # inside the 51st key record
+    data[off] ^= 0x40
+    with open(old, "wb") as f:
+        f.write(data)
+    before = {n: hashlib.sha256(open(os.path.join(s.data_dir, n), "rb")
+                                .read()).hexdigest() for n in segs}
+    rc = s.start(expect_fail=True)
+    t.eq(rc, 1, "exit status on damage")
+    log = s.read_log()
+    t.contains(log, old)
+    m = re.search(r"truncate -s (\d+) (\S+?);", log)
+    t.ok(m is not None, "the way out is in the log:\n" + log[-1500:])
+    after = {n: hashlib.sha256(open(os.path.join(s.data_dir, n), "rb")
+                               .read()).hexdigest() for n in segs}
+    t.eq(after, before, "the journal is left as it was")
+    subprocess.check_call(["truncate", "-s", m.group(1), m.group(2)])
+    s.start()
+    check_all(t, s, keys[:50] + keys[100:], "after the truncate")
+
+
+def strace_ok():
+    return shutil.which("strace") is not None and not WRAPPER
+
+
+@test
+def always_fsyncs_before_replying(t):
+    if not strace_ok():
+        print("# skipped: needs strace and no wrapper")
+        return
+    s = Server(t, "journal = always\nsnapshot_interval = 1h\n")
+    trace = t.path("trace")
+    s.start()
+    pid = s.pid()
+    fddir = "/proc/%d/fd" % pid
+    jfd = set()
+    for n in os.listdir(fddir):
+        try:
+            if "/journal." in os.readlink(os.path.join(fddir, n)):
+                jfd.add(n)
+        except OSError:
+            pass
+    t.eq(len(jfd), 1, "one journal descriptor open")
+    tr = subprocess.Popen(["strace", "-f", "-qq", "-o", trace, "-e",
+                           "trace=openat,write,writev,fdatasync,fsync,sendto",
+                           "-p", str(pid)])
+    time.sleep(1.0)
+    c = s.client()
+    for r in range(20):
+        keys = ["https://alw/%d/%d" % (r, i) for i in range(50)]
+        c.send("".join("SEEN %s\n" % k for k in keys))
+        for k in keys:
+            t.eq(c.line(), "0")
+    c.close()
+    time.sleep(0.3)
+    tr.send_signal(signal.SIGINT)
+    tr.wait(timeout=10)
+    s.stop()
+    unsynced, replies = False, 0
+    for line in open(trace):
+        m = re.search(r'openat\(.*journal\.[0-9a-f]{16}".*= (\d+)', line)
+        if m:
+            jfd.add(m.group(1))
+            continue
+        m = re.search(r'\b(write|writev|fdatasync|fsync|sendto)\((\d+)',
+                      line)
+        if not m:
+            continue
+        call, fd = m.groups()
+        if fd in jfd and call in ("write", "writev"):
+            unsynced = True
+        elif fd in jfd:
+            unsynced = False
+        elif call in ("write", "sendto") and '"0\\r\\n' in line:
+            replies += 1
+            t.ok(not unsynced, "a reply of 0 left after a journal write "
+                 "and before its fdatasync: " + line.strip())
+    t.ok(replies >= 20, "replies seen in the trace: %d" % replies)
+
+
+def journal_size(d):
+    total = 0
+    for n in segments(d):
+        try:
+            total += os.path.getsize(os.path.join(d, n))
+        except OSError:
+            pass
+    return total
+
+
+@test
+def the_journal_stays_under_journal_max(t):
+    s = Server(t, "journal = everysec\njournal_max = 1M\n"
+               "snapshot_interval = 1h\n",
+               filters="[filter.default]\ncapacity = 1000000\n")
+    s.start()
+    c = s.client()
+    n = 20000 if WRAPPER else 200000
+    worst = 0
+    for b in range(0, n, 2000):
+        seen_keys(t, c, ["https://max/%d" % i for i in range(b, b + 2000)],
+                  "0")
+        worst = max(worst, journal_size(s.data_dir))
+    info = c.info("default")
+    print("# %d keys (%d bytes of records): the journal reached %d bytes"
+          % (n, n * 16, worst))
+    t.ok(worst <= 1 << 20, "journal within journal_max: %d" % worst)
+    if not WRAPPER:
+        t.ok(int(info["snapshots_ok"]) >= 2, "snapshots taken early: %s"
+             % info["snapshots_ok"])
+    c.close()
+    s.kill9()
+    s.start()
+    check_all(t, s, ["https://max/%d" % i for i in range(n)],
+              "after journal_max rounds")
+
+
+@test
+def the_journal_spans_about_two_intervals(t):
+    s = Server(t, "journal = everysec\nsnapshot_interval = 2\n")
+    s.start()
+    c = s.client()
+    t0, oldest, nsegs = time.time(), 0.0, 0
+    i = 0
+    while time.time() - t0 < 10:
+        seen_keys(t, c, ["https://span/%d/%d" % (i, k) for k in range(100)],
+                  "0")
+        i += 1
+        now = time.time()
+        for n in segments(s.data_dir):
+            try:
+                with open(os.path.join(s.data_dir, n), "rb") as f:
+                    head = f.read(32)
+            except OSError:
+                continue
+            if len(head) < 32:
+                continue
+            # the header's creation time (Unix seconds)
+            age = now - int.from_bytes(head[24:32], "little")
+            if now - t0 > 5:
+                oldest = max(oldest, age)
+        nsegs = max(nsegs, len(segments(s.data_dir)))
+        time.sleep(0.05)
+    print("# oldest live segment %.1f s old, at most %d segments"
+          % (oldest, nsegs))
+    t.ok(oldest < 6.5 * (3 if WRAPPER else 1),
+         "no segment outlives about two intervals: %.1f s" % oldest)
+    t.ok(nsegs <= 6, "segments at once: %d" % nsegs)
+    c.close()
+    s.kill9()
+
+
+@test
+def a_journal_that_cannot_be_written_refuses_with_always(t):
+    # the unprivileged variant of the full disk: journal writes fail with
+    # ENOSPC past 4000 bytes in all (SEEND_FAULT_JOURNAL_LIMIT)
+    s = Server(t, "journal = always\nsnapshot_interval = 1h\n",
+               env={"SEEND_FAULT_JOURNAL_LIMIT": "4000"})
+    s.start()
+    c = s.client()
+    before = ["https://lim/%d" % i for i in range(100)]
+    seen_keys(t, c, before, "0")           # 40 + 84 + 16 + 1600 bytes
+    held = s.client()
+    held.send("".join("SEEN https://lim-held/%d\n" % i
+                      for i in range(300)))
+    held.s.settimeout(1.0)
+    try:
+        got = held.line()
+    except (socket.timeout, TimeoutError):
+        got = None
+    t.eq(got, None, "no 0 leaves for keys whose records failed")
+    r = c.cmd("SEEN https://lim/new")
+    t.ok(r.startswith("ERR journal ") and "No space left" in r,
+         "a new key is refused: " + r)
+    t.eq(c.cmd("SEEN %s" % before[5]), "1", "a key seen before")
+    st = c.info()["journal_status"]
+    t.ok(st.startswith("error "), "journal_status: " + st)
+    c.close()
+    held.close()
+    s.kill9()
+    s.env.pop("SEEND_FAULT_JOURNAL_LIMIT")
+    s.start()
+    check_all(t, s, before, "acknowledged before the fault")
+    s.kill9()
+
+
+class Tmpfs:
+    """A 2 MiB tmpfs (root only) to fill up."""
+
+    def __init__(self, t):
+        self.path = t.path("tmpfs")
+        os.makedirs(self.path)
+        subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=2m",
+                               "tmpfs", self.path])
+
+    def fill(self):
+        """Writes a filler file until the file system is full."""
+        fd = os.open(os.path.join(self.path, "filler"),
+                     os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                os.write(fd, b"x" * 4096)
+        except OSError:
+            pass
+        os.close(fd)
+
+    def free(self):
+        os.unlink(os.path.join(self.path, "filler"))
+
+    def close(self):
+        subprocess.call(["umount", "-l", self.path])
+
+
+def seen_keys(t, c, keys, want):
+    c.send("".join("SEEN %s\n" % k for k in keys))
+    got = [c.line() for k in keys]
+    t.eq(got, [want] * len(keys), "answers")
+
+
+def full_disk(t, mode):
+    if os.geteuid() != 0:
+        print("# skipped: mounting a tmpfs needs root")
+        return
+    fs = Tmpfs(t)
+    try:
+        s = Server(t, "journal = %s\nsnapshot_interval = 1h\n" % mode,
+                   data_dir=os.path.join(fs.path, "data"))
+        s.start()
+        c = s.client()
+        before = ["https://before/%d" % i for i in range(500)]
+        seen_keys(t, c, before, "0")
+        fs.fill()
+        during, held = [], None
+        if mode == "always":
+            # the first 0 after the disk filled cannot be made durable:
+            # its reply waits for the snapshot that ends the fault
+            # (more than the page the journal's last write left room in)
+            held = s.client()
+            during = ["https://held/%d" % i for i in range(500)]
+            held.send("".join("SEEN %s\n" % k for k in during))
+            held.s.settimeout(1.0)
+            try:
+                got = held.line()
+            except (socket.timeout, TimeoutError):
+                got = None
+            t.eq(got, None, "a reply to a key not journalled")
+            r = c.cmd("SEEN https://refused/1")
+            t.ok(r.startswith("ERR journal ") and "No space left" in r,
+                 "a new key is refused: " + r)
+            t.eq(c.cmd("CHECK https://refused/1"), "0", "and not set")
+            t.eq(c.cmd("SEEN %s" % before[0]), "1", "a key seen before")
+        else:
+            during = ["https://during/%d" % i for i in range(500)]
+            seen_keys(t, c, during, "0")
+        st = c.info()["journal_status"]
+        t.ok(st.startswith("error ") and "No space left" in st,
+             "INFO journal_status during the fault: " + st)
+        fs.free()
+        t.ok(wait_until(lambda: c.info()["journal_status"] == "ok",
+                        timeout=10), "journal_status back to ok")
+        if held is not None:
+            held.s.settimeout(10 * SLOW)
+            got = [held.line() for k in during]
+            t.eq(got, ["0"] * len(during),
+                 "the held replies, once a snapshot has their keys")
+        after = ["https://after/%d" % i for i in range(500)]
+        seen_keys(t, c, after, "0")
+        c.close()
+        s.kill9()
+        s.start()
+        check_all(t, s, before + during + after, "after the full disk")
+        s.kill9()
+    finally:
+        fs.close()
+
+
+@test
+def full_disk_everysec_keeps_answering_and_loses_nothing(t):
+    full_disk(t, "everysec")
+
+
+@test
+def full_disk_always_refuses_new_keys_and_loses_nothing(t):
+    full_disk(t, "always")
+
+
+if __name__ == "__main__":
+    run()
