@@ -1,7 +1,8 @@
 """
 Real Scrapy crawls (Debian's python3-scrapy, in their own processes) of a
 real local website, deduplicated by a real seend: every page once, across
-processes, restarts of the crawl and restarts of seend; nothing recorded
+processes, restarts of the crawl and restarts of seend (SIGTERM, and
+SIGKILL with the journal); nothing recorded
 for what OffsiteMiddleware drops; fail-closed and fail-open.
 """
 import json
@@ -107,26 +108,43 @@ def a_stopped_and_resumed_crawl_fetches_nothing_twice(t):
         every_page_once(t, site, "stop and resume")
 
 
-@test
-def a_seend_restarted_mid_crawl_forgets_nothing(t):
+def restarted_mid_crawl(t, sig):
     with Server(t) as s, Site(pages=200) as site:
         restarted = []
 
         def restart():
             # the crawler is idle on this one download (one at a time):
-            # seend gets SIGTERM, saves, and is started again
+            # seend is stopped (SIGTERM: saves; SIGKILL: its journal keeps
+            # every key answered new) and started again
             time.sleep(0.3)
-            restarted.append(s.stop(signal.SIGTERM))
+            if sig == signal.SIGKILL:
+                s.kill9()
+                restarted.append("killed")
+            else:
+                restarted.append(s.stop(sig))
             s.start()
 
         site.hooks[100] = restart
         c = crawl(t, "c", [site.url(0)],
                   seend_settings(s, CONCURRENT_REQUESTS=1,
                                  CONCURRENT_REQUESTS_PER_DOMAIN=1))
-        t.eq(restarted, [0], "seend was restarted mid-crawl, exit status")
+        t.eq(restarted, ["killed" if sig == signal.SIGKILL else 0],
+             "seend was restarted mid-crawl")
         t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
         every_page_once(t, site, "seend restart")
-        t.contains(s.read_log(), "SIGTERM", "seend log")
+        return s.read_log()
+
+
+@test
+def a_seend_restarted_mid_crawl_forgets_nothing(t):
+    log = restarted_mid_crawl(t, signal.SIGTERM)
+    t.contains(log, "SIGTERM", "seend log")
+
+
+@test
+def a_seend_killed_mid_crawl_forgets_nothing_thanks_to_its_journal(t):
+    log = restarted_mid_crawl(t, signal.SIGKILL)
+    t.contains(log, "journal: replayed", "the restart replayed the journal")
 
 
 def offsite_recorded(t, order):
