@@ -49,6 +49,7 @@
 #endif
 #include <xxhash.h>
 
+#include "fileio.h"
 #include "journal.h"
 
 #define READ_CHUNK	(64 * 1024)
@@ -107,53 +108,6 @@ struct journal {
 };
 
 /* ---- encoding ---- */
-
-static void
-put_le16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void
-put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void
-put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint16_t
-get_le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t
-get_le32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t
-get_le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 static uint32_t
 sum32(const unsigned char *p, size_t len)
@@ -296,27 +250,6 @@ list_segments(const char *dir, struct segment **out, size_t *nout, char *err,
 
 /* ---- replay ---- */
 
-static ssize_t
-read_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	unsigned char	*p = buf;
-	size_t		 got = 0;
-	ssize_t		 n;
-
-	while (got < len) {
-		n = pread(fd, p + got, len - got, (off_t)(off + got));
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* A segment being read. */
 struct reader {
 	int		 fd;
@@ -368,7 +301,7 @@ zero_to_end(struct reader *r, uint64_t off)
 		n = sizeof(r->buf);
 		if (n > r->size - off)
 			n = (size_t)(r->size - off);
-		if ((got = read_full(r->fd, r->buf, n, off)) != (ssize_t)n)
+		if ((got = fileio_read_full(r->fd, r->buf, n, off)) != (ssize_t)n)
 			return 0;
 		for (size_t i = 0; i < n; i++)
 			if (r->buf[i] != 0)
@@ -390,7 +323,7 @@ read_header(struct reader *r, struct journal_replay_info *info)
 	have = r->size < JOURNAL_HEADER_SIZE ? (size_t)r->size :
 	    JOURNAL_HEADER_SIZE;
 	errno = 0;
-	if (read_full(r->fd, raw, have, 0) != (ssize_t)have) {
+	if (fileio_read_full(r->fd, raw, have, 0) != (ssize_t)have) {
 		snprintf(r->err, r->errlen, "read %s: %s", r->path,
 		    errno ? strerror(errno) : "file shrank");
 		return -1;
@@ -505,7 +438,7 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 			n = sizeof(r->buf) - have;
 			if (n > r->size - (base + have))
 				n = (size_t)(r->size - (base + have));
-			got = read_full(r->fd, r->buf + have, n, base + have);
+			got = fileio_read_full(r->fd, r->buf + have, n, base + have);
 			if (got != (ssize_t)n) {
 				snprintf(r->err, r->errlen, "read %s: %s",
 				    r->path, got == -1 ? strerror(errno) :
@@ -634,23 +567,6 @@ journal_replay(const char *dir, journal_replay_cb cb, void *arg,
 
 /* ---- writing ---- */
 
-/* Makes a create, truncate or unlink in dir durable. */
-static int
-sync_dir(const char *dir)
-{
-	int fd, saved;
-
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return -1;
-	if (fsync(fd) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	return close(fd);
-}
-
 /*
  * One write(2), through signals, cut short by the fault hook as a full
  * disk would cut it. Returns the bytes written (> 0) or -1.
@@ -720,7 +636,7 @@ seg_create(struct journal *j, uint64_t seq, char *err, size_t errlen)
 	if (fdatasync(fd) == -1)
 		goto fail;
 	what = "fsync the directory of";
-	if (sync_dir(j->dir) == -1)
+	if (fileio_sync_dir(j->dir) == -1)
 		goto fail;
 	return fd;
  fail:
@@ -778,7 +694,7 @@ drop_torn(const char *dir, const struct journal_replay_info *info, char *err,
 		}
 		close(fd);
 	}
-	if (sync_dir(dir) == -1)
+	if (fileio_sync_dir(dir) == -1)
 		goto fail_errno;
 	return 0;
  fail_errno:
@@ -1164,7 +1080,7 @@ journal_drop_upto(struct journal *j, uint64_t seq, char *err, size_t errlen)
 		j->old[keep++] = j->old[i];
 	}
 	j->nold = keep;
-	if (removed > 0 && sync_dir(j->dir) == -1 && rc == 0) {
+	if (removed > 0 && fileio_sync_dir(j->dir) == -1 && rc == 0) {
 		snprintf(err, errlen, "fsync directory %s: %s", j->dir,
 		    strerror(errno));
 		rc = -1;

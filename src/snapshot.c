@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "bloom.h"
+#include "fileio.h"
 #include "snapshot.h"
 
 /*
@@ -66,40 +67,6 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 #define SE_START	48
 
 uint64_t snapshot_fault_write_limit;
-
-static void
-put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void
-put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t
-get_le32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t
-get_le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 static uint64_t
 double_bits(double d)
@@ -325,26 +292,6 @@ write_body(int fd, const struct snapshot_header *h,
 	return rc;
 }
 
-/*
- * Makes the rename durable: without it a crash soon after could bring back
- * the directory entry of the old file (or of none).
- */
-static int
-sync_dir(const char *dir)
-{
-	int fd, saved;
-
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return -1;
-	if (fsync(fd) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	return close(fd);
-}
-
 int
 snapshot_write_slices(const char *dir, const char *name,
     const struct snapshot_info *info, const struct snapshot_slice *sl,
@@ -408,7 +355,7 @@ snapshot_write_slices(const char *dir, const char *name,
 	 * a failure here cannot be undone, only reported, because the new
 	 * file may not survive a crash.
 	 */
-	if (sync_dir(dir) == -1) {
+	if (fileio_sync_dir(dir) == -1) {
 		snprintf(err, errlen, "fsync directory %s: %s", dir,
 		    strerror(errno));
 		return -1;
@@ -448,32 +395,6 @@ snapshot_write(const char *dir, const char *name, const struct bloom *b,
 }
 
 /* ---- loading ---- */
-
-/*
- * pread(2) until len bytes or end of file, through short reads and signals.
- * Returns the bytes read, or -1. pread leaves the descriptor's offset alone,
- * so callers need not care where it was.
- */
-static ssize_t
-read_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	unsigned char	*p = buf;
-	size_t		 got = 0;
-	ssize_t		 n;
-
-	while (got < len) {
-		n = pread(fd, p + got, len - got, (off_t)(off + got));
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
 
 /* A file's header and slice table, checked and decoded. */
 struct meta {
@@ -525,7 +446,7 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 	}
 	m->prefix = grown;
 	m->prefix_len = SNAPSHOT_HEADER_SIZE + len;
-	n = read_full(fd, m->prefix + SNAPSHOT_HEADER_SIZE, len,
+	n = fileio_read_full(fd, m->prefix + SNAPSHOT_HEADER_SIZE, len,
 	    SNAPSHOT_HEADER_SIZE);
 	if (n == -1) {
 		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
@@ -603,7 +524,7 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		return -1;
 	}
 	m->prefix_len = SNAPSHOT_HEADER_SIZE;
-	n = read_full(fd, m->prefix, SNAPSHOT_HEADER_SIZE, 0);
+	n = fileio_read_full(fd, m->prefix, SNAPSHOT_HEADER_SIZE, 0);
 	if (n == -1) {
 		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
 		goto fail;
@@ -731,7 +652,7 @@ check_body(int fd, const char *name, const struct meta *m, char *err,
 			if (n > len - off)
 				n = (size_t)(len - off);
 			p = dst != NULL ? dst + off : scratch;
-			got = read_full(fd, p, n, pos);
+			got = fileio_read_full(fd, p, n, pos);
 			if (got == -1) {
 				snprintf(err, errlen, "read %s: %s", name,
 				    strerror(errno));
@@ -747,7 +668,7 @@ check_body(int fd, const char *name, const struct meta *m, char *err,
 			pos += n;
 		}
 	}
-	got = read_full(fd, trailer, sizeof(trailer), pos);
+	got = fileio_read_full(fd, trailer, sizeof(trailer), pos);
 	if (got == -1) {
 		snprintf(err, errlen, "read %s: %s", name, strerror(errno));
 		goto out;

@@ -1,0 +1,46 @@
+/*
+ * fileio.c - reads and directory syncs for the files seend keeps; see
+ * fileio.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+ssize_t
+fileio_read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char	*p = buf;
+	size_t		 got = 0;
+	ssize_t		 n;
+
+	while (got < len) {
+		n = pread(fd, p + got, len - got, (off_t)(off + got));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+int
+fileio_sync_dir(const char *dir)
+{
+	int fd, saved;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	if (fsync(fd) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return close(fd);
+}

@@ -1,0 +1,72 @@
+/*
+ * fileio.h - what the snapshot and journal files share: little-endian
+ * fields, reads that survive short reads and signals, and making a
+ * directory entry durable.
+ */
+#ifndef SEEND_FILEIO_H
+#define SEEND_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+static inline void
+put_le16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void
+put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void
+put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint16_t
+get_le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t
+get_le32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static inline uint64_t
+get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/*
+ * pread(2) until len bytes or end of file, through short reads and signals.
+ * Returns the bytes read, or -1. pread leaves the descriptor's offset alone,
+ * so callers need not care where it was.
+ */
+ssize_t	fileio_read_full(int fd, void *buf, size_t len, uint64_t off);
+/*
+ * fsync(2) of directory dir: makes a create, rename, truncate or unlink in
+ * it durable. Returns 0, or -1 with errno set.
+ */
+int	fileio_sync_dir(const char *dir);
+
+#endif
