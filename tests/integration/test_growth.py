@@ -47,6 +47,16 @@ def false_positives(c, flt, prefix, count):
     return replies.count("1")
 
 
+def fresh_key(c, flt, prefix="fresh"):
+    """A key the filter does not hold and that is no false positive of
+    it (CHECK answers 0): a full 1 % filter says 1 for one key in 100."""
+    for i in range(1000):
+        k = "%s-%d" % (prefix, i)
+        if c.cmd("CHECK %s %s" % (flt, k)) == "0":
+            return k
+    raise Failed("no key of %s answers CHECK 0" % flt)
+
+
 def bound(rate, probes):
     """The most false positives a filter at rate may show: mean + 3 sigma."""
     mean = rate * probes
@@ -127,10 +137,10 @@ growth = off
              "every reply is 0, 1 or ERR full: %r" % sorted(set(got)))
         t.eq(c.cmd("SEEN fixed k1"), "1", "a held key still answers 1")
         t.eq(c.cmd("CHECK fixed k2"), "1", "CHECK of a held key answers 1")
-        t.eq(c.cmd("CHECK fixed never-seen-key"), "0",
-             "CHECK of a new key answers 0, records nothing")
-        t.eq(c.cmd("SEEN fixed never-seen-key"), "ERR full fixed",
-             "and SEEN of it is refused")
+        new = fresh_key(c, "fixed")
+        t.eq(c.cmd("SEEN fixed " + new), "ERR full fixed",
+             "SEEN of a key it does not hold is refused")
+        t.eq(c.cmd("CHECK fixed " + new), "0", "and nothing was recorded")
         info = c.info("fixed")
         t.eq(info["state"], "full", "INFO state")
         t.eq(info["count"], "1000", "INFO count")
@@ -140,7 +150,8 @@ growth = off
              "one warning at 90%%:\n" + log[-1500:])
         t.eq(log.count("filter fixed is full"), 1, "one warning at 100%")
         # the same through the pipelined fast path, mixed with good keys
-        c.send("SEEN fixed k3\nSEEN fixed zz1\nCHECK fixed k4\n")
+        c.send("SEEN fixed k3\nSEEN fixed %s\nCHECK fixed k4\n"
+               % fresh_key(c, "fixed", "zz"))
         t.eq([c.line() for _ in range(3)], ["1", "ERR full fixed", "1"],
              "a refusal inside a pipeline keeps the order")
 
@@ -276,13 +287,15 @@ error_rate = 0.01
     c = s.client()
     got = seen_keys(c, "default", "k", 300)
     t.eq(got.count("0"), 200, "a fixed filter takes its capacity")
-    t.eq(c.cmd("SEEN default fresh1"), "ERR full default", "then refuses")
+    fresh1 = fresh_key(c, "default")
+    t.eq(c.cmd("SEEN default " + fresh1), "ERR full default", "then refuses")
     # growth on: the same keys, and room again
     s.write_config(filters=base % "growth = 2")
     s.send_signal(signal.SIGHUP)
     t.ok(wait_until(lambda: c.info("default")["growth"] == "2"),
          "growth applied by SIGHUP")
-    t.eq(c.cmd("SEEN default fresh1"), "0", "a grown filter takes new keys")
+    t.eq(c.cmd("SEEN default " + fresh1), "0",
+         "a grown filter takes new keys")
     t.eq(c.info("default")["state"], "ok", "and is no longer full")
     held = [l for l, r in zip(["k%d" % i for i in range(300)], got)
             if r == "0"]
@@ -338,7 +351,8 @@ growth = off
     s = Server(t, filters=base % 500).start()
     c = s.client()
     t.eq(seen_keys(c, "default", "k", 600).count("0"), 500, "500 taken")
-    t.eq(c.cmd("SEEN default more"), "ERR full default", "then full")
+    t.eq(c.cmd("SEEN default " + fresh_key(c, "default")),
+         "ERR full default", "then full")
     s.write_config(filters=base % 1000)
     s.send_signal(signal.SIGHUP)
     t.ok(wait_until(lambda: c.info("default")["capacity"] == "1000"),
@@ -398,7 +412,8 @@ error_rate = 0.01
     s.send_signal(signal.SIGHUP)
     t.ok(wait_until(lambda: c.info("default")["state"] == "ok"),
          "state ok once max_memory is raised")
-    t.eq(c.cmd("SEEN default a-new-key"), "0", "takes new keys again")
+    t.eq(c.cmd("SEEN default " + fresh_key(c, "default")), "0",
+         "takes new keys again")
     t.contains(s.read_log(), "takes keys again", "and says so")
     s.stop()
 
