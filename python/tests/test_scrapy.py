@@ -85,13 +85,17 @@ def two_processes_sharing_one_seend_fetch_every_page_once(t):
         every_page_once(t, site, "two processes")
         for c in (a, b):
             t.eq(c.stats.get("finish_reason"), "finished", "finish reason")
-            t.ok(c.stats.get("response_received_count", 0) >= 10,
+            # how the 300 pages split depends on scheduling (one process
+            # got 7 under ASan on a loaded machine): each took part
+            t.ok(c.stats.get("response_received_count", 0) >= 1,
                  "both crawled a share: %s" % c.stats.get("response_received_count"))
-            # links came from the middleware's batches, not one trip each
-            t.ok(c.stats.get("seend/batched", 0) > 10 *
-                 c.stats.get("seend/direct", 0), "batched: %s" % c.stats)
         t.eq(a.stats["response_received_count"] +
              b.stats["response_received_count"], 300, "responses in total")
+        # links came from the middleware's batches, not one trip each
+        batched = sum(c.stats.get("seend/batched", 0) for c in (a, b))
+        direct = sum(c.stats.get("seend/direct", 0) for c in (a, b))
+        t.ok(batched > 10 * direct, "batched %d, direct %d" % (batched,
+                                                                direct))
 
 
 @test
