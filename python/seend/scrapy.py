@@ -41,6 +41,7 @@ Settings:
 """
 import logging
 import time
+import weakref
 from typing import Any, Iterable, List, Optional, Sequence, cast
 
 from scrapy import signals
@@ -55,9 +56,12 @@ __all__ = ["DupeFilter", "SeenMiddleware", "SeendUnavailable"]
 
 logger = logging.getLogger(__name__)
 
-# request.meta key of the middleware's mark: (key, seen).  The key is kept
-# so that a copy of the request for another URL (a redirect copies meta)
-# does not inherit the answer.
+# request.meta key of the middleware's mark: (key, seen, weak reference to
+# the request marked).  The reference lets request_seen recognise the very
+# request it marked without computing its key again (a fingerprint costs a
+# lookup in the fingerprinter's cache, a microsecond a request); the key is
+# kept so that a copy of the request (a redirect copies meta) is answered
+# from the mark only if it has the same key.
 META_KEY = "seend_seen"
 CLOSE_REASON = "seend_unavailable"
 
@@ -205,11 +209,14 @@ class DupeFilter(BaseDupeFilter):
 
     def request_seen(self, request: Request) -> bool:
         """True if seend has seen the request's key (now recorded)."""
-        key = self.shared.key(request)
         mark = request.meta.pop(META_KEY, None)
-        if mark is not None and mark[0] == key:
+        key = None
+        if mark is not None and ((len(mark) > 2 and mark[2]() is request) or
+                                 mark[0] == (key := self.shared.key(request))):
             self.shared.stats.inc_value("seend/batched", spider=self.spider)
             return bool(mark[1])
+        if key is None:
+            key = self.shared.key(request)
         self.shared.stats.inc_value("seend/direct", spider=self.spider)
         answer = self.shared.answers([key], self.spider)[0]
         if answer is None:
@@ -265,7 +272,7 @@ class SeenMiddleware:
             if a is None:
                 unanswered.add(id(r))
             else:
-                r.meta[META_KEY] = (k, a)
+                r.meta[META_KEY] = (k, a, weakref.ref(r))
         if unanswered:
             # failing closed, the crawl is stopping: the answered requests
             # still go to the scheduler (with JOBDIR, to the queue on disk,
