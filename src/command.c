@@ -791,11 +791,12 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	struct simple	 q[COMMAND_SIMPLE_BATCH];
 	const struct registry *reg = c->srv->reg;
 	struct stats	*st = &c->srv->stats;
-	const char	*p = buf_head(&c->in), *av[2];
-	size_t		 left = buf_used(&c->in), off = 0, next, al[2], lastl = 0;
-	struct filter	*last = NULL, *f;
+	const char	*p = buf_head(&c->in), *key, *name;
+	size_t		 left = buf_used(&c->in), off = 0, next, keyl, namel;
+	size_t		 head = 0, prev = 0;
+	struct filter	*f = NULL;
 	struct bloom	*b;
-	enum resp_hot	 cmd;
+	enum resp_hot	 cmd = RESP_HOT_NONE;
 	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
 	int		 n, i, j, uniform = 1;
 	char		*out;
@@ -803,32 +804,29 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
 	for (n = 0; n < max; n++) {
-		next = resp_parse_hot(p + off, left - off, lim, &cmd, av, al);
-		if (next == 0)
-			break;
-		if (cmd == RESP_HOT_SETNX)
-			f = registry_route(reg, av[0], al[0]);
-		else {
-			/* a pipeline names one filter again and again:
-			 * the last one found saves a hash of its name */
-			if (last == NULL || al[0] != lastl ||
-			    memcmp(av[0], last->name, lastl) != 0) {
-				last = registry_find(reg, av[0], al[0]);
-				lastl = al[0];
-			}
-			f = last;
-			av[0] = av[1];
-			al[0] = al[1];
+		/* a pipeline repeats its command and filter: after the first
+		 * request, only the key is read and the filter is the last */
+		if (n == 0 || (next = resp_parse_hot_again(p + off, left - off,
+		    p + prev, head, lim, cmd, &key, &keyl)) == 0) {
+			next = resp_parse_hot(p + off, left - off, lim, &cmd,
+			    &name, &namel, &key, &keyl, &head);
+			if (next == 0)
+				break;
+			if (cmd != RESP_HOT_SETNX)
+				f = registry_find(reg, name, namel);
 		}
+		if (cmd == RESP_HOT_SETNX)
+			f = registry_route(reg, key, keyl);
 		if (f == NULL)
 			break;	/* the general path explains or creates */
 		q[n].f = f;
 		q[n].check = 0;
 		uniform &= f == q[0].f;
 		q[n].h = f->fast != NULL ?
-		    XXH3_64bits_withSeed(av[0], al[0], f->seed) :
-		    filter_hash(f, av[0], al[0]);
+		    XXH3_64bits_withSeed(key, keyl, f->seed) :
+		    filter_hash(f, key, keyl);
 		q[n].next = next;
+		prev = off;
 		off += next;
 	}
 	if (n == 0 || buf_reserve(&c->out, 4 * (size_t)n) == -1)

@@ -96,12 +96,12 @@ int	resp_add_null_array(struct buf *);		/* *-1 */
 
 /* A bulk length as resp_parse accepts it: "0" or 1-18 digits without a
  * leading zero, then CR LF. Returns the position after the LF, or 0. */
-static inline size_t
+static inline __attribute__((always_inline)) size_t
 resp_simple_length(const char *p, size_t len, size_t pos, size_t *n)
 {
 	size_t i = pos, u = 0;
 
-	/* lengths of 1 to 2 digits (keys under 100 bytes, values), unrolled:
+	/* lengths of 1 to 3 digits (keys under 1000 bytes, values), unrolled:
 	 * the loop below costs twice as much for them */
 	if (pos + 4 <= len && p[pos] >= '1' && p[pos] <= '9') {
 		if (p[pos + 1] == '\r' && p[pos + 2] == '\n') {
@@ -113,6 +113,15 @@ resp_simple_length(const char *p, size_t len, size_t pos, size_t *n)
 			*n = (size_t)(p[pos] - '0') * 10 +
 			    (size_t)(p[pos + 1] - '0');
 			return pos + 4;
+		}
+		/* and 3 digits (URLs of 100 bytes or more) */
+		if (pos + 5 <= len && p[pos + 1] >= '0' && p[pos + 1] <= '9' &&
+		    p[pos + 2] >= '0' && p[pos + 2] <= '9' &&
+		    p[pos + 3] == '\r' && p[pos + 4] == '\n') {
+			*n = (size_t)(p[pos] - '0') * 100 +
+			    (size_t)(p[pos + 1] - '0') * 10 +
+			    (size_t)(p[pos + 2] - '0');
+			return pos + 5;
 		}
 	}
 	if (i < len && p[i] == '0') {
@@ -132,7 +141,7 @@ resp_simple_length(const char *p, size_t len, size_t pos, size_t *n)
 
 /* A bulk string "$<n>\r\n<n bytes>\r\n" at p[pos], n <= max: the
  * position after it, with its bytes in *arg and *argl, or 0. */
-static inline size_t
+static inline __attribute__((always_inline)) size_t
 resp_simple_bulk(const char *p, size_t len, size_t pos, size_t max,
     const char **arg, size_t *argl)
 {
@@ -174,43 +183,117 @@ resp_hot_match(const char *p, const char *pattern, const char *mask,
 }
 
 /*
+ * The rest of a hot request from its key bulk string at p[pos]: the key
+ * (and SETNX's value, which is read and ignored). Returns the bytes the
+ * request takes, or 0 as resp_parse_hot does.
+ */
+static inline __attribute__((always_inline)) size_t
+resp_parse_hot_tail(const char *p, size_t len, size_t pos,
+    const struct resp_limits *lim, enum resp_hot cmd, const char **key,
+    size_t *keyl)
+{
+	const char	*v;
+	size_t		 vl;
+
+	uint64_t	 w, m, one;
+
+	if ((pos = resp_simple_bulk(p, len, pos, lim->max_bulk, key,
+	    keyl)) == 0)
+		return 0;
+	if (cmd == RESP_HOT_SETNX) {
+		/* the usual value is one byte ("SETNX <url> 1"): its seven
+		 * bytes and the key's LF before them in one load */
+		memcpy(&m, "\xff\xff\xff\xff\xff\0\xff\xff", 8);
+		memcpy(&one, "\n$1\r\n\0\r\n", 8);
+		if (pos + 7 <= len && (memcpy(&w, p + pos - 1, 8), (w & m) == one))
+			pos += 7;
+		else if ((pos = resp_simple_bulk(p, len, pos, lim->max_bulk,
+		    &v, &vl)) == 0)
+			return 0;
+	}
+	/* every request resp_parse takes is at least this big */
+	return pos <= lim->max_request && lim->max_bulk >= 6 ? pos : 0;
+}
+
+/*
  * The hot shape: "*3" of three bulk strings whose first is SETNX, SADD or
  * BF.ADD (either case), read in one pass with the command name matched 8
  * bytes at a time. Returns the bytes the request takes, its command in
- * *cmd and its two arguments in argv/argl; or 0 if the input does not
- * begin with a whole such request within lim (unauth is not looked at:
- * the caller has authenticated). Where it answers, resp_parse answers the
- * same (fuzz_resp checks it); on 0, ask resp_parse.
+ * *cmd, the filter it names (SADD, BF.ADD; else NULL) in *name and *namel,
+ * its key in *key and *keyl, and in *head how many of its bytes come
+ * before the key's bulk string; or 0 if the input does not begin with a
+ * whole such request within lim (unauth is not looked at: the caller has
+ * authenticated). Where it answers, resp_parse answers the same (fuzz_resp
+ * checks it); on 0, ask resp_parse.
  */
 static inline size_t
 resp_parse_hot(const char *p, size_t len, const struct resp_limits *lim,
-    enum resp_hot *cmd, const char *argv[2], size_t argl[2])
+    enum resp_hot *cmd, const char **name, size_t *namel, const char **key,
+    size_t *keyl, size_t *head)
 {
 	size_t pos;
 
 	if (len < 16)
 		return 0;
+	*name = NULL;
+	*namel = 0;
 	if (resp_hot_match(p, "*3\r\n$5\r\nsetnx\r\n",
 	    "\0\0\0\0\0\0\0\0\x20\x20\x20\x20\x20\0\0", 15)) {
 		*cmd = RESP_HOT_SETNX;
 		pos = 15;
-	} else if (resp_hot_match(p, "*3\r\n$4\r\nsadd\r\n",
-	    "\0\0\0\0\0\0\0\0\x20\x20\x20\x20\0\0", 14)) {
-		*cmd = RESP_HOT_SADD;
-		pos = 14;
-	} else if (resp_hot_match(p, "*3\r\n$6\r\nbf.add\r\n",
-	    "\0\0\0\0\0\0\0\0\x20\x20\0\x20\x20\x20\0\0", 16)) {
-		*cmd = RESP_HOT_BFADD;
-		pos = 16;
-	} else
+	} else {
+		if (resp_hot_match(p, "*3\r\n$4\r\nsadd\r\n",
+		    "\0\0\0\0\0\0\0\0\x20\x20\x20\x20\0\0", 14)) {
+			*cmd = RESP_HOT_SADD;
+			pos = 14;
+		} else if (resp_hot_match(p, "*3\r\n$6\r\nbf.add\r\n",
+		    "\0\0\0\0\0\0\0\0\x20\x20\0\x20\x20\x20\0\0",
+		    16)) {
+			*cmd = RESP_HOT_BFADD;
+			pos = 16;
+		} else
+			return 0;
+		if ((pos = resp_simple_bulk(p, len, pos, lim->max_bulk, name,
+		    namel)) == 0)
+			return 0;
+	}
+	*head = pos;
+	return resp_parse_hot_tail(p, len, pos, lim, *cmd, key, keyl);
+}
+
+/* Whether a[0..n) and b[0..n) are equal, 8 bytes at a time: 8 <= n. */
+static inline __attribute__((always_inline)) int
+resp_same_bytes(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y;
+	size_t i;
+
+	for (i = 0; i + 8 < n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			return 0;
+	}
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	return x == y;
+}
+
+/*
+ * A pipeline repeats its command and filter: when p begins with the head
+ * of the hot request at prev (what resp_parse_hot returned in *head, with
+ * *cmd), only the key (and SETNX's value) are left to read. Returns what
+ * resp_parse_hot would (the same command and filter as prev's), or 0 if the
+ * head differs or the request is not whole (then ask resp_parse_hot).
+ */
+static inline __attribute__((always_inline)) size_t
+resp_parse_hot_again(const char *p, size_t len, const char *prev,
+    size_t head, const struct resp_limits *lim, enum resp_hot cmd,
+    const char **key, size_t *keyl)
+{
+	if (len < head + 4 || !resp_same_bytes(p, prev, head))
 		return 0;
-	if ((pos = resp_simple_bulk(p, len, pos, lim->max_bulk, &argv[0],
-	    &argl[0])) == 0 ||
-	    (pos = resp_simple_bulk(p, len, pos, lim->max_bulk, &argv[1],
-	    &argl[1])) == 0)
-		return 0;
-	/* every request resp_parse takes is at least this big */
-	return pos <= lim->max_request && lim->max_bulk >= 6 ? pos : 0;
+	return resp_parse_hot_tail(p, len, head, lim, cmd, key, keyl);
 }
 
 #endif

@@ -194,21 +194,47 @@ check_roundtrip(const struct result *r, const struct resp_limits *lim)
 	buf_free(&b);
 }
 
-/* The hot path's recogniser agrees with resp_parse wherever it accepts. */
+/* Where the hot path last accepted: the head resp_parse_hot_again compares
+ * the next request with. */
+struct hot_prev {
+	const char	*p;		/* NULL: the last request was not hot */
+	size_t		 head;
+	enum resp_hot	 cmd;
+	const char	*name;
+	size_t		 namel;
+};
+
+/*
+ * The hot path's recogniser agrees with resp_parse wherever it accepts, and
+ * so does its shortcut for a request that repeats the previous one's head.
+ */
 static void
 check_hot(const char *p, size_t len, const struct resp_limits *lim,
-    const struct result *r)
+    const struct result *r, struct hot_prev *prev)
 {
 	static const char *names[] = { "", "SETNX", "SADD", "BF.ADD" };
 	struct resp_limits	 authed = *lim;
 	struct result		 full;
 	enum resp_hot		 cmd;
-	const char		*av[2];
-	size_t			 al[2], used;
+	const char		*name, *key, *k2;
+	size_t			 namel, keyl, head, kl2, used, again = 0;
 
 	authed.unauth = 0;
-	if ((used = resp_parse_hot(p, len, lim, &cmd, av, al)) == 0)
+	if (prev->p != NULL)
+		again = resp_parse_hot_again(p, len, prev->p, prev->head, lim,
+		    prev->cmd, &k2, &kl2);
+	used = resp_parse_hot(p, len, lim, &cmd, &name, &namel, &key, &keyl,
+	    &head);
+	prev->p = NULL;
+	if (used == 0) {
+		CHECK(again == 0);
 		return;
+	}
+	if (again != 0)	/* the shortcut reads what the full reading does */
+		CHECK(again == used && cmd == prev->cmd && k2 == key &&
+		    kl2 == keyl && namel == prev->namel &&
+		    (namel == 0 || memcmp(name, prev->name, namel) == 0));
+	*prev = (struct hot_prev){ p, head, cmd, name, namel };
 	if (lim->unauth)
 		parse(p, len, &authed, &full);
 	else
@@ -219,8 +245,20 @@ check_hot(const char *p, size_t len, const struct resp_limits *lim,
 	CHECK(full.req.argc == 3 && full.req.used == used);
 	CHECK(full.al[0] == strlen(names[cmd]) &&
 	    strncasecmp(full.av[0], names[cmd], full.al[0]) == 0);
-	for (int i = 1; i < 3 && i < lim->max_args; i++)
-		CHECK(full.av[i] == av[i - 1] && full.al[i] == al[i - 1]);
+	CHECK(head < used && p[head] == '$');
+	if (cmd == RESP_HOT_SETNX) {
+		CHECK(name == NULL && head == 15);
+		if (lim->max_args >= 2)
+			CHECK(full.av[1] == key && full.al[1] == keyl);
+	} else {
+		if (lim->max_args >= 2)
+			CHECK(full.av[1] == name && full.al[1] == namel);
+		if (lim->max_args >= 3)
+			CHECK(full.av[2] == key && full.al[2] == keyl);
+	}
+	/* read again from its own head: the same */
+	CHECK(resp_parse_hot_again(p, len, p, head, lim, cmd, &k2, &kl2) ==
+	    used && k2 == key && kl2 == keyl);
 }
 
 int
@@ -230,6 +268,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct result		 r;
 	const char		*p = (const char *)data + 3;
 	size_t			 left;
+	struct hot_prev		 prev = { NULL, 0, RESP_HOT_NONE, NULL, 0 };
 	int			 first = 1;
 
 	if (size < 3)
@@ -245,7 +284,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (left > 0) {
 		parse(p, left, &lim, &r);
 		check_one(p, left, &lim, &r);
-		check_hot(p, left, &lim, &r);
+		check_hot(p, left, &lim, &r, &prev);
 		if (first)
 			check_splits(p, left, &lim, &r);
 		first = 0;

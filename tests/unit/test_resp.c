@@ -456,36 +456,63 @@ test_encode(void)
 	}
 }
 
-/* resp_parse_hot: the hot path's one-pass recogniser. */
+/* resp_parse_hot: the hot path's one-pass recogniser; resp_parse_hot_again:
+ * its shortcut for a request with the head of the one before. */
 static void
 test_hot(void)
 {
 	const char	*setnx = "*3\r\n$5\r\nSeTnX\r\n$3\r\nurl\r\n$1\r\n1\r\n";
 	const char	*sadd = "*3\r\n$4\r\nsadd\r\n$1\r\nf\r\n$0\r\n\r\n";
 	const char	*bfadd = "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$2\r\nab\r\n";
-	const char	*av[2];
-	size_t		 al[2];
+	const char	*v2 = "*3\r\n$5\r\nSETNX\r\n$1\r\na\r\n$2\r\nvv\r\n";
+	const char	*sadd2 = "*3\r\n$4\r\nsadd\r\n$1\r\nf\r\n$1\r\nk\r\n";
+	const char	*sadd3 = "*3\r\n$4\r\nsadd\r\n$1\r\ng\r\n$1\r\nk\r\n";
+	struct resp_limits lim = { 512, 4096, 16, 0 };
+	const char	*name, *key;
+	size_t		 namel, keyl, head;
 	enum resp_hot	 cmd;
+	char		 big[200];
+	int		 n;
 
-	ok(resp_parse_hot(setnx, strlen(setnx), &lim, &cmd, av, al) ==
-	    strlen(setnx) && cmd == RESP_HOT_SETNX && al[0] == 3 &&
-	    memcmp(av[0], "url", 3) == 0 && al[1] == 1,
-	    "hot: SETNX in mixed case");
-	ok(resp_parse_hot(sadd, strlen(sadd), &lim, &cmd, av, al) ==
-	    strlen(sadd) && cmd == RESP_HOT_SADD && al[0] == 1 && al[1] == 0,
+#define HOT(s, l) resp_parse_hot((s), (l), &lim, &cmd, &name, &namel, &key, \
+	&keyl, &head)
+	ok(HOT(setnx, strlen(setnx)) == strlen(setnx) &&
+	    cmd == RESP_HOT_SETNX && keyl == 3 && memcmp(key, "url", 3) == 0 &&
+	    name == NULL && head == 15, "hot: SETNX in mixed case");
+	ok(HOT(v2, strlen(v2)) == strlen(v2) && keyl == 1,
+	    "hot: SETNX with a two-byte value");
+	ok(HOT(sadd, strlen(sadd)) == strlen(sadd) && cmd == RESP_HOT_SADD &&
+	    namel == 1 && *name == 'f' && keyl == 0 && head == 21,
 	    "hot: SADD with an empty member");
-	ok(resp_parse_hot(bfadd, strlen(bfadd), &lim, &cmd, av, al) ==
-	    strlen(bfadd) && cmd == RESP_HOT_BFADD && al[1] == 2,
-	    "hot: BF.ADD");
-	ok(resp_parse_hot(setnx, strlen(setnx) - 1, &lim, &cmd, av, al) == 0,
+	ok(HOT(bfadd, strlen(bfadd)) == strlen(bfadd) &&
+	    cmd == RESP_HOT_BFADD && keyl == 2 && head == 23, "hot: BF.ADD");
+	ok(HOT(setnx, strlen(setnx) - 1) == 0,
 	    "hot: a partial request is not taken");
-	ok(resp_parse_hot("*3\r\n$5\r\nSETNY\r\n$1\r\na\r\n$1\r\n1\r\n", 30,
-	    &lim, &cmd, av, al) == 0, "hot: another command is not taken");
-	ok(resp_parse_hot("*3\r\n$5\r\nSETNX\r\n$01\r\na\r\n$1\r\n1\r\n", 31,
-	    &lim, &cmd, av, al) == 0, "hot: a leading zero is left to "
-	    "resp_parse");
-	ok(resp_parse_hot("*3\r\n$5\r\nSETNX\r\n$99\r\na\r\n$1\r\n1\r\n", 31,
-	    &lim, &cmd, av, al) == 0, "hot: a bulk over max_bulk is not taken");
+	ok(HOT("*3\r\n$5\r\nSETNY\r\n$1\r\na\r\n$1\r\n1\r\n", 30) == 0,
+	    "hot: another command is not taken");
+	ok(HOT("*3\r\n$5\r\nSETNX\r\n$01\r\na\r\n$1\r\n1\r\n", 31) == 0,
+	    "hot: a leading zero is left to resp_parse");
+	ok(HOT("*3\r\n$5\r\nSETNX\r\n$99\r\na\r\n$1\r\n1\r\n", 31) == 0,
+	    "hot: a bulk over max_bulk is not taken");
+	n = snprintf(big, sizeof(big), "*3\r\n$4\r\nSADD\r\n$1\r\nf\r\n"
+	    "$123\r\n%0123d\r\n", 0);
+	ok(HOT(big, (size_t)n) == (size_t)n && keyl == 123,
+	    "hot: a three-digit length");
+#undef HOT
+	ok(resp_parse_hot_again(sadd2, strlen(sadd2), sadd, 21, &lim,
+	    RESP_HOT_SADD, &key, &keyl) == strlen(sadd2) && keyl == 1 &&
+	    *key == 'k', "again: the same head, another key");
+	ok(resp_parse_hot_again(sadd3, strlen(sadd3), sadd, 21, &lim,
+	    RESP_HOT_SADD, &key, &keyl) == 0,
+	    "again: another filter is not the same head");
+	ok(resp_parse_hot_again(sadd2, strlen(sadd2) - 1, sadd, 21, &lim,
+	    RESP_HOT_SADD, &key, &keyl) == 0, "again: a partial request");
+	ok(resp_parse_hot_again(v2, strlen(v2), setnx, 15, &lim,
+	    RESP_HOT_SETNX, &key, &keyl) == 0,
+	    "again: the command in another case is another head");
+	ok(resp_parse_hot_again(v2, strlen(v2), v2, 15, &lim,
+	    RESP_HOT_SETNX, &key, &keyl) == strlen(v2) && keyl == 1,
+	    "again: SETNX's value read in full when not one byte");
 }
 
 int
