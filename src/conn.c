@@ -87,13 +87,16 @@ set_writing(struct conn *c, int on)
 }
 
 struct conn *
-conn_new(struct server *srv, int fd, int is_unix, const char *peer)
+conn_new(struct server *srv, int fd, int is_unix, const char *peer,
+    conn_closed_cb closed, void *arg)
 {
 	struct conn *c;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
 	c->srv = srv;
+	c->closed = closed;
+	c->closed_arg = arg;
 	c->fd = fd;
 	c->id = ++srv->next_conn_id;
 	c->is_unix = is_unix ? 1 : 0;
@@ -112,11 +115,6 @@ conn_new(struct server *srv, int fd, int is_unix, const char *peer)
 		free(c);
 		return NULL;
 	}
-	c->next = srv->conns;
-	if (srv->conns != NULL)
-		srv->conns->prev = c;
-	srv->conns = c;
-	srv->nconns++;
 	set_reading(c, 1);
 	return c;
 }
@@ -136,7 +134,8 @@ conn_close(struct conn *c, const char *why)
 				*pp = c->tnext;
 				break;
 			}
-	server_forget_conn(c->srv, c);
+	if (c->closed != NULL)
+		c->closed(c->closed_arg, c);
 	event_free(c->ev_read);
 	event_free(c->ev_write);
 	close(c->fd);

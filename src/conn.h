@@ -17,9 +17,16 @@
 
 struct server;
 struct save_wait;
+struct conn;
+
+/* Called once from conn_close, before the conn is freed: its owner forgets
+ * it (the server keeps the list of its connections). */
+typedef void	(*conn_closed_cb)(void *arg, struct conn *);
 
 struct conn {
 	struct server	*srv;
+	conn_closed_cb	 closed;
+	void		*closed_arg;
 	int		 fd;
 	uint64_t	 id;
 	char		 peer[80];
@@ -56,8 +63,10 @@ uint64_t	 conn_clock_ms(void);
  * once it has had its last chance (the caller closes after the reply). */
 int		 conn_strike(struct conn *);
 
-/* Takes ownership of fd (non-blocking); returns NULL if out of memory. */
-struct conn	*conn_new(struct server *, int fd, int is_unix, const char *peer);
+/* Takes ownership of fd (non-blocking); returns NULL if out of memory.
+ * closed(arg, conn) is called when it closes. */
+struct conn	*conn_new(struct server *, int fd, int is_unix, const char *peer,
+		    conn_closed_cb closed, void *arg);
 void		 conn_close(struct conn *, const char *why);
 /* A SAVE it waited on has finished: reply and go on with its input. */
 void		 conn_save_done(struct conn *, int ok, const char *err);

@@ -347,11 +347,27 @@ describe_peer(const struct sockaddr_storage *ss, int is_unix, char *out,
 		snprintf(out, len, "?");
 }
 
+/* A connection closed (conn_close): off the server's list. */
+static void
+conn_closed(void *arg, struct conn *c)
+{
+	struct server *srv = arg;
+
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	srv->nconns--;
+}
+
 static void
 on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct listener		*l = arg;
 	struct server		*srv = l->srv;
+	struct conn		*c;
 	struct sockaddr_storage	 ss;
 	socklen_t		 slen;
 	char			 peer[80];
@@ -388,11 +404,17 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		if (!l->is_unix)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on,
 			    sizeof(on));
-		if (conn_new(srv, fd, l->is_unix, peer) == NULL) {
+		if ((c = conn_new(srv, fd, l->is_unix, peer, conn_closed,
+		    srv)) == NULL) {
 			log_warn("accept %s: out of memory", peer);
 			close(fd);
 			continue;
 		}
+		c->next = srv->conns;
+		if (srv->conns != NULL)
+			srv->conns->prev = c;
+		srv->conns = c;
+		srv->nconns++;
 		srv->stats.conns_total++;
 	}
 }
@@ -432,18 +454,6 @@ server_fit_fd_limit(struct config *cfg)
 }
 
 /* ---- connections ---- */
-
-void
-server_forget_conn(struct server *srv, struct conn *c)
-{
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		srv->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	srv->nconns--;
-}
 
 size_t
 server_conn_memory(const struct server *srv)

@@ -90,8 +90,6 @@ void	server_ensure_data_dir(const char *dir);
 /* Snapshots every dirty filter (the periodic timer and SIGUSR1). */
 void	server_snapshot_dirty(struct server *, int all);
 void	server_free(struct server *);
-/* Unlinks a conn from the server's list (conn_close calls it). */
-void	server_forget_conn(struct server *, struct conn *);
 /* Approximate heap held by connections' buffers, for INFO. */
 size_t	server_conn_memory(const struct server *);
 /*
