@@ -978,6 +978,19 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 		    "no unix_socket is set");
 		goto out;
 	}
+	/* The journal of the keys acknowledged since the last snapshots is
+	 * in the old directory, which the next start would not read: a crash
+	 * before every filter is saved in the new one would lose them. */
+	if (srv->cfg->journal != JOURNAL_OFF &&
+	    strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0) {
+		snprintf(err, sizeof(err), "data_dir cannot change by a reload "
+		    "while the journal is on (it stays in %s, which the next "
+		    "start would not read): restart to move it",
+		    srv->cfg->data_dir);
+		config_free(ncfg);
+		reload_failed(srv, err);
+		goto out;
+	}
 	if ((nreg = build_with_retired(srv, ncfg, pb, err, sizeof(err))) ==
 	    NULL) {
 		config_free(ncfg);

@@ -435,7 +435,8 @@ def a_reload_to_nothing_to_listen_on_is_refused(t):
 
 @test
 def a_data_dir_change_saves_every_filter_in_the_new_one(t):
-    r = Reloader(t, filters=DEFAULT_FILTERS + NEWS)
+    # with the journal off: with it on, the change is refused (below)
+    r = Reloader(t, filters=DEFAULT_FILTERS + NEWS, server="journal = off")
     s = r.start()
     c = s.client()
     t.eq(c.cmd("SEEN https://news.example.com/1"), "0")
@@ -443,7 +444,7 @@ def a_data_dir_change_saves_every_filter_in_the_new_one(t):
     newdir = t.path("data2")
     os.makedirs(newdir)
     s.data_dir = newdir
-    t.eq(r.reload(filters=DEFAULT_FILTERS + NEWS), "ok")
+    t.eq(r.reload(filters=DEFAULT_FILTERS + NEWS, server="journal = off"), "ok")
     want = ["default.bloom", "news.bloom"]
     t.ok(wait_until(lambda: sorted(f for f in os.listdir(newdir)
                                    if f.endswith(".bloom")) == want),
@@ -584,14 +585,14 @@ def reloads_during_heavy_pipelined_load_lose_no_reply(t):
 def a_data_dir_change_to_a_missing_dir_creates_it_and_saves_there(t):
     # also the filters that were clean: their only snapshot is in the old
     # directory, and a restart reads the new one
-    r = Reloader(t)
+    r = Reloader(t, server="journal = off")
     s = r.start()
     c = s.client()
     t.eq(c.cmd("SEEN https://a.example/1"), "0")
     t.eq(c.cmd("SAVE"), "OK")
     newdir = t.path("created-by-seend")
     s.data_dir = newdir
-    t.eq(r.reload(filters=DEFAULT_FILTERS), "ok")
+    t.eq(r.reload(filters=DEFAULT_FILTERS, server="journal = off"), "ok")
     t.ok(wait_until(lambda: os.path.exists(os.path.join(newdir,
                                                         "default.bloom"))),
          "no snapshot in the new data_dir; log:\n" + s.read_log()[-2000:])
@@ -605,7 +606,7 @@ def a_failed_save_into_a_new_data_dir_stays_dirty_and_fails_the_stop(t):
     # a data_dir that cannot be created: the clean filter now owes a
     # snapshot there, so it must show as dirty, and a stop that cannot
     # write it must not claim success
-    r = Reloader(t)
+    r = Reloader(t, server="journal = off")
     s = r.start()
     c = s.client()
     t.eq(c.cmd("SEEN https://a.example/1"), "0")
@@ -613,11 +614,37 @@ def a_failed_save_into_a_new_data_dir_stays_dirty_and_fails_the_stop(t):
     blocker = t.path("a-file")
     open(blocker, "w").close()
     s.data_dir = os.path.join(blocker, "data")
-    t.eq(r.reload(filters=DEFAULT_FILTERS), "ok")
+    t.eq(r.reload(filters=DEFAULT_FILTERS, server="journal = off"), "ok")
     t.ok(wait_until(lambda: c.info("default").get("last_snapshot_status")
                     == "failed"), "the save into the new data_dir failed")
     t.eq(c.info("default")["dirty"], "1", "dirty after the failed save")
     t.eq(s.stop(), 1, "exit status when a final snapshot fails")
+
+
+@test
+def a_data_dir_change_with_the_journal_on_is_refused(t):
+    # the journal of what was acknowledged since the last snapshots is in
+    # the old directory, which a restart would not read: refused, nothing
+    # of the old config changes, and a kill -9 then loses nothing
+    r = Reloader(t)
+    s = r.start()
+    c = s.client()
+    t.eq(c.cmd("SEEN https://a.example/1"), "0")
+    olddir = s.data_dir
+    s.data_dir = t.path("elsewhere")
+    os.makedirs(s.data_dir)
+    t.eq(r.reload(filters=DEFAULT_FILTERS), "failed", "reload refused")
+    t.contains(s.read_log(), "data_dir cannot change by a reload while the "
+               "journal is on", "the log says why")
+    t.eq(os.listdir(s.data_dir), [], "nothing written to the new data_dir")
+    t.eq(c.cmd("SEEN https://a.example/2"), "0", "still serving")
+    s.data_dir = olddir
+    r.write(filters=DEFAULT_FILTERS)
+    s.kill9()
+    s.start()
+    c = s.client()
+    t.eq([c.cmd("CHECK https://a.example/%d" % i) for i in (1, 2)],
+         ["1", "1"], "both keys back from the old data_dir's journal")
 
 
 if __name__ == "__main__":
