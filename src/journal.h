@@ -201,6 +201,9 @@ struct journal_batch {
 	uint64_t	 time;
 };
 
+
+/* journal_append is journal_append_fast, then journal_append_slow when
+ * the fast one returns 0 (a caller may call them apart). */
 int		 journal_append_slow(struct journal *, const char *name,
 		    size_t namelen, uint64_t seed, uint64_t hash,
 		    uint64_t time);
@@ -220,8 +223,8 @@ int		 journal_append_slow(struct journal *, const char *name,
  * a filter's name, which lives as long as the filter, is such a pointer.
  */
 static inline int
-journal_append(struct journal *j, const char *name, size_t namelen,
-    uint64_t seed, uint64_t hash, uint64_t time)
+journal_append_fast(struct journal *j, const char *name, uint64_t seed,
+    uint64_t hash, uint64_t time)
 {
 	struct journal_batch *b = (struct journal_batch *)(void *)j;
 
@@ -232,8 +235,17 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 #endif
 		memcpy(b->pos, &hash, sizeof(hash));
 		b->pos += sizeof(hash);
-		return 0;
+		return 1;
 	}
+	return 0;
+}
+
+static inline int
+journal_append(struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, uint64_t hash, uint64_t time)
+{
+	if (journal_append_fast(j, name, seed, hash, time))
+		return 0;
 	return journal_append_slow(j, name, namelen, seed, hash, time);
 }
 
