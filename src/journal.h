@@ -201,9 +201,9 @@ struct journal_batch {
 	uint64_t	 time;
 };
 
-
 /* journal_append is journal_append_fast, then journal_append_slow when
- * the fast one returns 0 (a caller may call them apart). */
+ * the fast one returns 0 (a caller may call them apart, so that the slow
+ * one's arguments are only computed when it runs). */
 int		 journal_append_slow(struct journal *, const char *name,
 		    size_t namelen, uint64_t seed, uint64_t hash,
 		    uint64_t time);
@@ -221,6 +221,9 @@ int		 journal_append_slow(struct journal *, const char *name,
  * pointer. So a name pointer must not be passed again with the same seed
  * and other bytes while a batch is open (until the next journal_write):
  * a filter's name, which lives as long as the filter, is such a pointer.
+ *
+ * journal_append_fast is that common case alone: 1 if it stored the key,
+ * 0 if it did nothing.
  */
 static inline int
 journal_append_fast(struct journal *j, const char *name, uint64_t seed,
