@@ -489,9 +489,13 @@ need_auth:
 static inline __attribute__((always_inline)) void
 journal_key(struct server *srv, struct filter *f, uint64_t h)
 {
+	uint64_t now = (uint64_t)filter_now_ms;
+
+	/* apart, so that the name's length is only loaded for the slow one */
 	if (srv->journal != NULL &&
-	    __builtin_expect(journal_append(srv->journal, f->name, f->namelen,
-	    f->seed, h, (uint64_t)filter_now_ms) == -1, 0))
+	    !journal_append_fast(srv->journal, f->name, f->seed, h, now) &&
+	    journal_append_slow(srv->journal, f->name, f->namelen, f->seed, h,
+	    now) == -1)
 		persist_append_failed(srv, f, h);
 }
 

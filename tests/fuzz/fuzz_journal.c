@@ -7,11 +7,14 @@
  * Checked beyond "no crash, no read past the input" (ASan): the outcome is
  * one of success, success with a torn tail that lies inside the file, or
  * damage with a message; a segment accepted as an earlier one is accepted
- * as the last with the same keys; never more keys than 16-byte records fit.
+ * as the last with the same keys; never more keys than 8-byte hashes fit.
+ * Both versions: the seeds hold version 1 segments (seend 0.x's 'N', 'T'
+ * and 'K' records) and version 2 ones ('N' and 'B' key batches).
  *
  * A mutated file almost never passes its checksums, so each input is also
- * tried with every checksum recomputed, which lets hostile record contents
- * (ids, names, times, order) reach the record handling.
+ * tried with every checksum recomputed (a batch's body and header sums
+ * included), which lets hostile record contents (ids, names, times,
+ * counts, order) reach the record handling.
  *
  * Seeds in tests/fuzz/corpus/journal come from
  *   JOURNAL_CORPUS_DIR=tests/fuzz/corpus/journal tests/unit/test_journal
@@ -72,7 +75,7 @@ replay(const uint8_t *data, size_t size)
 	    (last.torn_offset > size ||
 	    last.torn_offset + last.torn_bytes != size))
 		abort();			/* a tail outside the file */
-	if (nlast > size / JOURNAL_KEY_SIZE)
+	if (nlast > size / 8)
 		abort();
 	err[0] = '\0';
 	rmid = journal_replay_fd(fd, "fuzz", UINT64_MAX, 0, count, &nmid,
@@ -83,27 +86,50 @@ replay(const uint8_t *data, size_t size)
 	close(fd);
 }
 
+/* The length of the record at p, avail bytes of it present; 0 unknown. */
 static uint64_t
-rec_len(uint8_t type)
+rec_len(const uint8_t *p, size_t avail)
 {
-	switch (type) {
+	uint32_t count;
+
+	switch (p[0]) {
 	case JOURNAL_REC_NAME:
 		return JOURNAL_NAME_SIZE;
 	case JOURNAL_REC_TIME:
 		return JOURNAL_TIME_SIZE;
 	case JOURNAL_REC_KEY:
 		return JOURNAL_KEY_SIZE;
+	case JOURNAL_REC_BATCH:
+		if (avail < JOURNAL_BATCH_HEAD)
+			return JOURNAL_BATCH_HEAD;
+		count = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
+		    (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+		if (count > JOURNAL_BATCH_MAX)
+			return 0;
+		return JOURNAL_BATCH_HEAD + 8 * (uint64_t)count;
 	}
 	return 0;
+}
+
+/* The checksum of [p, p + len) into at. */
+static void
+put_sum(uint8_t *at, const uint8_t *p, size_t len)
+{
+	uint32_t sum = (uint32_t)XXH3_64bits(p, len);
+
+	for (int i = 0; i < 4; i++)
+		at[i] = (uint8_t)(sum >> (8 * i));
 }
 
 static void
 seal(uint8_t *p, size_t len)
 {
-	uint32_t sum = (uint32_t)XXH3_64bits(p, len - 4);
-
-	for (int i = 0; i < 4; i++)
-		p[len - 4 + i] = (uint8_t)(sum >> (8 * i));
+	if (p[0] == JOURNAL_REC_BATCH) {
+		put_sum(p + 16, p + JOURNAL_BATCH_HEAD,
+		    len - JOURNAL_BATCH_HEAD);
+		put_sum(p + 20, p, 20);
+	} else
+		put_sum(p + len - 4, p, len - 4);
 }
 
 int
@@ -116,9 +142,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < JOURNAL_HEADER_SIZE || (copy = malloc(size)) == NULL)
 		return 0;
 	memcpy(copy, data, size);
-	seal(copy, JOURNAL_HEADER_SIZE);
+	put_sum(copy + JOURNAL_HEADER_SIZE - 4, copy, JOURNAL_HEADER_SIZE - 4);
 	for (at = JOURNAL_HEADER_SIZE; at < size; at += len) {
-		if ((len = rec_len(copy[at])) == 0)
+		if ((len = rec_len(copy + at, size - at)) == 0)
 			break;
 		if (at + len <= size)
 			seal(copy + at, len);

@@ -125,7 +125,9 @@ def torn_tail_is_dropped_with_a_warning(t):
     with open(seg, "rb") as f:
         data = f.read()
     with open(seg, "ab") as f:
-        f.write(data[-16:-9])          # the first 7 bytes of a key record
+        # the first 7 bytes of a key batch's header: type, length, name
+        # id 0, a count of 1
+        f.write(bytes([0x42, 24, 0, 0, 1, 0, 0]))
     s.start()
     log = s.read_log()
     t.contains(log, "torn tail of 7 bytes at offset %d" % size)
@@ -134,15 +136,32 @@ def torn_tail_is_dropped_with_a_warning(t):
     t.eq(os.path.getsize(seg), size, "the segment is cut back to its records")
 
 
+def batches(data):
+    """(offset, count) of each key batch of a version 2 segment image."""
+    off, out = 40, []
+    while off < len(data):
+        if data[off] == 0x4E:              # a name record
+            off += 84
+        elif data[off] == 0x42:            # a key batch
+            count = int.from_bytes(data[off + 4:off + 8], "little")
+            out.append((off, count))
+            off += 24 + 8 * count
+        else:
+            raise ValueError("record type 0x%02x at %d" % (data[off], off))
+    return out
+
+
 @test
 def damage_stops_the_start_and_changes_nothing(t):
     s = Server(t, "journal = everysec\nsnapshot_interval = 1h\n")
     s.start()
     c = s.client()
     keys = ["https://dmg/%d" % i for i in range(200)]
-    c.send("".join("SEEN %s\n" % k for k in keys[:100]))
-    for k in keys[:100]:
-        t.eq(c.line(), "0")
+    # two round trips: keys 50-99 are in batches of their own
+    for part in (keys[:50], keys[50:100]):
+        c.send("".join("SEEN %s\n" % k for k in part))
+        for k in part:
+            t.eq(c.line(), "0")
     c.close()
     s.kill9()
     s.start()                      # a second segment
@@ -157,8 +176,14 @@ def damage_stops_the_start_and_changes_nothing(t):
     old = os.path.join(s.data_dir, segs[0])
     with open(old, "rb") as f:
         data = bytearray(f.read())
-    off = 40 + 84 + 16 + 16 * 50 + 5      # inside the 51st key record
-    data[off] ^= 0x40
+    # inside the batch that holds the 51st key
+    first, n = None, 0
+    for off, count in batches(data):
+        if n >= 50 and first is None:
+            first = off
+        n += count
+    t.eq(n, 100, "the first segment holds 100 keys")
+    data[first + 24 + 5] ^= 0x40
     with open(old, "wb") as f:
         f.write(data)
     before = {n: hashlib.sha256(open(os.path.join(s.data_dir, n), "rb")
@@ -260,8 +285,8 @@ def the_journal_stays_under_journal_max(t):
                   "0")
         worst = max(worst, journal_size(s.data_dir))
     info = c.info("default")
-    print("# %d keys (%d bytes of records): the journal reached %d bytes"
-          % (n, n * 16, worst))
+    print("# %d keys (%d bytes of hashes): the journal reached %d bytes"
+          % (n, n * 8, worst))
     t.ok(worst <= 1 << 20, "journal within journal_max: %d" % worst)
     if not WRAPPER:
         t.ok(int(info["snapshots_ok"]) >= 2, "snapshots taken early: %s"
@@ -311,13 +336,14 @@ def the_journal_spans_about_two_intervals(t):
 @test
 def a_journal_that_cannot_be_written_refuses_with_always(t):
     # the unprivileged variant of the full disk: journal writes fail with
-    # ENOSPC past 4000 bytes in all (SEEND_FAULT_JOURNAL_LIMIT)
+    # ENOSPC past 1500 bytes in all (SEEND_FAULT_JOURNAL_LIMIT)
     s = Server(t, "journal = always\nsnapshot_interval = 1h\n",
-               env={"SEEND_FAULT_JOURNAL_LIMIT": "4000"})
+               env={"SEEND_FAULT_JOURNAL_LIMIT": "1500"})
     s.start()
     c = s.client()
     before = ["https://lim/%d" % i for i in range(100)]
-    seen_keys(t, c, before, "0")           # 40 + 84 + 16 + 1600 bytes
+    # 40 + 84 + 800 bytes and 24 a batch: under 1500; the 300 more not
+    seen_keys(t, c, before, "0")
     held = s.client()
     held.send("".join("SEEN https://lim-held/%d\n" % i
                       for i in range(300)))
@@ -392,9 +418,11 @@ def full_disk(t, mode):
         if mode == "always":
             # the first 0 after the disk filled cannot be made durable:
             # its reply waits for the snapshot that ends the fault
-            # (more than the page the journal's last write left room in)
+            # (more than the page the journal's last write left room in:
+            # 600 keys are 4800 bytes of hashes, and 13 KB of requests
+            # that one read takes, so one turn)
             held = s.client()
-            during = ["https://held/%d" % i for i in range(500)]
+            during = ["https://held/%d" % i for i in range(600)]
             held.send("".join("SEEN %s\n" % k for k in during))
             held.s.settimeout(1.0)
             try:
@@ -408,7 +436,8 @@ def full_disk(t, mode):
             t.eq(c.cmd("CHECK https://refused/1"), "0", "and not set")
             t.eq(c.cmd("SEEN %s" % before[0]), "1", "a key seen before")
         else:
-            during = ["https://during/%d" % i for i in range(500)]
+            # 8000 bytes of hashes: more than the page left
+            during = ["https://during/%d" % i for i in range(1000)]
             seen_keys(t, c, during, "0")
         st = c.info()["journal_status"]
         t.ok(st.startswith("error ") and "No space left" in st,
