@@ -35,10 +35,14 @@ Settings:
 - ``SEEND_FAIL_OPEN``: False (default): if seend cannot be reached the crawl
   stops with an error naming the address.  True: the request is treated as
   new and counted in the stat ``seend/fail_open``.  Never a silent "seen".
+- ``SEEND_GC_PAUSE``: True (default): Python's garbage collector is paused
+  while the middleware's batch of one response is in flight (see
+  ``_GCPause``); False leaves it alone.
 - ``SEEND_TIMEOUT`` (seconds, default 10) and ``SEEND_CONNECT_RETRY``
   (seconds, default 5: how long a refused connect is retried, to ride out a
   restart of seend).
 """
+import gc
 import logging
 import time
 import weakref
@@ -234,6 +238,57 @@ class DupeFilter(BaseDupeFilter):
         RFPDupeFilter.log(self, request, spider)  # type: ignore[arg-type]
 
 
+class _GCPause:
+    """
+    Pauses CPython's cyclic garbage collector while batches are in flight.
+
+    Why: a batch holds all the requests of one response alive at once (some
+    fifty, each a dozen container objects), where a plain crawl creates
+    each request and drops the duplicates at once.  The live batch pushes
+    the young generation's count past its threshold (700) on nearly every
+    response, so collections run far more often and promote the batch's
+    objects to older generations, whose collections walk the whole heap:
+    a 100k-request crawl spent 6.9 s collecting against RFPDupeFilter's
+    3.9 s, all of the batched crawl's extra time.  Paused from the
+    response's output to the last request handed on, the count falls back
+    as the duplicates are freed, as in a plain crawl.
+
+    Pauses nest (several responses' outputs may be consumed in turns), a
+    collector that was already disabled is left disabled, and a pause never
+    outlasts ``LIMIT`` seconds: the next batch, or the spider's close,
+    ends an older one (a batch whose consumer stopped without closing it).
+    """
+
+    LIMIT = 5.0
+    depth = 0
+    since = 0.0
+    was_enabled = False
+
+    @classmethod
+    def enter(cls) -> None:
+        if cls.depth and time.monotonic() - cls.since > cls.LIMIT:
+            cls.reset()
+        if cls.depth == 0:
+            cls.was_enabled = gc.isenabled()
+            gc.disable()
+            cls.since = time.monotonic()
+        cls.depth += 1
+
+    @classmethod
+    def leave(cls) -> None:
+        if cls.depth == 0:
+            return       # ended by reset()
+        cls.depth -= 1
+        if cls.depth == 0 and cls.was_enabled:
+            gc.enable()
+
+    @classmethod
+    def reset(cls) -> None:
+        if cls.depth:
+            cls.depth = 1
+            cls.leave()
+
+
 class SeenMiddleware:
     """
     A spider middleware that asks seend about all the requests of one
@@ -242,8 +297,9 @@ class SeenMiddleware:
     from the mark.  Enable it below OffsiteMiddleware's 500, e.g. at 100.
     """
 
-    def __init__(self, shared: _Seend) -> None:
+    def __init__(self, shared: _Seend, gc_pause: bool = True) -> None:
         self.shared = shared
+        self.gc_pause = gc_pause
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "SeenMiddleware":
@@ -253,11 +309,13 @@ class SeenMiddleware:
             # the other processes: refuse rather than half-work
             raise NotConfigured("seend.scrapy.SeenMiddleware needs "
                                 "DUPEFILTER_CLASS = 'seend.scrapy.DupeFilter'")
-        mw = cls(_Seend(crawler))
+        mw = cls(_Seend(crawler),
+                 crawler.settings.getbool("SEEND_GC_PAUSE", True))
         crawler.signals.connect(mw._spider_closed, signal=signals.spider_closed)
         return mw
 
     def _spider_closed(self, spider: Any) -> None:
+        _GCPause.reset()
         self.shared.client.close()
 
     def _mark(self, result: Iterable[Any], spider: Any) -> List[Any]:
@@ -283,7 +341,14 @@ class SeenMiddleware:
 
     def process_spider_output(self, response: Any, result: Iterable[Any],
                               spider: Any) -> Iterable[Any]:
-        return self._mark(result, spider)
+        if not self.gc_pause:
+            yield from self._mark(result, spider)
+            return
+        _GCPause.enter()
+        try:
+            yield from self._mark(result, spider)
+        finally:
+            _GCPause.leave()
 
     async def process_spider_output_async(self, response: Any, result: Any,
                                           spider: Any) -> Any:

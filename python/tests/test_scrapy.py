@@ -290,6 +290,55 @@ def marks_answer_only_their_own_request(t):
 
 
 @test
+def the_collector_pauses_while_a_batch_is_in_flight(t):
+    import gc
+    from scrapy import Request
+    from seend.scrapy import _GCPause
+    t.ok(gc.isenabled(), "the collector runs to begin with")
+    with Server(t) as s:
+        _, _, mw = in_process(s, SEEND_KEY="url")
+        reqs = [Request("http://g.example/%d" % i) for i in range(3)]
+        it = mw.process_spider_output(None, reqs, None)
+        t.eq(next(it), reqs[0], "first request")
+        t.ok(not gc.isenabled(), "paused while the batch is consumed")
+        t.eq(list(it), reqs[1:], "the rest")
+        t.ok(gc.isenabled(), "running again once it is consumed")
+        # two outputs consumed in turns: running again after the last
+        a = mw.process_spider_output(None, [Request("http://g.example/a")], None)
+        b = mw.process_spider_output(None, [Request("http://g.example/b")], None)
+        next(a), next(b)
+        list(a)
+        t.ok(not gc.isenabled(), "still paused: b is in flight")
+        list(b)
+        t.ok(gc.isenabled(), "running after both")
+        # a consumer that gives up: closing the output ends the pause
+        c = mw.process_spider_output(None, reqs, None)
+        next(c)
+        c.close()
+        t.ok(gc.isenabled(), "running after close()")
+        # one never closed is ended by the next batch past the limit
+        d = mw.process_spider_output(None, reqs, None)
+        next(d)
+        _GCPause.since -= _GCPause.LIMIT + 1
+        e = mw.process_spider_output(None, reqs, None)
+        list(e)
+        t.ok(gc.isenabled(), "a stale pause does not outlive the limit")
+        t.eq(_GCPause.depth, 0, "no pause left")
+        del d
+        # a collector the application disabled stays disabled
+        gc.disable()
+        list(mw.process_spider_output(None, reqs, None))
+        t.ok(not gc.isenabled(), "left disabled")
+        gc.enable()
+        # SEEND_GC_PAUSE = False: left alone
+        _, _, mw2 = in_process(s, SEEND_KEY="url", SEEND_GC_PAUSE=False)
+        it = mw2.process_spider_output(None, reqs, None)
+        next(it)
+        t.ok(gc.isenabled(), "not paused with SEEND_GC_PAUSE off")
+        list(it)
+
+
+@test
 def the_middleware_refuses_to_run_without_the_dupefilter(t):
     from scrapy.exceptions import NotConfigured
     with Server(t) as s:
