@@ -254,6 +254,12 @@ persist_reason(const struct server *srv)
 	    srv->persist->reason : "";
 }
 
+int
+persist_has_journal(const struct server *srv)
+{
+	return srv->persist != NULL && srv->persist->j != NULL;
+}
+
 const char *
 persist_status(const struct server *srv)
 {

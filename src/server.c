@@ -980,8 +980,10 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 	}
 	/* The journal of the keys acknowledged since the last snapshots is
 	 * in the old directory, which the next start would not read: a crash
-	 * before every filter is saved in the new one would lose them. */
-	if (srv->cfg->journal != JOURNAL_OFF &&
+	 * before every filter is saved in the new one would lose them. A
+	 * journal turned off stays open there until snapshots cover it, and
+	 * would be reopened there if turned on again: refused as well. */
+	if ((srv->cfg->journal != JOURNAL_OFF || persist_has_journal(srv)) &&
 	    strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0) {
 		snprintf(err, sizeof(err), "data_dir cannot change by a reload "
 		    "while the journal is on (it stays in %s, which the next "

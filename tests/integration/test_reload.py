@@ -641,10 +641,17 @@ def a_data_dir_change_with_the_journal_on_is_refused(t):
     s.data_dir = olddir
     r.write(filters=DEFAULT_FILTERS)
     s.kill9()
-    s.start()
+    r.start()
     c = s.client()
     t.eq([c.cmd("CHECK https://a.example/%d" % i) for i in (1, 2)],
          ["1", "1"], "both keys back from the old data_dir's journal")
+    # turned off by a reload, the journal stays open in the old directory
+    # (and would reopen there if turned on): a move is still refused
+    t.eq(r.reload(filters=DEFAULT_FILTERS, server="journal = off"), "ok",
+         "journal off")
+    s.data_dir = t.path("elsewhere")
+    t.eq(r.reload(filters=DEFAULT_FILTERS, server="journal = off"),
+         "failed", "move refused with a journal still open")
 
 
 if __name__ == "__main__":
