@@ -65,7 +65,10 @@ logger = logging.getLogger(__name__)
 # request it marked without computing its key again (a fingerprint costs a
 # lookup in the fingerprinter's cache, a microsecond a request); the key is
 # kept so that a copy of the request (a redirect copies meta) is answered
-# from the mark only if it has the same key.
+# from the mark only if it has the same key.  A request changed in place between
+# the middleware and the scheduler keeps its mark: Scrapy's requests are
+# immutable but for meta and headers, and its fingerprinter caches a
+# request's fingerprint anyway.
 META_KEY = "seend_seen"
 CLOSE_REASON = "seend_unavailable"
 
@@ -253,31 +256,40 @@ class _GCPause:
     response's output to the last request handed on, the count falls back
     as the duplicates are freed, as in a plain crawl.
 
-    Pauses nest (several responses' outputs may be consumed in turns), a
-    collector that was already disabled is left disabled, and a pause never
-    outlasts ``LIMIT`` seconds: the next batch, or the spider's close,
-    ends an older one (a batch whose consumer stopped without closing it).
+    Pauses nest (Scrapy may consume several responses' outputs in turns),
+    and a collector that was already disabled is left disabled.  A pause
+    never outlasts ``LIMIT`` seconds: a batch that finds the current pause
+    older ends it and runs unpaused itself, so the collector runs before
+    the next pause; the batches of the ended pause then leave nothing (each
+    holds the generation it entered).  The spider's close ends it too.  The
+    collector is the process's: so is the pause, shared by every crawler
+    of the process.
     """
 
     LIMIT = 5.0
     depth = 0
+    generation = 0
     since = 0.0
     was_enabled = False
 
     @classmethod
-    def enter(cls) -> None:
+    def enter(cls) -> int:
+        """Pauses (or joins the pause); returns the token for leave(), or
+        -1 if this batch must run unpaused."""
         if cls.depth and time.monotonic() - cls.since > cls.LIMIT:
             cls.reset()
+            return -1
         if cls.depth == 0:
             cls.was_enabled = gc.isenabled()
             gc.disable()
             cls.since = time.monotonic()
         cls.depth += 1
+        return cls.generation
 
     @classmethod
-    def leave(cls) -> None:
-        if cls.depth == 0:
-            return       # ended by reset()
+    def leave(cls, token: int) -> None:
+        if token != cls.generation or cls.depth == 0:
+            return       # unpaused, or its pause was ended by reset()
         cls.depth -= 1
         if cls.depth == 0 and cls.was_enabled:
             gc.enable()
@@ -285,8 +297,10 @@ class _GCPause:
     @classmethod
     def reset(cls) -> None:
         if cls.depth:
-            cls.depth = 1
-            cls.leave()
+            cls.depth = 0
+            if cls.was_enabled:
+                gc.enable()
+        cls.generation += 1
 
 
 class SeenMiddleware:
@@ -344,11 +358,11 @@ class SeenMiddleware:
         if not self.gc_pause:
             yield from self._mark(result, spider)
             return
-        _GCPause.enter()
+        token = _GCPause.enter()
         try:
             yield from self._mark(result, spider)
         finally:
-            _GCPause.leave()
+            _GCPause.leave(token)
 
     async def process_spider_output_async(self, response: Any, result: Any,
                                           spider: Any) -> Any:

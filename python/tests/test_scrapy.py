@@ -316,15 +316,22 @@ def the_collector_pauses_while_a_batch_is_in_flight(t):
         next(c)
         c.close()
         t.ok(gc.isenabled(), "running after close()")
-        # one never closed is ended by the next batch past the limit
+        # one never closed is ended by the next batch past the limit, which
+        # runs unpaused; the stale one leaves nothing when it ends
         d = mw.process_spider_output(None, reqs, None)
         next(d)
         _GCPause.since -= _GCPause.LIMIT + 1
         e = mw.process_spider_output(None, reqs, None)
-        list(e)
+        next(e)
+        t.ok(gc.isenabled(), "the batch past the limit runs unpaused")
+        f = mw.process_spider_output(None, reqs, None)
+        next(f)
+        t.ok(not gc.isenabled(), "the next one pauses again")
+        list(d)
+        t.ok(not gc.isenabled(), "the stale one's end does not end it")
+        list(e), list(f)
         t.ok(gc.isenabled(), "a stale pause does not outlive the limit")
         t.eq(_GCPause.depth, 0, "no pause left")
-        del d
         # a collector the application disabled stays disabled
         gc.disable()
         list(mw.process_spider_output(None, reqs, None))
