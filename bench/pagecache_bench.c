@@ -100,8 +100,11 @@ run(const char *path, enum mode m, size_t total, size_t chunk,
 	if (m == MMAP) {
 		if (ftruncate(fd, (off_t)total) == -1 ||
 		    (map = mmap(NULL, total, PROT_READ | PROT_WRITE,
-		    MAP_SHARED, fd, 0)) == MAP_FAILED ||
-		    madvise(map, total, MADV_POPULATE_WRITE) == -1)
+		    MAP_SHARED, fd, 0)) == MAP_FAILED)
+			goto fail;
+		/* before Linux 5.14: EINVAL; the loop then faults pages in */
+		if (madvise(map, total, MADV_POPULATE_WRITE) == -1 &&
+		    errno != EINVAL)
 			goto fail;
 	}
 	*prep_ns = (now_ns() - t0) / ((double)total / 8);
@@ -133,12 +136,19 @@ int
 main(int argc, char **argv)
 {
 	const char	*dir = argc > 1 ? argv[1] : "/var/tmp";
-	size_t		 total = (size_t)(argc > 2 ? atol(argv[2]) : 256) << 20;
-	size_t		 chunk = argc > 3 ? (size_t)atol(argv[3]) : 8192;
+	long		 mib = argc > 2 ? atol(argv[2]) : 256;
+	long		 ch = argc > 3 ? atol(argv[3]) : 8192;
+	size_t		 total, chunk;
 	char		 path[4096];
 	double		 loop, prep;
 
-	if (chunk == 0 || chunk % 4096 != 0 || total < 2 * chunk) {
+	if (mib <= 0 || mib > (1L << 20) || ch <= 0) {
+		fprintf(stderr, "usage: pagecache_bench [DIR] [MIB] [CHUNK]\n");
+		return 2;
+	}
+	total = (size_t)mib << 20;
+	chunk = (size_t)ch;
+	if (chunk % 4096 != 0 || total < 2 * chunk) {
 		fprintf(stderr, "pagecache_bench: CHUNK must be a multiple of "
 		    "4096 and MIB at least two chunks\n");
 		return 2;
