@@ -904,6 +904,27 @@ on_prebuilt(struct prebuild *pb, void *arg)
 }
 
 /*
+ * The journal of the keys acknowledged since the last snapshots is in the
+ * old directory, which the next start would not read: a crash before every
+ * filter is saved in the new one would lose them. A journal turned off
+ * stays open there until snapshots cover it, and would be reopened there
+ * if turned on again. Checked before the reload's thread opens anything in
+ * the new directory. Returns -1 with a message if the move is refused.
+ */
+static int
+data_dir_move_refused(const struct server *srv, const struct config *ncfg,
+    char *err, size_t errlen)
+{
+	if (strcmp(srv->cfg->data_dir, ncfg->data_dir) == 0 ||
+	    (srv->cfg->journal == JOURNAL_OFF && !persist_has_journal(srv)))
+		return 0;
+	snprintf(err, errlen, "data_dir cannot change by a reload while a "
+	    "journal is open (it stays in %s, which the next start would not "
+	    "read): restart to move it", srv->cfg->data_dir);
+	return -1;
+}
+
+/*
  * A reload reads the config here; the filters it adds are opened (their
  * snapshots read, their memory mapped) on a thread, and the new config is
  * applied once they are ready, so a big one never stalls the loop. A
@@ -936,6 +957,12 @@ server_reload(struct server *srv)
 		snprintf(err, sizeof(err), "%zu error(s) in %s", errs.n,
 		    srv->config_path);
 		config_errors_free(&errs);
+		reload_failed(srv, err);
+		reload_done(srv);
+		return;
+	}
+	if (data_dir_move_refused(srv, ncfg, err, sizeof(err)) == -1) {
+		config_free(ncfg);
 		reload_failed(srv, err);
 		reload_done(srv);
 		return;
@@ -976,21 +1003,6 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 		config_free(ncfg);
 		reload_failed(srv, "nothing to listen on: listen is off and "
 		    "no unix_socket is set");
-		goto out;
-	}
-	/* The journal of the keys acknowledged since the last snapshots is
-	 * in the old directory, which the next start would not read: a crash
-	 * before every filter is saved in the new one would lose them. A
-	 * journal turned off stays open there until snapshots cover it, and
-	 * would be reopened there if turned on again: refused as well. */
-	if ((srv->cfg->journal != JOURNAL_OFF || persist_has_journal(srv)) &&
-	    strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0) {
-		snprintf(err, sizeof(err), "data_dir cannot change by a reload "
-		    "while the journal is on (it stays in %s, which the next "
-		    "start would not read): restart to move it",
-		    srv->cfg->data_dir);
-		config_free(ncfg);
-		reload_failed(srv, err);
 		goto out;
 	}
 	if ((nreg = build_with_retired(srv, ncfg, pb, err, sizeof(err))) ==

@@ -634,8 +634,8 @@ def a_data_dir_change_with_the_journal_on_is_refused(t):
     s.data_dir = t.path("elsewhere")
     os.makedirs(s.data_dir)
     t.eq(r.reload(filters=DEFAULT_FILTERS), "failed", "reload refused")
-    t.contains(s.read_log(), "data_dir cannot change by a reload while the "
-               "journal is on", "the log says why")
+    t.contains(s.read_log(), "data_dir cannot change by a reload while a "
+               "journal is open", "the log says why")
     t.eq(os.listdir(s.data_dir), [], "nothing written to the new data_dir")
     t.eq(c.cmd("SEEN https://a.example/2"), "0", "still serving")
     s.data_dir = olddir
