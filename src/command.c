@@ -631,6 +631,24 @@ struct simple {
 	size_t		 next;		/* bytes of its line */
 };
 
+/* One answer of a simple batch: the line protocol's "0"/"1" (1: seen), or
+ * RESP's integer for SETNX/SADD/BF.ADD (1: new). Returns the end. */
+static inline __attribute__((always_inline)) char *
+put_answer(char *out, uint64_t hit, int resp)
+{
+	if (resp) {
+		out[0] = ':';
+		out[1] = (char)('1' - hit);
+		out[2] = '\r';
+		out[3] = '\n';
+		return out + 4;
+	}
+	out[0] = (char)('0' + hit);
+	out[1] = '\r';
+	out[2] = '\n';
+	return out + 3;
+}
+
 /*
  * A batch whose keys all go to f, a filter of one slice b with room for
  * all of them (so none can fill it): prefetch and answer on b alone, the
@@ -657,19 +675,7 @@ answer_fast(struct server *srv, struct filter *f, struct bloom *b,
 			if (!hit)
 				journal_key(srv, f, q[i].h);
 		}
-		if (resp) {
-			/* SETNX, SADD, BF.ADD: 1 for a new key */
-			out[0] = ':';
-			out[1] = (char)('1' - hit);
-			out[2] = '\r';
-			out[3] = '\n';
-			out += 4;
-		} else {
-			out[0] = (char)('0' + hit);
-			out[1] = '\r';
-			out[2] = '\n';
-			out += 3;
-		}
+		out = put_answer(out, hit, resp);
 	}
 	f->checks += nchecks;
 	f->seen_old += shits;
@@ -680,40 +686,25 @@ answer_fast(struct server *srv, struct filter *f, struct bloom *b,
 	return n;
 }
 
-int
-command_run_simple(struct conn *c, int max)
+/*
+ * Answers the n prepared requests of a simple batch (off: the bytes they
+ * take), in either protocol: each key is one Bloom filter operation when
+ * they all go to one filter of one slice with room for them all, else one
+ * filter_answer each. Consumes what it answered, counts it, and returns
+ * how many (fewer than n if a filter is full: the general path explains).
+ */
+static inline __attribute__((always_inline)) int
+answer_batch(struct conn *c, const struct simple *q, int n, size_t off,
+    int uniform, int resp)
 {
-	struct simple	 q[COMMAND_SIMPLE_BATCH];
-	const struct registry *reg = c->srv->reg;
 	struct stats	*st = &c->srv->stats;
-	const char	*p = buf_head(&c->in), *key;
-	size_t		 left = buf_used(&c->in), off = 0, next, maxl;
+	size_t		 width = resp ? 4 : 3;
 	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
 	struct bloom	*b;
-	long		 klen;
-	int		 n, i, j, uniform = 1;
+	int		 i, j;
 	char		*out;
 
-	maxl = c->srv->cfg->max_line;
-	if (max > COMMAND_SIMPLE_BATCH)
-		max = COMMAND_SIMPLE_BATCH;
-	for (n = 0; n < max; n++) {
-		struct filter *f;
-
-		klen = proto_simple_key(p + off, left - off, maxl, &key,
-		    &q[n].check, &next);
-		if (klen < 0 ||
-		    (f = registry_route(reg, key, (size_t)klen)) == NULL)
-			break;	/* not simple, or an error to explain */
-		q[n].f = f;
-		uniform &= f == q[0].f;
-		q[n].h = f->fast != NULL ?
-		    XXH3_64bits_withSeed(key, (size_t)klen, f->seed) :
-		    filter_hash(f, key, (size_t)klen);
-		q[n].next = next;
-		off += next;
-	}
-	if (n == 0 || buf_reserve(&c->out, 3 * (size_t)n) == -1)
+	if (n == 0 || buf_reserve(&c->out, width * (size_t)n) == -1)
 		return 0;
 	/* room in the journal for every key first; if it cannot be made
 	 * (always, in a fault), the general path refuses them one by one */
@@ -726,7 +717,7 @@ command_run_simple(struct conn *c, int max)
 		/* one filter of one slice with room for every key: each
 		 * key is one Bloom filter operation, nothing else */
 		i = answer_fast(c->srv, q[0].f, b, q, n, out, &checks,
-		    &check_hits, &seen_hits, 0);
+		    &check_hits, &seen_hits, resp);
 	else {
 		/*
 		 * The prefetches back to back, after all of the hashing.
@@ -751,17 +742,14 @@ command_run_simple(struct conn *c, int max)
 				check_hits += hit;
 			} else
 				seen_hits += hit;
-			out[0] = (char)('0' + hit);
-			out[1] = '\r';
-			out[2] = '\n';
-			out += 3;
+			out = put_answer(out, hit, resp);
 		}
-		if (i < n)	/* only the answered lines are consumed */
+		if (i < n)	/* only the answered requests are consumed */
 			for (off = 0, j = 0; j < i; j++)
 				off += q[j].next;
 	}
 	n = i;
-	c->out.len += 3 * (size_t)n;
+	c->out.len += width * (size_t)n;
 	buf_consume(&c->in, off);
 	/* the counters command_run and cmd_seen keep, a batch at a time */
 	st->commands += (uint64_t)n;
@@ -773,6 +761,36 @@ command_run_simple(struct conn *c, int max)
 	st->keys_new += (uint64_t)n - checks - seen_hits;
 	c->journaled |= (uint64_t)n - checks - seen_hits > 0;
 	return n;
+}
+
+int
+command_run_simple(struct conn *c, int max)
+{
+	struct simple	 q[COMMAND_SIMPLE_BATCH];
+	const struct registry *reg = c->srv->reg;
+	const char	*p = buf_head(&c->in), *key;
+	size_t		 left = buf_used(&c->in), off = 0, next, maxl;
+	long		 klen;
+	int		 n, uniform = 1;
+
+	maxl = c->srv->cfg->max_line;
+	if (max > COMMAND_SIMPLE_BATCH)
+		max = COMMAND_SIMPLE_BATCH;
+	for (n = 0; n < max; n++) {
+		struct filter *f;
+
+		klen = proto_simple_key(p + off, left - off, maxl, &key,
+		    &q[n].check, &next);
+		if (klen < 0 ||
+		    (f = registry_route(reg, key, (size_t)klen)) == NULL)
+			break;	/* not simple, or an error to explain */
+		q[n].f = f;
+		uniform &= f == q[0].f;
+		q[n].h = filter_hash(f, key, (size_t)klen);
+		q[n].next = next;
+		off += next;
+	}
+	return answer_batch(c, q, n, off, uniform, 0);
 }
 
 /* Case-insensitive compare of a RESP command name with an upper-case word
@@ -794,16 +812,12 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 {
 	struct simple	 q[COMMAND_SIMPLE_BATCH];
 	const struct registry *reg = c->srv->reg;
-	struct stats	*st = &c->srv->stats;
 	const char	*p = buf_head(&c->in), *key, *name;
 	size_t		 left = buf_used(&c->in), off = 0, next, keyl, namel;
 	size_t		 head = 0, prev = 0;
 	struct filter	*f = NULL;
-	struct bloom	*b;
 	enum resp_hot	 cmd = RESP_HOT_NONE;
-	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
-	int		 n, i, j, uniform = 1;
-	char		*out;
+	int		 n, uniform = 1;
 
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
@@ -826,52 +840,12 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 		q[n].f = f;
 		q[n].check = 0;
 		uniform &= f == q[0].f;
-		q[n].h = f->fast != NULL ?
-		    XXH3_64bits_withSeed(key, keyl, f->seed) :
-		    filter_hash(f, key, keyl);
+		q[n].h = filter_hash(f, key, keyl);
 		q[n].next = next;
 		prev = off;
 		off += next;
 	}
-	if (n == 0 || buf_reserve(&c->out, 4 * (size_t)n) == -1)
-		return 0;
-	if (c->srv->journal != NULL &&
-	    persist_make_room(c->srv, (size_t)n) == -1)
-		return 0;
-	out = c->out.data + c->out.len;
-	b = q[0].f->fast;
-	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
-		i = answer_fast(c->srv, q[0].f, b, q, n, out, &checks,
-		    &check_hits, &seen_hits, 1);
-	else {
-		/* as command_run_simple does, and for its reason */
-		for (i = 0; i < n; i++)
-			filter_prefetch(q[i].f, q[i].h);
-		for (i = 0; i < n; i++) {
-			int r = filter_answer(c->srv, q[i].f, q[i].h, 0);
-
-			if (__builtin_expect(r == FILTER_FULL, 0))
-				break;
-			seen_hits += (uint64_t)r;
-			out[0] = ':';
-			out[1] = (char)('1' - r);
-			out[2] = '\r';
-			out[3] = '\n';
-			out += 4;
-		}
-		if (i < n)	/* only the answered requests are consumed */
-			for (off = 0, j = 0; j < i; j++)
-				off += q[j].next;
-	}
-	n = i;
-	c->out.len += 4 * (size_t)n;
-	buf_consume(&c->in, off);
-	st->commands += (uint64_t)n;
-	st->by_cmd[CMD_SEEN] += (uint64_t)n;
-	st->keys_seen += seen_hits;
-	st->keys_new += (uint64_t)n - seen_hits;
-	c->journaled |= (uint64_t)n - seen_hits > 0;
-	return n;
+	return answer_batch(c, q, n, off, uniform, 1);
 }
 
 static void
