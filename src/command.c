@@ -1619,21 +1619,6 @@ info_filter(const struct filter *f)
 	    (unsigned long long)f->saves_failed);
 }
 
-/* Resident set size from /proc, in bytes; 0 if unknown. */
-static size_t
-rss_bytes(void)
-{
-	FILE		*fp = fopen("/proc/self/statm", "r");
-	unsigned long	 size, res = 0;
-
-	if (fp == NULL)
-		return 0;
-	if (fscanf(fp, "%lu %lu", &size, &res) != 2)
-		res = 0;
-	fclose(fp);
-	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 /* Heap held by connections' buffers. */
 static size_t
 conn_memory(const struct server *srv)
@@ -1701,7 +1686,7 @@ info_server(struct server *srv)
 	    (unsigned long long)st->auth_failures,
 	    reg->nfilters, (unsigned long long)filter_memory_used,
 	    (unsigned long long)filter_memory_limit, conn_memory(srv),
-	    rss_bytes(),
+	    server_rss_bytes(),
 	    saver_busy(srv->saver), (long long)srv->last_reload,
 	    srv->last_reload_ok < 0 ? "none" :
 	    srv->last_reload_ok ? "ok" : "failed");

@@ -188,20 +188,6 @@ requests(struct evbuffer *out, const struct stats *st)
 #undef REQ
 }
 
-static size_t
-rss_bytes(void)
-{
-	FILE		*fp = fopen("/proc/self/statm", "r");
-	unsigned long	 size, res = 0;
-
-	if (fp == NULL)
-		return 0;
-	if (fscanf(fp, "%lu %lu", &size, &res) != 2)
-		res = 0;
-	fclose(fp);
-	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 static unsigned
 open_fds(void)
 {
@@ -225,7 +211,7 @@ process(struct evbuffer *out, const struct server *srv)
 	    "Start time of the process since the Unix epoch in seconds.",
 	    (double)srv->started);
 	one_u(out, "process_resident_memory_bytes", "gauge",
-	    "Resident memory size in bytes.", rss_bytes());
+	    "Resident memory size in bytes.", server_rss_bytes());
 	one_u(out, "process_open_fds", "gauge",
 	    "Number of open file descriptors.", open_fds());
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)

@@ -456,6 +456,20 @@ server_fit_fd_limit(struct config *cfg)
 /* ---- connections ---- */
 
 size_t
+server_rss_bytes(void)
+{
+	FILE		*fp = fopen("/proc/self/statm", "r");
+	unsigned long	 size, res = 0;
+
+	if (fp == NULL)
+		return 0;
+	if (fscanf(fp, "%lu %lu", &size, &res) != 2)
+		res = 0;
+	fclose(fp);
+	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+size_t
 server_conn_memory(const struct server *srv)
 {
 	size_t n = 0;

@@ -92,6 +92,9 @@ void	server_snapshot_dirty(struct server *, int all);
 void	server_free(struct server *);
 /* Approximate heap held by connections' buffers, for INFO. */
 size_t	server_conn_memory(const struct server *);
+/* The process's resident set size from /proc, in bytes; 0 if unknown
+ * (INFO and metrics). */
+size_t	server_rss_bytes(void);
 /*
  * Raises RLIMIT_NOFILE (soft, up to hard) to fit cfg->max_clients plus
  * SERVER_RESERVED_FDS; if the hard limit is too low, lowers

@@ -76,6 +76,19 @@ class T:
         return os.path.join(self.dir, name)
 
 
+def system_module(name):
+    """Imports a module that Debian packages for /usr/bin/python3 (redis,
+    scrapy); run by another python3 without it, re-executes the test there."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if sys.executable != "/usr/bin/python3" and os.path.exists(
+                "/usr/bin/python3"):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+        raise
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
