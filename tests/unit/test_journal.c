@@ -252,6 +252,24 @@ open_j(const char *dir, size_t bufmax)
 	return j;
 }
 
+/* Segment 1 with keys [0, split), segment 2 with [split, end), names
+ * filters each: the set-up of the tests of a segment that is not the last. */
+static int
+two_segments(const char *dir, uint64_t split, uint64_t end, unsigned names)
+{
+	struct journal	*j;
+	uint64_t	 closed;
+
+	if ((j = open_j(dir, 0)) == NULL)
+		return -1;
+	append_gen(j, 0, split, names);
+	journal_rotate(j, &closed, err, sizeof(err));
+	append_gen(j, split, end, names);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	return 0;
+}
+
 /* ---- tests ---- */
 
 static void
@@ -531,22 +549,16 @@ static void
 test_flipped_bit(void)
 {
 	struct journal_replay_info	 info;
-	struct journal			*j;
 	struct blob			 img[2], now;
 	char				 dir[64], path[2][128], want[64];
-	uint64_t			 closed, start;
+	uint64_t			 start;
 	int				 refused = 1, offset = 1, untouched = 1;
 	int				 named = 1;
 	unsigned			 tried = 0;
 
 	new_dir(dir, sizeof(dir));
-	if ((j = open_j(dir, 0)) == NULL)
+	if (two_segments(dir, 40, 80, 3) == -1)
 		return;
-	append_gen(j, 0, 40, 3);
-	journal_rotate(j, &closed, err, sizeof(err));
-	append_gen(j, 40, 80, 3);
-	journal_write(j, err, sizeof(err));
-	journal_close(j);
 	for (int k = 0; k < 2; k++) {
 		seg(path[k], sizeof(path[k]), dir, (uint64_t)k + 1);
 		slurp(path[k], &img[k]);
@@ -607,20 +619,14 @@ test_way_out(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct journal			*j;
 	struct blob			 img;
 	char				 dir[64], p1[128], aside[160], cmd[512];
 	const char			*t;
-	uint64_t			 closed, off;
+	uint64_t			 off;
 
 	new_dir(dir, sizeof(dir));
-	if ((j = open_j(dir, 0)) == NULL)
+	if (two_segments(dir, 40, 80, 3) == -1)
 		return;
-	append_gen(j, 0, 40, 3);
-	journal_rotate(j, &closed, err, sizeof(err));
-	append_gen(j, 40, 80, 3);
-	journal_write(j, err, sizeof(err));
-	journal_close(j);
 	seg(p1, sizeof(p1), dir, 1);
 	slurp(p1, &img);
 	img.p[img.len / 2] ^= 0x10;
@@ -1079,9 +1085,8 @@ test_damaged_batch(void)
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
 	struct blob			 whole, img;
-	struct journal			*j;
 	char				 dir[64], p1[128], want[64];
-	uint64_t			 start, closed;
+	uint64_t			 start;
 
 	new_dir(dir, sizeof(dir));
 	start = batch_segment(dir, 5);
@@ -1142,13 +1147,8 @@ test_damaged_batch(void)
 
 	/* a batch of a segment that is not the last, cut short */
 	new_dir(dir, sizeof(dir));
-	if ((j = open_j(dir, 0)) == NULL)
+	if (two_segments(dir, 10, 20, 1) == -1)
 		return;
-	append_gen(j, 0, 10, 1);
-	journal_rotate(j, &closed, err, sizeof(err));
-	append_gen(j, 10, 20, 1);
-	journal_write(j, err, sizeof(err));
-	journal_close(j);
 	seg(p1, sizeof(p1), dir, 1);
 	slurp(p1, &whole);
 	spit(p1, whole.p, whole.len - 4);
