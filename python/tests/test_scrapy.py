@@ -112,6 +112,26 @@ def a_stopped_and_resumed_crawl_fetches_nothing_twice(t):
         every_page_once(t, site, "stop and resume")
 
 
+def settle(s, quiet=1.0, limit=30.0):
+    """Waits until seend has answered no key for `quiet` seconds."""
+    c = s.client()
+    try:
+        def answered():
+            info = c.info()
+            return int(info["keys_new"]) + int(info["keys_seen"])
+        last, since = answered(), time.monotonic()
+        deadline = since + limit
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = answered()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+    finally:
+        c.close()
+
+
 def restarted_mid_crawl(t, sig):
     with Server(t) as s, Site(pages=200) as site:
         restarted = []
@@ -119,8 +139,11 @@ def restarted_mid_crawl(t, sig):
         def restart():
             # the crawler is idle on this one download (one at a time):
             # seend is stopped (SIGTERM: saves; SIGKILL: its journal keeps
-            # every key answered new) and started again
-            time.sleep(0.3)
+            # every key answered new) and started again. Idle once the
+            # previous response's batch is answered: Scrapy starts this
+            # download before it parses that response, which on a loaded
+            # machine can take longer than any fixed pause
+            settle(s)
             if sig == signal.SIGKILL:
                 s.kill9()
                 restarted.append("killed")
