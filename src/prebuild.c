@@ -31,8 +31,12 @@ work(void *arg)
 	char		 c = 1;
 
 	/* the loop comes first: on a busy machine the kernel's zeroing of
-	 * gigabytes here must not take the loop's CPU time slices */
-	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	 * gigabytes here must not take the loop's CPU time slices. Nice 5,
+	 * not 19: a nice-19 thread gets ~1.5 % of a CPU beside each busy
+	 * process, and with two of them on this 2-CPU machine a 1e9-key
+	 * filter (2.8 s alone) had not arrived after 120 s; at 5 it took
+	 * 10 s, the loop's slowest PING 5 ms */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (size_t i = 0; i < pb->ntodo; i++) {
 		struct filter *f = filter_open(pb->todo[i], pb->cfg->data_dir,

@@ -155,7 +155,8 @@ def huge_reload(t, s, c, cap, name):
     took = time.time() - t0
     time.sleep(0.3)
     out, _ = probe.communicate("", timeout=30)
-    t.ok(ok, "the huge filter arrived")
+    t.ok(ok, "the huge filter arrived (waited %.0f s); log:\n%s"
+         % (took, "\n".join(s.read_log().splitlines()[-8:])))
     worst, n = out.split()
     t.ok(int(n) > 100, "pings sent: %s" % n)
     return float(worst), took
