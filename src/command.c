@@ -1619,17 +1619,6 @@ info_filter(const struct filter *f)
 	    (unsigned long long)f->saves_failed);
 }
 
-/* Heap held by connections' buffers. */
-static size_t
-conn_memory(const struct server *srv)
-{
-	size_t n = 0;
-
-	for (const struct conn *c = srv->conns; c != NULL; c = c->next)
-		n += sizeof(*c) + c->in.cap + c->out.cap;
-	return n;
-}
-
 static void
 info_server(struct server *srv)
 {
@@ -1685,7 +1674,7 @@ info_server(struct server *srv)
 	    (unsigned long long)st->idle_closed,
 	    (unsigned long long)st->auth_failures,
 	    reg->nfilters, (unsigned long long)filter_memory_used,
-	    (unsigned long long)filter_memory_limit, conn_memory(srv),
+	    (unsigned long long)filter_memory_limit, server_conn_memory(srv),
 	    server_rss_bytes(),
 	    saver_busy(srv->saver), (long long)srv->last_reload,
 	    srv->last_reload_ok < 0 ? "none" :

@@ -42,8 +42,9 @@ int	persist_make_room(struct server *, size_t n);
 /* journal_append failed after a key was set (everysec): write and retry,
  * else count it as lost to the journal. */
 void	persist_append_failed(struct server *, struct filter *, uint64_t h);
-/* Whether a journal is open in data_dir: on, or off with segments that
- * snapshots do not cover yet (then it reopens there if turned on). */
+/* Whether a journal is open in data_dir: always when it is on (it cannot
+ * start or be turned on otherwise), and when off with segments snapshots
+ * do not cover yet (then it reopens there if turned on). */
 int	persist_has_journal(const struct server *);
 /* Why the journal is in fault ("" if it is not). */
 const char *persist_reason(const struct server *);

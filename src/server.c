@@ -930,7 +930,7 @@ data_dir_move_refused(const struct server *srv, const struct config *ncfg,
     char *err, size_t errlen)
 {
 	if (strcmp(srv->cfg->data_dir, ncfg->data_dir) == 0 ||
-	    (srv->cfg->journal == JOURNAL_OFF && !persist_has_journal(srv)))
+	    !persist_has_journal(srv))
 		return 0;
 	snprintf(err, errlen, "data_dir cannot change by a reload while a "
 	    "journal is open (it stays in %s, which the next start would not "
