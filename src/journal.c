@@ -523,10 +523,10 @@ fill(struct reader *r, size_t want)
 }
 
 /*
- * A record of size bytes at off fails a checksum: a torn tail (returns 1)
- * if the bytes from a page boundary inside it to the end of the last
- * segment are zero - pages a power loss kept from being written back -
- * else damage (-1).
+ * A record of size bytes at off fails a checksum: a torn tail (returns 0:
+ * replay ends there) if the bytes from a page boundary inside it to the
+ * end of the last segment are zero - pages a power loss kept from being
+ * written back - else damage (-1).
  */
 static int
 bad_sum(struct reader *r, struct journal_replay_info *info, uint64_t off,
@@ -537,18 +537,19 @@ bad_sum(struct reader *r, struct journal_replay_info *info, uint64_t off,
 	/* zero_to_end reuses buf: nothing of the view is needed after */
 	if (r->last && page > off && zero_to_end(r, page)) {
 		torn(r, info, off);
-		return 1;
+		return 0;
 	}
 	return damage(r, off, what);
 }
 
-/* An incomplete record at off, running to the end of the file. */
+/* An incomplete record at off, running to the end of the file: a torn
+ * tail in the last segment (0: replay ends there), else damage (-1). */
 static int
 incomplete(struct reader *r, struct journal_replay_info *info, uint64_t off)
 {
 	if (r->last) {
 		torn(r, info, off);
-		return 1;
+		return 0;
 	}
 	return damage(r, off, "incomplete record at the end of a segment "
 	    "that is not the last");
@@ -563,7 +564,6 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 	size_t			 size, avail;
 	uint32_t		 count;
 	unsigned		 type;
-	int			 rc;
 	char			 what[120];
 
 	r->base = JOURNAL_HEADER_SIZE;
@@ -595,13 +595,11 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 			return damage(r, off, what);
 		}
 		if (avail < size)
-			return incomplete(r, info, off) == 1 ? 0 : -1;
+			return incomplete(r, info, off);
 		if (type == JOURNAL_REC_BATCH) {
-			if (get_le32(p + 20) != sum32(p, 20)) {
-				rc = bad_sum(r, info, off, size, "batch header "
-				    "fails its checksum");
-				return rc == 1 ? 0 : -1;
-			}
+			if (get_le32(p + 20) != sum32(p, 20))
+				return bad_sum(r, info, off, size, "batch "
+				    "header fails its checksum");
 			count = get_le32(p + 4);
 			if (count == 0 || count > JOURNAL_BATCH_MAX) {
 				snprintf(what, sizeof(what), "batch of %" PRIu32
@@ -614,19 +612,15 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 				return -1;
 			p = r->buf + r->pos;
 			if (r->have - r->pos < size)
-				return incomplete(r, info, off) == 1 ? 0 : -1;
+				return incomplete(r, info, off);
 			if (get_le32(p + 16) != sum32_long(p + JOURNAL_BATCH_HEAD,
-			    size - JOURNAL_BATCH_HEAD)) {
-				rc = bad_sum(r, info, off, size, "batch fails "
-				    "its checksum");
-				return rc == 1 ? 0 : -1;
-			}
+			    size - JOURNAL_BATCH_HEAD))
+				return bad_sum(r, info, off, size, "batch "
+				    "fails its checksum");
 		} else if (get_le32(p + size - SUM_SIZE) !=
-		    sum32(p, size - SUM_SIZE)) {
-			rc = bad_sum(r, info, off, size, "record fails its "
+		    sum32(p, size - SUM_SIZE))
+			return bad_sum(r, info, off, size, "record fails its "
 			    "checksum");
-			return rc == 1 ? 0 : -1;
-		}
 		if (take_record(r, p, off, cb, arg, info) == -1)
 			return -1;
 		r->pos += size;
