@@ -194,7 +194,6 @@ resp_parse_hot_tail(const char *p, size_t len, size_t pos,
 {
 	const char	*v;
 	size_t		 vl;
-
 	uint64_t	 w, m, one;
 
 	if ((pos = resp_simple_bulk(p, len, pos, lim->max_bulk, key,

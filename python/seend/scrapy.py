@@ -218,7 +218,7 @@ class DupeFilter(BaseDupeFilter):
         """True if seend has seen the request's key (now recorded)."""
         mark = request.meta.pop(META_KEY, None)
         key = None
-        if mark is not None and ((len(mark) > 2 and mark[2]() is request) or
+        if mark is not None and (mark[2]() is request or
                                  mark[0] == (key := self.shared.key(request))):
             self.shared.stats.inc_value("seend/batched", spider=self.spider)
             return bool(mark[1])

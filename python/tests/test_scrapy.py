@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+import weakref
 
 from pyseend import HERE, SYSTEM_PYTHON, Failed, Server, address, free_port, \
     run, test
@@ -290,7 +291,7 @@ def marks_answer_only_their_own_request(t):
         # a copy for another URL (what a redirect does) keeps the meta but
         # not the answer: asked directly
         other = Request("http://a.example/new", meta={"seend_seen": (
-            "http://a.example/0", True)})
+            "http://a.example/0", True, weakref.ref(reqs[0]))})
         t.eq(df.request_seen(other), False, "mark for another key ignored")
         # a copy carrying the mark of its original (a redirect copies
         # meta): the mark's request is not the copy, its key decides
