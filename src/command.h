@@ -2,10 +2,11 @@
  * command.h - the command table and the per-request work, for both
  * protocols.
  *
- * One table serves the line protocol and RESP2: a handler never formats
+ * One table serves the line protocol and RESP: a handler never formats
  * bytes, it fills a struct result (an integer, a status, an error, an
- * array of answers...) that command_encode writes in the protocol the
- * request came in. Handlers change no connection or server machinery:
+ * array of answers...) that result_encode writes in the protocol of the
+ * connection (result.h). The handlers live in cmd_*.c by what they act
+ * on (handler.h). Handlers change no connection or server machinery:
  * what must happen next (close after the reply, wait for a SAVE) is a flag
  * or a wait token in the result, and the connection acts on it.
  *
@@ -24,6 +25,7 @@
 #include "buf.h"
 #include "proto.h"
 #include "resp.h"
+#include "result.h"
 #include "stats.h"
 
 struct conn;
@@ -31,12 +33,13 @@ struct filter;
 struct command;
 struct save_wait;
 
-/* Which protocol a request came in, and so which encoding its reply gets. */
+/* Which protocol a request came in (see result.h for the encodings). */
 #define COMMAND_LINE	1
 #define COMMAND_RESP	2
 
 struct op {
 	int			 proto;	/* COMMAND_LINE or COMMAND_RESP */
+	int			 resp3;	/* RESP, on a connection after HELLO 3 */
 	enum proto_status	 status;	/* line framing */
 	struct request		 req;		/* line tokens */
 	/* the arguments, the command's name first: req's or RESP's */
@@ -48,32 +51,6 @@ struct op {
 	uint64_t		 hash;
 };
 
-enum result_kind {
-	RESULT_NONE,	/* no reply (an empty request) */
-	RESULT_INT,	/* n                     line "n"        RESP ":n" */
-	RESULT_STATUS,	/* text                  line "text"     RESP "+text" */
-	RESULT_ERROR,	/* code, text            line "ERR text" RESP "-code text" */
-	RESULT_BULK,	/* text, len                             RESP "$len text" */
-	RESULT_NULL,	/*                                       RESP "$-1" */
-	RESULT_INTS,	/* len answers of 0/1 at text            RESP "*len :a ..." */
-	RESULT_TEXT,	/* "name value" lines    line: + "END"   RESP: one bulk */
-	RESULT_ARRAY,	/* text, len: an array resp_add_* built  RESP only */
-	RESULT_WAIT,	/* wait: the reply comes when it completes (SAVE) */
-};
-
-struct result {
-	enum result_kind	 kind;
-	/* RESULT_ERROR: Redis's code ("ERR", "NOAUTH", "WRONGPASS"), or NULL
-	 * for a bare RedisBloom text whose first word is its code */
-	const char		*code;
-	const char		*text;	/* static, the request, or scratch */
-	size_t			 len;
-	long long		 n;
-	int			 close;	/* close once the reply is sent */
-	int			 need_auth; /* refused for want of AUTH */
-	struct save_wait	*wait;	/* RESULT_WAIT */
-};
-
 /* Line requests. */
 void		command_prepare(struct conn *, const char *line, size_t len,
 		    struct op *);
@@ -82,9 +59,6 @@ void		command_prepare_resp(struct conn *, const struct resp_request *,
 		    struct op *);
 /* Runs a prepared request; the caller encodes r and acts on its flags. */
 void		command_run(struct conn *, struct op *, struct result *r);
-/* Writes r into out in proto's encoding. Returns 0, or -1 out of memory. */
-int		command_encode(struct buf *out, int proto,
-		    const struct result *r);
 
 /*
  * Answers up to max simple requests ("SEEN <key>" and "CHECK <key>" lines,

@@ -222,7 +222,8 @@ refuse_long_line(struct conn *c)
 static int
 conn_reply(struct conn *c, int proto, const struct result *r)
 {
-	if (command_encode(&c->out, proto, r) == -1)
+	if (result_encode(&c->out, proto == COMMAND_LINE ? REPLY_LINE :
+	    c->resp3 ? REPLY_RESP3 : REPLY_RESP2, r) == -1)
 		c->quitting = 1;	/* out of memory: nothing sane to send */
 	if (r->kind == RESULT_ERROR) {
 		c->srv->stats.errors++;

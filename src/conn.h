@@ -35,6 +35,7 @@ struct conn {
 	struct buf	 in, out;
 	unsigned	 is_unix:1;
 	unsigned	 authed:1;
+	unsigned	 resp3:1;	/* HELLO 3: RESP replies in RESP3 */
 	unsigned	 reading:1;	/* ev_read is added */
 	unsigned	 writing:1;	/* ev_write is added */
 	unsigned	 discarding:1;	/* skipping the rest of an over-long line */

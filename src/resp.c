@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "resp.h"
@@ -381,3 +382,190 @@ resp_add_null_array(struct buf *b)
 	return buf_append(b, "*-1\r\n", 5);
 }
 
+
+/* ---- RESP3 (HELLO 3): the richer shapes, and their RESP2 forms ---- */
+
+int
+resp_add_map(struct buf *b, long long pairs)
+{
+	return add_number_line(b, '%', pairs);
+}
+
+int
+resp_add_set(struct buf *b, long long n)
+{
+	return add_number_line(b, '~', n);
+}
+
+int
+resp_add_null3(struct buf *b)
+{
+	return buf_append(b, "_\r\n", 3);
+}
+
+int
+resp_add_bool(struct buf *b, int yes)
+{
+	return buf_append(b, yes ? "#t\r\n" : "#f\r\n", 4);
+}
+
+int
+resp_add_double(struct buf *b, double v)
+{
+	char	 text[40];
+	int	 n = snprintf(text, sizeof(text), "%.17g", v);
+
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -1;
+	return add_line(b, ",", 1, text, (size_t)n);
+}
+
+int
+resp_add_verbatim(struct buf *b, const char *format, const void *p,
+    size_t len)
+{
+	/* "=<len>\r\n<3 letters>:<data>\r\n": the length counts the prefix */
+	if (strlen(format) != 3 || len > (size_t)-1 / 2 ||
+	    buf_reserve(b, len + 32) == -1 ||
+	    add_number_line(b, '=', (long long)len + 4) == -1)
+		return -1;
+	memcpy(b->data + b->len, format, 3);
+	b->data[b->len + 3] = ':';
+	memcpy(b->data + b->len + 4, p, len);
+	memcpy(b->data + b->len + 4 + len, "\r\n", 2);
+	b->len += len + 6;
+	return 0;
+}
+
+/* The bytes of the simple line at p[0..len), CR LF included, or 0. */
+static size_t
+downgrade_number_line(const char *p, size_t len)
+{
+	const char *cr = memchr(p, '\r', len);
+
+	if (cr == NULL || (size_t)(cr - p) + 2 > len || cr[1] != '\n')
+		return 0;
+	return (size_t)(cr - p) + 2;
+}
+
+/* The number of a "<type><n>\r\n" line at p[0..len): the position after
+ * it, or 0 if there is none. */
+static size_t
+downgrade_number(const char *p, size_t len, long long *n)
+{
+	const char	*cr = memchr(p, '\r', len);
+	char		 text[32], *end;
+	size_t		 l;
+
+	if (cr == NULL || (size_t)(cr - p) + 2 > len || cr[1] != '\n')
+		return 0;
+	l = (size_t)(cr - p) - 1;
+	if (l == 0 || l >= sizeof(text))
+		return 0;
+	memcpy(text, p + 1, l);
+	text[l] = '\0';
+	*n = strtoll(text, &end, 10);
+	if (*end != '\0')
+		return 0;
+	return (size_t)(cr - p) + 2;
+}
+
+/*
+ * One value at p[0..len) into out in RESP2; returns the bytes it took in
+ * p, or 0 if it is not one whole value. depth bounds the nesting.
+ */
+static size_t
+downgrade_value(struct buf *out, const char *p, size_t len, int depth)
+{
+	long long	 n;
+	size_t		 pos, used, line;
+
+	if (len < 3 || depth > 16)
+		return 0;
+	switch (p[0]) {
+	case '+': case '-': case ':':
+		/* simple lines are the same in both */
+		if ((line = downgrade_number_line(p, len)) == 0)
+			return 0;
+		return buf_append(out, p, line) == -1 ? 0 : line;
+	case '_':
+		return memcmp(p, "_\r\n", 3) != 0 ||
+		    resp_add_null(out) == -1 ? 0 : 3;
+	case '#':
+		if (len < 4 || (p[1] != 't' && p[1] != 'f') ||
+		    p[2] != '\r' || p[3] != '\n')
+			return 0;
+		return resp_add_int(out, p[1] == 't') == -1 ? 0 : 4;
+	case ',': case '(':
+		/* a double or a big number: Redis sends RESP2 a bulk string */
+		if ((line = downgrade_number_line(p, len)) == 0 ||
+		    resp_add_bulk(out, p + 1, line - 3) == -1)
+			return 0;
+		return line;
+	case '$': case '=':
+		if ((pos = downgrade_number(p, len, &n)) == 0 || n < -1)
+			return 0;
+		if (n == -1)
+			return resp_add_null(out) == -1 ? 0 : pos;
+		if ((size_t)n > len - pos || len - pos - (size_t)n < 2)
+			return 0;
+		if (p[0] == '=') {
+			/* verbatim: the bulk without its "txt:" */
+			if (n < 4 || resp_add_bulk(out, p + pos + 4,
+			    (size_t)n - 4) == -1)
+				return 0;
+		} else if (buf_append(out, p, pos + (size_t)n + 2) == -1)
+			return 0;
+		return pos + (size_t)n + 2;
+	case '*': case '~': case '%': case '>': case '|':
+		if ((pos = downgrade_number(p, len, &n)) == 0 || n < -1)
+			return 0;
+		if (n == -1)
+			return buf_append(out, "*-1\r\n", 5) == -1 ? 0 : pos;
+		if (p[0] == '%' || p[0] == '|')
+			n *= 2;
+		if (p[0] != '|' && add_number_line(out, '*', n) == -1)
+			return 0;
+		if (p[0] == '|') {
+			/* an attribute is dropped, and the value it
+			 * describes follows */
+			struct buf skip = { 0 };
+
+			for (long long i = 0; i < n; i++) {
+				used = downgrade_value(&skip, p + pos,
+				    len - pos, depth + 1);
+				if (used == 0) {
+					buf_free(&skip);
+					return 0;
+				}
+				pos += used;
+			}
+			buf_free(&skip);
+			if ((used = downgrade_value(out, p + pos, len - pos,
+			    depth + 1)) == 0)
+				return 0;
+			return pos + used;
+		}
+		for (long long i = 0; i < n; i++) {
+			if ((used = downgrade_value(out, p + pos, len - pos,
+			    depth + 1)) == 0)
+				return 0;
+			pos += used;
+		}
+		return pos;
+	}
+	return 0;
+}
+
+int
+resp_downgrade(struct buf *out, const char *p, size_t len)
+{
+	size_t	 pos = 0, used;
+
+	while (pos < len) {
+		if ((used = downgrade_value(out, p + pos, len - pos, 0)) == 0)
+			return -1;
+		pos += used;
+	}
+	return 0;
+}

@@ -1,6 +1,6 @@
 /*
- * resp.h - RESP2, the Redis protocol: request parsing and reply encoding,
- * no I/O.
+ * resp.h - the Redis protocol: request parsing, and reply encoding in
+ * RESP2 and RESP3; no I/O.
  *
  * A request that begins with '*' is an array of bulk strings:
  *
@@ -93,6 +93,24 @@ int	resp_add_bulk(struct buf *, const void *, size_t); /* $n data */
 int	resp_add_null(struct buf *);			/* $-1 */
 int	resp_add_array(struct buf *, long long n);	/* *n, then n items */
 int	resp_add_null_array(struct buf *);		/* *-1 */
+/* RESP3's shapes: a map of n pairs (2n values follow), a set, a null, a
+ * boolean, a double, a verbatim string ("txt" or "mkd"). */
+int	resp_add_map(struct buf *, long long pairs);	/* %n */
+int	resp_add_set(struct buf *, long long n);	/* ~n */
+int	resp_add_null3(struct buf *);			/* _ */
+int	resp_add_bool(struct buf *, int);		/* #t, #f */
+int	resp_add_double(struct buf *, double);		/* ,1.5 */
+int	resp_add_verbatim(struct buf *, const char *format, const void *,
+	    size_t);					/* =n fmt:data */
+/*
+ * Writes the RESP3 values at p[0..len) into out as Redis writes the same
+ * values to a RESP2 client: maps and attributes' pairs flattened into
+ * arrays (attributes dropped), sets and pushes as arrays, null as $-1,
+ * booleans as :1/:0, doubles and big numbers as bulk strings, verbatim
+ * strings as bulk strings without their format. Returns 0, or -1 if p is
+ * not whole RESP3 values or out cannot grow.
+ */
+int	resp_downgrade(struct buf *out, const char *p, size_t len);
 
 /* A bulk length as resp_parse accepts it: "0" or 1-18 digits without a
  * leading zero, then CR LF. Returns the position after the LF, or 0. */

@@ -1,0 +1,273 @@
+/*
+ * cmd_info.c - what operators ask: INFO, FILTERS, SAVE, DBSIZE.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "config.h"
+#include "filter.h"
+#include "handler.h"
+#include "log.h"
+#include "persist.h"
+#include "registry.h"
+#include "resp.h"
+#include "saver.h"
+#include "server.h"
+#include "snapshot.h"
+
+/* The keys all filters answered new: Redis's key count, near enough. */
+void
+cmd_dbsize(struct conn *c, struct op *op, struct result *r)
+{
+	const struct registry	*reg = c->srv->reg;
+	long long		 n = 0;
+
+	(void)op;
+	for (size_t i = 0; i < reg->nfilters; i++)
+		n += (long long)filter_count(reg->filters[i]);
+	result_int(r, n);
+}
+
+static void
+filter_line(const struct filter *f)
+{
+	buf_printf(&result_buf, "%s capacity=%llu error_rate=%g count=%llu "
+	    "bytes=%llu slices=%zu\r\n", f->name,
+	    (unsigned long long)f->capacity, f->error_rate,
+	    (unsigned long long)filter_count(f),
+	    (unsigned long long)filter_bytes(f), f->nslices);
+}
+
+/* The growth factor as the config spells it. */
+static const char *
+growth_text(const struct filter *f, char *buf, size_t len)
+{
+	if (f->growth == 0)
+		return "off";
+	snprintf(buf, len, "%u", f->growth);
+	return buf;
+}
+
+static void
+info_filter(const struct filter *f)
+{
+	const struct slice	*h = f->head;
+	double			 bits = (double)filter_bytes(f) * 8;
+	uint64_t		 bits_set = 0, cap = filter_slice_capacity(f);
+	char			 g[16];
+
+	for (size_t i = 0; i < f->nslices; i++)
+		bits_set += f->slices[i]->bloom.bits_set;
+	buf_printf(&result_buf,
+	    "name %s\r\n"
+	    "capacity %llu\r\n"
+	    "error_rate %g\r\n"
+	    "growth %s\r\n"
+	    "expire %lld\r\n"
+	    "normalize %s\r\n"
+	    "state %s\r\n"
+	    "count %llu\r\n"
+	    "slices %zu\r\n"
+	    "slice_capacity %llu\r\n"
+	    "bits %.0f\r\n"
+	    "bytes %llu\r\n"
+	    "mapped_bytes %llu\r\n"
+	    "bits_per_key %.2f\r\n"
+	    "hashes %u\r\n"
+	    "layout split-block-512\r\n"
+	    "bits_set %llu\r\n"
+	    "fill_ratio %.6f\r\n"
+	    "estimated_fp_rate %.3g\r\n"
+	    "fp_rate_at_capacity %.3g\r\n"
+	    "seen_new %llu\r\n"
+	    "seen_old %llu\r\n"
+	    "checks %llu\r\n"
+	    "refused_full %llu\r\n",
+	    f->name, (unsigned long long)f->capacity, f->error_rate,
+	    growth_text(f, g, sizeof(g)), (long long)(f->expire_ms / 1000),
+	    f->normalize ? "standard" : "off", filter_state_name(filter_state(f)),
+	    (unsigned long long)filter_count(f), f->nslices,
+	    (unsigned long long)cap, bits, (unsigned long long)filter_bytes(f),
+	    (unsigned long long)filter_mapped(f),
+	    cap ? bits / (double)cap : 0.0, h ? h->bloom.hashes : 0,
+	    (unsigned long long)bits_set, bits > 0 ? (double)bits_set / bits :
+	    0.0, filter_fp_estimate(f), filter_fp_planned(f),
+	    (unsigned long long)f->seen_new, (unsigned long long)f->seen_old,
+	    (unsigned long long)f->checks, (unsigned long long)f->refused);
+	buf_printf(&result_buf,
+	    "dirty %d\r\n"
+	    "snapshot_in_progress %d\r\n"
+	    "last_snapshot_time %lld\r\n"
+	    "last_snapshot_status %s\r\n"
+	    "last_snapshot_duration_ms %.1f\r\n"
+	    "last_snapshot_error %s\r\n"
+	    "snapshots_ok %llu\r\n"
+	    "snapshots_failed %llu\r\n",
+	    filter_dirty(f), f->saving > 0,
+	    (long long)f->last_save,
+	    f->last_save_ok < 0 ? "none" : f->last_save_ok ? "ok" : "failed",
+	    f->last_save_secs * 1000,
+	    f->last_save_error[0] ? f->last_save_error : "-",
+	    (unsigned long long)f->saves_ok,
+	    (unsigned long long)f->saves_failed);
+}
+
+static void
+info_server(struct server *srv)
+{
+	const struct stats	*st = &srv->stats;
+	const struct registry	*reg = srv->reg;
+	time_t			 now = time(NULL);
+	buf_printf(&result_buf,
+	    "version %s\r\n"
+	    "pid %ld\r\n"
+	    "uptime_seconds %lld\r\n"
+	    "connections_current %u\r\n"
+	    "connections_total %llu\r\n"
+	    "connections_refused %llu\r\n"
+	    "max_clients %u\r\n"
+	    "commands_total %llu\r\n",
+	    PACKAGE_VERSION, (long)getpid(), (long long)(now - srv->started),
+	    srv->nconns, (unsigned long long)st->conns_total,
+	    (unsigned long long)st->conns_refused, srv->cfg->max_clients,
+	    (unsigned long long)st->commands);
+	for (int i = 0; i < CMD_COUNT; i++) {
+		char name[16];
+		size_t j;
+
+		for (j = 0; command_name(i)[j] && j < sizeof(name) - 1; j++)
+			name[j] = (char)(command_name(i)[j] | 0x20);
+		name[j] = '\0';
+		buf_printf(&result_buf, "cmd_%s %llu\r\n", name,
+		    (unsigned long long)st->by_cmd[i]);
+	}
+	buf_printf(&result_buf,
+	    "errors_total %llu\r\n"
+	    "keys_new %llu\r\n"
+	    "keys_seen %llu\r\n"
+	    "check_hits %llu\r\n"
+	    "check_misses %llu\r\n"
+	    "lines_too_long %llu\r\n"
+	    "idle_closed %llu\r\n"
+	    "auth_failures %llu\r\n"
+	    "filters %zu\r\n"
+	    "filter_memory_bytes %llu\r\n"
+	    "max_memory %llu\r\n"
+	    "connection_memory_bytes %zu\r\n"
+	    "rss_bytes %zu\r\n"
+	    "snapshots_in_progress %d\r\n"
+	    "last_reload_time %lld\r\n"
+	    "last_reload_status %s\r\n",
+	    (unsigned long long)st->errors,
+	    (unsigned long long)st->keys_new,
+	    (unsigned long long)st->keys_seen,
+	    (unsigned long long)st->check_hits,
+	    (unsigned long long)st->check_misses,
+	    (unsigned long long)st->lines_too_long,
+	    (unsigned long long)st->idle_closed,
+	    (unsigned long long)st->auth_failures,
+	    reg->nfilters, (unsigned long long)filter_memory_used,
+	    (unsigned long long)filter_memory_limit, server_conn_memory(srv),
+	    server_rss_bytes(),
+	    saver_busy(srv->saver), (long long)srv->last_reload,
+	    srv->last_reload_ok < 0 ? "none" :
+	    srv->last_reload_ok ? "ok" : "failed");
+	persist_info(srv, &result_buf);
+}
+
+void
+cmd_filters(struct conn *c, struct op *op, struct result *r)
+{
+	const struct registry *reg = c->srv->reg;
+
+	result_reset();
+	for (size_t i = 0; i < reg->nfilters; i++)
+		filter_line(reg->filters[i]);
+	result_scratch(r, op->proto == COMMAND_RESP ? RESULT_BULK : RESULT_TEXT);
+}
+
+void
+cmd_info(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	char		 tok[80];
+
+	result_reset();
+	if (op->argc == 2 && (f = registry_find(c->srv->reg, op->argv[1],
+	    op->argl[1])) != NULL)
+		info_filter(f);
+	else if (op->argc == 2 && op->proto == COMMAND_LINE) {
+		result_error(r, "ERR", "no such filter '%s'",
+		    command_printable(op->argv[1], op->argl[1], tok, sizeof(tok)));
+		return;
+	} else if (op->argc > 2 || (op->argc == 2 &&
+	    !name_is(op->argv[1], op->argl[1], "SERVER", 6) &&
+	    !name_is(op->argv[1], op->argl[1], "ALL", 3) &&
+	    !name_is(op->argv[1], op->argl[1], "DEFAULT", 7) &&
+	    !name_is(op->argv[1], op->argl[1], "EVERYTHING", 10) &&
+	    !name_is(op->argv[1], op->argl[1], "SEEND", 5))) {
+		/* Redis answers an unknown section with nothing */
+		r->kind = RESULT_BULK;
+		r->text = "";
+		r->len = 0;
+		return;
+	} else
+		info_server(c->srv);
+	result_scratch(r, RESULT_TEXT);
+}
+
+/*
+ * SAVE answers only once every file is written and fsynced, so the
+ * connection waits (its later requests too, to keep replies in order)
+ * while the worker thread writes; other clients are served meanwhile.
+ * The result is a wait token the connection holds until it completes.
+ */
+void
+cmd_save(struct conn *c, struct op *op, struct result *r)
+{
+	struct server		*srv = c->srv;
+	struct save_wait	*w;
+	struct filter		*one = NULL;
+	char			 tok[80];
+
+	if (op->argc == 2 &&
+	    (one = registry_find(srv->reg, op->argv[1], op->argl[1])) == NULL) {
+		result_error(r, "ERR", "no such filter '%s'",
+		    command_printable(op->argv[1], op->argl[1], tok, sizeof(tok)));
+		return;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	w->conn = c;
+	w->pending = 1;		/* held until every job is queued */
+	for (size_t i = 0; i < srv->reg->nfilters; i++) {
+		struct filter *f = srv->reg->filters[i];
+
+		if (one != NULL && f != one)
+			continue;
+		if (saver_submit(srv->saver, f, srv->cfg->data_dir, w) == -1) {
+			w->failed = 1;
+			snprintf(w->err, sizeof(w->err), "out of memory");
+		}
+	}
+	if (--w->pending == 0) {
+		int failed = w->failed;
+
+		free(w);
+		if (failed)
+			result_error(r, "ERR", "out of memory");
+		else
+			result_status(r, "OK");
+		return;
+	}
+	r->kind = RESULT_WAIT;
+	r->wait = w;
+}

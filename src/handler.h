@@ -1,0 +1,115 @@
+/*
+ * handler.h - what the command handlers share: the table entry, one
+ * function per command (in cmd_*.c, by what it acts on), and the helpers
+ * they use. Only command.c and the cmd_*.c files include it.
+ *
+ *   cmd_connection.c  PING ECHO AUTH SELECT CLIENT COMMAND CONFIG HELLO
+ *                     READONLY READWRITE QUIT
+ *   cmd_keys.c        URL keys and set members: SETNX SET GET MGET EXISTS
+ *                     SADD SISMEMBER SMISMEMBER SCARD
+ *   cmd_bloom.c       RedisBloom's BF.*
+ *   cmd_keyspace.c    filters as keys: DEL UNLINK TYPE KEYS SCAN EXPIRE...
+ *                     and the line protocol's RESET
+ *   cmd_info.c        INFO FILTERS SAVE DBSIZE
+ *   command.c         the table, dispatch, SEEN/CHECK and the fast paths
+ */
+#ifndef SEEND_HANDLER_H
+#define SEEND_HANDLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "command.h"
+#include "result.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+typedef void (*command_fn)(struct conn *, struct op *, struct result *);
+
+struct command {
+	const char	*name;		/* upper case */
+	const char	*lname;		/* as Redis names it in errors */
+	enum cmd_id	 id;		/* counted under (CMD_COUNT: none) */
+	int		 min_args;	/* not counting the command itself */
+	int		 max_args;	/* -1: any */
+	int		 proto;		/* COMMAND_LINE, COMMAND_RESP or both */
+	int		 before_auth;	/* allowed before AUTH */
+	command_fn	 fn;
+};
+
+#define LINE	COMMAND_LINE
+#define RESP	COMMAND_RESP
+#define BOTH	(COMMAND_LINE | COMMAND_RESP)
+
+/* command.c */
+void	cmd_seen(struct conn *, struct op *, struct result *);
+/* cmd_connection.c */
+void	cmd_ping(struct conn *, struct op *, struct result *);
+void	cmd_echo(struct conn *, struct op *, struct result *);
+void	cmd_auth(struct conn *, struct op *, struct result *);
+void	cmd_select(struct conn *, struct op *, struct result *);
+void	cmd_client(struct conn *, struct op *, struct result *);
+void	cmd_command(struct conn *, struct op *, struct result *);
+void	cmd_config(struct conn *, struct op *, struct result *);
+void	cmd_hello(struct conn *, struct op *, struct result *);
+void	cmd_readonly(struct conn *, struct op *, struct result *);
+void	cmd_quit(struct conn *, struct op *, struct result *);
+/* cmd_keys.c */
+void	cmd_setnx(struct conn *, struct op *, struct result *);
+void	cmd_set(struct conn *, struct op *, struct result *);
+void	cmd_get(struct conn *, struct op *, struct result *);
+void	cmd_mget(struct conn *, struct op *, struct result *);
+void	cmd_exists(struct conn *, struct op *, struct result *);
+void	cmd_sadd(struct conn *, struct op *, struct result *);
+void	cmd_sismember(struct conn *, struct op *, struct result *);
+void	cmd_scard(struct conn *, struct op *, struct result *);
+/* cmd_bloom.c */
+void	cmd_bf_reserve(struct conn *, struct op *, struct result *);
+void	cmd_bf_insert(struct conn *, struct op *, struct result *);
+void	cmd_bf_info(struct conn *, struct op *, struct result *);
+/* cmd_keyspace.c */
+void	cmd_del(struct conn *, struct op *, struct result *);
+/* cmd_info.c */
+void	cmd_info(struct conn *, struct op *, struct result *);
+void	cmd_filters(struct conn *, struct op *, struct result *);
+void	cmd_save(struct conn *, struct op *, struct result *);
+void	cmd_dbsize(struct conn *, struct op *, struct result *);
+
+/* The table, for COMMAND COUNT and INFO's counters. */
+const struct command *command_table(size_t *n);
+
+/* A token for an error message: at most 64 bytes, bytes that would break
+ * the reply line shown as '?'. */
+const char	*command_printable(const char *tok, size_t len, char *out,
+		    size_t outlen);
+/* SEEN (check 0) or CHECK of one key of a RESP command in f: the answer,
+ * or FILTER_FULL with the error in r. */
+int		 command_dedup_key(struct conn *, struct filter *,
+		    const char *key, size_t len, int check, struct result *r);
+/* The error of a key no filter takes. */
+void		 command_no_route(struct conn *, struct result *r);
+/* The filter a RESP command names in argv[1]; creates it (with the
+ * new_filter_* settings) when create is set and create_filters is on.
+ * NULL: missing, with r set if that is an error. */
+struct filter	*command_named_filter(struct conn *, struct op *, int create,
+		    struct result *r);
+/* Numbers as RedisBloom and Redis read them (the whole text): 0, or -1. */
+int		 command_arg_double(const char *s, size_t len, double *v);
+int		 command_arg_ll(const char *s, size_t len, long long *v);
+
+/* Case-insensitive compare of a word of a request with an upper-case word
+ * of exactly n bytes. */
+static inline int
+name_is(const char *a, size_t alen, const char *word, size_t n)
+{
+	if (alen != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((a[i] & ~0x20) != word[i] && a[i] != word[i])
+			return 0;
+	return 1;
+}
+
+#endif
