@@ -56,40 +56,28 @@ token_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return diff == 0;
 }
 
-void
-cmd_auth(struct conn *c, struct op *op, struct result *r)
+/*
+ * Checks a token (and a user: Redis's one user is "default") against
+ * auth_token. Returns 1 and authenticates c, or 0 with the error in r (as
+ * Redis 7 words it in RESP, or the line protocol's own).
+ */
+static int
+auth_check(struct conn *c, const char *user, size_t userl, const char *pass,
+    size_t passl, int resp, struct result *r)
 {
 	const char	*token = c->srv->cfg->auth_token;
-	int		 resp = op->proto == COMMAND_RESP, user = 0;
 
-	if (resp && op->argc > 3) {
-		result_error(r, "ERR", "syntax error");
-		return;
-	}
-	if (resp && op->argc == 3) {
-		/* AUTH <user> <token>: the one user is Redis's "default" */
-		user = 1;
-		if (!token_equal(op->argv[1], op->argl[1], "default", 7))
-			goto wrong;
-	}
+	if (user != NULL && !token_equal(user, userl, "default", 7))
+		goto wrong;
 	if (token == NULL) {
+		/* Redis's default user without a password takes any */
 		c->authed = 1;
-		if (!resp)
-			result_error(r, "ERR", "no auth_token is configured");
-		else if (user)
-			result_status(r, "OK");	/* Redis's nopass default user */
-		else
-			result_error(r, "ERR", "AUTH <password> called without any "
-			    "password configured for the default user. Are you "
-			    "sure your configuration is correct?");
-		return;
+		return 1;
 	}
-	if (token_equal(op->argv[op->argc - 1], op->argl[op->argc - 1], token,
-	    strlen(token))) {
+	if (token_equal(pass, passl, token, strlen(token))) {
 		c->authed = 1;
 		c->strikes = 0;
-		result_status(r, "OK");
-		return;
+		return 1;
 	}
 wrong:
 	c->srv->stats.auth_failures++;
@@ -100,6 +88,31 @@ wrong:
 		    "user is disabled.");
 	else
 		result_error(r, "ERR", "invalid token");
+	return 0;
+}
+
+void
+cmd_auth(struct conn *c, struct op *op, struct result *r)
+{
+	int	 resp = op->proto == COMMAND_RESP, user = resp && op->argc == 3;
+
+	if (resp && op->argc > 3) {
+		result_error(r, "ERR", "syntax error");
+		return;
+	}
+	if (c->srv->cfg->auth_token == NULL && !user) {
+		c->authed = 1;
+		if (!resp)
+			result_error(r, "ERR", "no auth_token is configured");
+		else
+			result_error(r, "ERR", "AUTH <password> called without "
+			    "any password configured for the default user. Are "
+			    "you sure your configuration is correct?");
+		return;
+	}
+	if (auth_check(c, user ? op->argv[1] : NULL, user ? op->argl[1] : 0,
+	    op->argv[op->argc - 1], op->argl[op->argc - 1], resp, r))
+		result_status(r, "OK");
 }
 
 void
@@ -116,46 +129,119 @@ cmd_select(struct conn *c, struct op *op, struct result *r)
 		result_status(r, "OK");
 }
 
-/* CLIENT SETNAME/GETNAME; other subcommands as Redis refuses unknown ones */
+/* A client name or CLIENT SETINFO value: Redis allows no spaces, newlines
+ * or other bytes outside '!'..'~'. */
+static int
+name_valid(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] < '!' || p[i] > '~')
+			return 0;
+	return 1;
+}
+
+/* Sets c's name (empty: none); 0, or -1 with the error in r. */
+static int
+client_setname(struct conn *c, const char *p, size_t len, struct result *r)
+{
+	char *name = NULL;
+
+	if (!name_valid(p, len)) {
+		result_error(r, "ERR", "Client names cannot contain spaces, "
+		    "newlines or special characters.");
+		return -1;
+	}
+	if (len > 0 && (name = strndup(p, len)) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return -1;
+	}
+	free(c->name);
+	c->name = name;
+	return 0;
+}
+
+/* CLIENT SETINFO LIB-NAME|LIB-VER <value>, as Redis 7.2 answers it: the
+ * values are checked, and only acknowledged (nothing lists clients). */
+static void
+client_setinfo(struct op *op, struct result *r)
+{
+	const char *attr = op->argv[2];
+	size_t attrl = op->argl[2];
+
+	if (!name_is(attr, attrl, "LIB-NAME", 8) &&
+	    !name_is(attr, attrl, "LIB-VER", 7)) {
+		result_error(r, "ERR", "Unrecognized option '%.*s'",
+		    (int)(attrl < 128 ? attrl : 128), attr);
+		return;
+	}
+	if (!name_valid(op->argv[3], op->argl[3])) {
+		result_error(r, "ERR", "%s cannot contain spaces, newlines or "
+		    "special characters.", name_is(attr, attrl, "LIB-NAME", 8) ?
+		    "lib-name" : "lib-ver");
+		return;
+	}
+	result_status(r, "OK");
+}
+
+/*
+ * CLIENT SETNAME/GETNAME/ID/SETINFO; other subcommands (MAINT_NOTIFICATIONS
+ * that redis-py 8 and go-redis send on connect, among them) as Redis 7.0
+ * refuses unknown ones, which those clients tolerate.
+ */
 void
 cmd_client(struct conn *c, struct op *op, struct result *r)
 {
+	static const struct {
+		const char	*word, *lname;
+		int		 argc;
+	} subs[] = {
+		{ "SETNAME", "setname", 3 }, { "GETNAME", "getname", 2 },
+		{ "ID", "id", 2 }, { "SETINFO", "setinfo", 4 },
+	};
 	const char	*s = op->argv[1];
-	size_t		 l = op->argl[1];
+	size_t		 l = op->argl[1], i;
 
-	if (name_is(s, l, "SETNAME", 7) && op->argc == 3) {
-		char *name = NULL;
-
-		for (size_t i = 0; i < op->argl[2]; i++)
-			if (op->argv[2][i] < '!' || op->argv[2][i] > '~') {
-				result_error(r, "ERR", "Client names cannot "
-				    "contain spaces, newlines or special "
-				    "characters.");
-				return;
-			}
-		if (op->argl[2] > 0 &&
-		    (name = strndup(op->argv[2], op->argl[2])) == NULL) {
-			result_error(r, "ERR", "out of memory");
-			return;
-		}
-		free(c->name);
-		c->name = name;
-		result_status(r, "OK");
-	} else if (name_is(s, l, "GETNAME", 7) && op->argc == 2) {
+	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (name_is(s, l, subs[i].word, strlen(subs[i].word)))
+			break;
+	if (i == sizeof(subs) / sizeof(subs[0])) {
+		result_error(r, "ERR", "unknown subcommand '%.*s'. Try CLIENT "
+		    "HELP.", (int)(l < 128 ? l : 128), s);
+		return;
+	}
+	if (op->argc != subs[i].argc) {
+		result_error(r, "ERR", "wrong number of arguments for "
+		    "'client|%s' command", subs[i].lname);
+		return;
+	}
+	switch (i) {
+	case 0:
+		if (client_setname(c, op->argv[2], op->argl[2], r) == 0)
+			result_status(r, "OK");
+		break;
+	case 1:
 		if (c->name == NULL)
-			r->kind = RESULT_NULL;
-		else {
-			r->kind = RESULT_BULK;
-			r->text = c->name;
-			r->len = strlen(c->name);
-		}
-	} else if (name_is(s, l, "SETNAME", 7) || name_is(s, l, "GETNAME", 7))
-		result_error(r, "ERR", "wrong number of arguments for 'client|%s' "
-		    "command", name_is(s, l, "SETNAME", 7) ? "setname" :
-		    "getname");
-	else
-		result_error(r, "ERR", "unknown subcommand '%.*s'. Try CLIENT HELP.",
-		    (int)(l < 128 ? l : 128), s);
+			result_null(r);
+		else
+			result_bulk(r, c->name, strlen(c->name));
+		break;
+	case 2:
+		result_int(r, (long long)c->id);
+		break;
+	default:
+		client_setinfo(op, r);
+		break;
+	}
+}
+
+/* READONLY, READWRITE: what cluster-aware clients send to a node; a
+ * standalone seend serves reads and writes alike. */
+void
+cmd_readonly(struct conn *c, struct op *op, struct result *r)
+{
+	(void)c;
+	(void)op;
+	result_status(r, "OK");
 }
 
 /* COMMAND, COMMAND DOCS: an empty table (redis-cli copes); COUNT. */
@@ -202,54 +288,102 @@ cmd_config(struct conn *c, struct op *op, struct result *r)
 	}
 	result_reset();
 	if (op->argc == 3 && name_is(op->argv[2], op->argl[2], "SAVE", 4)) {
-		resp_add_array(&result_buf, 2);
+		resp_add_map(&result_buf, 1);
 		resp_add_bulk(&result_buf, "save", 4);
 		resp_add_bulk(&result_buf, "", 0);
 	} else if (op->argc == 3 && name_is(op->argv[2], op->argl[2],
 	    "APPENDONLY", 10)) {
-		resp_add_array(&result_buf, 2);
+		resp_add_map(&result_buf, 1);
 		resp_add_bulk(&result_buf, "appendonly", 10);
 		resp_add_bulk(&result_buf, "no", 2);
 	} else
-		resp_add_array(&result_buf, 0);
+		resp_add_map(&result_buf, 0);
 	result_scratch(r, RESULT_ARRAY);
 }
 
-/* HELLO [2]: RESP2 only; HELLO 3 is refused so clients stay on RESP2. */
+/*
+ * HELLO [2|3 [AUTH <user> <pass>] [SETNAME <name>]], as Redis 7 answers it:
+ * the version and the options are checked first, then the credentials;
+ * only an authenticated connection switches protocol and is answered the
+ * server's map (an array of pairs in RESP2).
+ */
 void
 cmd_hello(struct conn *c, struct op *op, struct result *r)
 {
-	long long v = 2;
+	const char	*user = NULL, *pass = NULL, *name = NULL;
+	size_t		 userl = 0, passl = 0, namel = 0;
+	long long	 v = c->resp3 ? 3 : 2;
+	struct buf	*b;
 
-	if (op->argc >= 2 && (command_arg_ll(op->argv[1], op->argl[1], &v) == -1)) {
-		result_error(r, "ERR", "Protocol version is not an integer or out "
-		    "of range");
+	if (op->argc >= 2 && command_arg_ll(op->argv[1], op->argl[1], &v) ==
+	    -1) {
+		result_error(r, "ERR", "Protocol version is not an integer or "
+		    "out of range");
 		return;
 	}
-	if (v != 2) {
+	if (v < 2 || v > 3) {
 		result_error(r, "NOPROTO", "unsupported protocol version");
 		return;
 	}
-	if (op->argc > 2) {
-		result_error(r, "ERR", "syntax error");
+	for (int i = 2; i < op->argc; i++) {
+		int more = op->argc - 1 - i;
+
+		if (name_is(op->argv[i], op->argl[i], "AUTH", 4) && more >= 2) {
+			user = op->argv[i + 1];
+			userl = op->argl[i + 1];
+			pass = op->argv[i + 2];
+			passl = op->argl[i + 2];
+			i += 2;
+		} else if (name_is(op->argv[i], op->argl[i], "SETNAME", 7) &&
+		    more >= 1) {
+			name = op->argv[i + 1];
+			namel = op->argl[i + 1];
+			if (!name_valid(name, namel)) {
+				result_error(r, "ERR", "Client names cannot "
+				    "contain spaces, newlines or special "
+				    "characters.");
+				return;
+			}
+			i++;
+		} else {
+			result_error(r, "ERR", "Syntax error in HELLO option "
+			    "'%.*s'", (int)(op->argl[i] < 128 ? op->argl[i] :
+			    128), op->argv[i]);
+			return;
+		}
+	}
+	if (user != NULL && !auth_check(c, user, userl, pass, passl, 1, r))
+		return;
+	if (!c->authed) {
+		c->srv->stats.auth_failures++;
+		r->need_auth = 1;
+		result_error(r, "NOAUTH", "HELLO must be called with the client "
+		    "already authenticated, otherwise the HELLO AUTH "
+		    "<user> <pass> option can be used to authenticate the "
+		    "client and select the RESP protocol version at the same "
+		    "time");
 		return;
 	}
-	result_reset();
-	resp_add_array(&result_buf, 14);
-	resp_add_bulk(&result_buf, "server", 6);
-	resp_add_bulk(&result_buf, "seend", 5);
-	resp_add_bulk(&result_buf, "version", 7);
-	resp_add_bulk(&result_buf, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
-	resp_add_bulk(&result_buf, "proto", 5);
-	resp_add_int(&result_buf, 2);
-	resp_add_bulk(&result_buf, "id", 2);
-	resp_add_int(&result_buf, (long long)c->id);
-	resp_add_bulk(&result_buf, "mode", 4);
-	resp_add_bulk(&result_buf, "standalone", 10);
-	resp_add_bulk(&result_buf, "role", 4);
-	resp_add_bulk(&result_buf, "master", 6);
-	resp_add_bulk(&result_buf, "modules", 7);
-	resp_add_array(&result_buf, 0);
+	if (name != NULL && client_setname(c, name, namel, r) == -1)
+		return;
+	/* replies from here on, this one included, are in the new version */
+	c->resp3 = v == 3;
+	b = result_reset();
+	resp_add_map(b, 7);
+	resp_add_bulk(b, "server", 6);
+	resp_add_bulk(b, "seend", 5);
+	resp_add_bulk(b, "version", 7);
+	resp_add_bulk(b, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
+	resp_add_bulk(b, "proto", 5);
+	resp_add_int(b, v);
+	resp_add_bulk(b, "id", 2);
+	resp_add_int(b, (long long)c->id);
+	resp_add_bulk(b, "mode", 4);
+	resp_add_bulk(b, "standalone", 10);
+	resp_add_bulk(b, "role", 4);
+	resp_add_bulk(b, "master", 6);
+	resp_add_bulk(b, "modules", 7);
+	resp_add_array(b, 0);
 	result_scratch(r, RESULT_ARRAY);
 }
 

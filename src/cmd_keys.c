@@ -3,6 +3,7 @@
  * and members of a filter as a Redis set (SADD, SISMEMBER, SCARD...).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,47 +23,190 @@
 #include "server.h"
 #include "snapshot.h"
 
+/*
+ * SEEN (check 0) or CHECK of the URL key argv[i], routed as SEEN routes
+ * it: the answer, or FILTER_FULL with the error in r (no filter takes it,
+ * or it cannot be recorded).
+ */
+static int
+url_key(struct conn *c, struct op *op, int i, int check, struct result *r)
+{
+	struct filter *f = registry_route(c->srv->reg, op->argv[i], op->argl[i]);
+
+	if (f == NULL) {
+		command_no_route(c, r);
+		return FILTER_FULL;
+	}
+	return command_dedup_key(c, f, op->argv[i], op->argl[i], check, r);
+}
+
 /* SETNX <url> <v>: :1 new, :0 seen. */
 void
 cmd_setnx(struct conn *c, struct op *op, struct result *r)
 {
-	struct filter	*f;
-	int		 hit;
+	int hit = url_key(c, op, 1, 0, r);
 
-	if ((f = registry_route(c->srv->reg, op->argv[1], op->argl[1])) ==
-	    NULL) {
-		command_no_route(c, r);
-		return;
-	}
-	if ((hit = command_dedup_key(c, f, op->argv[1], op->argl[1], 0, r)) !=
-	    FILTER_FULL)
+	if (hit != FILTER_FULL)
 		result_int(r, !hit);
 }
 
-/* SET <url> <v> NX: +OK new, $-1 seen; any other form is refused. */
+/* SET's options, as Redis 7 reads them (t_string.c): NX and XX exclude
+ * each other, KEEPTTL any expiry, one of EX/PX/EXAT/PXAT (the last one
+ * given) takes the next argument. */
+#define SET_NX		0x01
+#define SET_XX		0x02
+#define SET_GET		0x04
+#define SET_KEEPTTL	0x08
+#define SET_EXPIRY	0x10
+#define SET_SECONDS	0x20	/* EX, EXAT: the number is in seconds */
+#define SET_RELATIVE	0x40	/* EX, PX: from now */
+
+/* Reads SET's options from argv[3]; 0, or -1 with Redis's error in r. */
+static int
+set_options(struct op *op, int *flags, const char **ttl, size_t *ttll,
+    struct result *r)
+{
+	static const struct {
+		const char	*word;
+		int		 flag;
+	} expiries[] = {
+		{ "EX", SET_SECONDS | SET_RELATIVE }, { "PX", SET_RELATIVE },
+		{ "EXAT", SET_SECONDS }, { "PXAT", 0 },
+	};
+
+	*flags = 0;
+	for (int i = 3; i < op->argc; i++) {
+		const char	*w = op->argv[i];
+		size_t		 l = op->argl[i], e;
+		int		 next = i + 1 < op->argc;
+
+		if (name_is(w, l, "NX", 2) && !(*flags & SET_XX)) {
+			*flags |= SET_NX;
+			continue;
+		}
+		if (name_is(w, l, "XX", 2) && !(*flags & SET_NX)) {
+			*flags |= SET_XX;
+			continue;
+		}
+		if (name_is(w, l, "GET", 3)) {
+			*flags |= SET_GET;
+			continue;
+		}
+		if (name_is(w, l, "KEEPTTL", 7) && !(*flags & SET_EXPIRY)) {
+			*flags |= SET_KEEPTTL;
+			continue;
+		}
+		for (e = 0; e < sizeof(expiries) / sizeof(expiries[0]); e++)
+			if (name_is(w, l, expiries[e].word,
+			    strlen(expiries[e].word)))
+				break;
+		if (e == sizeof(expiries) / sizeof(expiries[0]) || !next ||
+		    (*flags & SET_KEEPTTL) || ((*flags & SET_EXPIRY) &&
+		    (*flags & (SET_SECONDS | SET_RELATIVE)) != expiries[e].flag)) {
+			result_error(r, "ERR", "syntax error");
+			return -1;
+		}
+		*flags = (*flags & ~(SET_SECONDS | SET_RELATIVE)) | SET_EXPIRY |
+		    expiries[e].flag;
+		*ttl = op->argv[i + 1];
+		*ttll = op->argl[i + 1];
+		i++;
+	}
+	return 0;
+}
+
+/* Checks a SET expiry as Redis does, though seend does not apply it (the
+ * filter's expire window governs every key): 0, or -1 with r set. */
+static int
+set_check_ttl(int flags, const char *ttl, size_t ttll, struct result *r)
+{
+	long long	 v;
+	struct timespec	 ts;
+
+	if (!(flags & SET_EXPIRY))
+		return 0;
+	if (command_arg_ll(ttl, ttll, &v) == -1) {
+		result_error(r, "ERR", "value is not an integer or out of range");
+		return -1;
+	}
+	if (v <= 0 || ((flags & SET_SECONDS) && v > LLONG_MAX / 1000))
+		goto invalid;
+	if (flags & SET_SECONDS)
+		v *= 1000;
+	if (flags & SET_RELATIVE) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (v > LLONG_MAX - (long long)ts.tv_sec * 1000)
+			goto invalid;
+	}
+	return 0;
+invalid:
+	result_error(r, "ERR", "invalid expire time in 'set' command");
+	return -1;
+}
+
+/*
+ * SET <url> <v> [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]: a key is
+ * present once recorded, whatever its value. Plain SET records it (+OK);
+ * NX records it only if absent (+OK, or null if present); XX records
+ * nothing and answers +OK only if present. GET answers the old value
+ * instead: "1" if the key was present, else null.
+ */
 void
 cmd_set(struct conn *c, struct op *op, struct result *r)
 {
-	int nx = 0;
+	const char	*ttl = NULL;
+	size_t		 ttll = 0;
+	int		 flags, hit, skip;
 
-	for (int i = 3; i < op->argc; i++) {
-		if (!name_is(op->argv[i], op->argl[i], "NX", 2)) {
-			nx = 0;
-			break;
-		}
-		nx = 1;
-	}
-	if (!nx) {
-		result_error(r, "ERR", "syntax error");
+	if (set_options(op, &flags, &ttl, &ttll, r) == -1 ||
+	    set_check_ttl(flags, ttl, ttll, r) == -1)
 		return;
-	}
-	cmd_setnx(c, op, r);
-	if (r->kind == RESULT_INT) {
-		if (r->n)
-			result_status(r, "OK");
+	/* XX never records: a key is only ever added */
+	if ((hit = url_key(c, op, 1, (flags & SET_XX) != 0, r)) == FILTER_FULL)
+		return;
+	skip = ((flags & SET_NX) && hit) || ((flags & SET_XX) && !hit);
+	if (flags & SET_GET) {
+		if (hit)
+			result_bulk(r, "1", 1);
 		else
-			r->kind = RESULT_NULL;
+			result_null(r);
+	} else if (skip)
+		result_null(r);
+	else
+		result_status(r, "OK");
+}
+
+/* GET <url>: "1" if the key was recorded, else null. */
+void
+cmd_get(struct conn *c, struct op *op, struct result *r)
+{
+	int hit = url_key(c, op, 1, 1, r);
+
+	if (hit == FILTER_FULL)
+		return;
+	if (hit)
+		result_bulk(r, "1", 1);
+	else
+		result_null(r);
+}
+
+/* MGET <url> ...: GET of each, in one array. */
+void
+cmd_mget(struct conn *c, struct op *op, struct result *r)
+{
+	struct buf	*b = result_reset();
+	int		 hit;
+
+	resp_add_array(b, op->argc - 1);
+	for (int i = 1; i < op->argc; i++) {
+		if ((hit = url_key(c, op, i, 1, r)) == FILTER_FULL)
+			return;
+		if ((hit ? resp_add_bulk(b, "1", 1) : resp_add_null3(b)) == -1) {
+			result_error(r, "ERR", "out of memory");
+			return;
+		}
 	}
+	result_scratch(r, RESULT_ARRAY);
 }
 
 /* EXISTS <url> ...: how many were seen (a repeated key counts twice). */
@@ -70,16 +214,12 @@ void
 cmd_exists(struct conn *c, struct op *op, struct result *r)
 {
 	long long	 n = 0;
+	int		 hit;
 
 	for (int i = 1; i < op->argc; i++) {
-		struct filter *f = registry_route(c->srv->reg, op->argv[i],
-		    op->argl[i]);
-
-		if (f == NULL) {
-			command_no_route(c, r);
+		if ((hit = url_key(c, op, i, 1, r)) == FILTER_FULL)
 			return;
-		}
-		n += command_dedup_key(c, f, op->argv[i], op->argl[i], 1, r);
+		n += hit;
 	}
 	result_int(r, n);
 }

@@ -51,6 +51,8 @@ static const struct command commands[] = {
 	{ "BF.ADD",	"bf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_sadd },
 	{ "BF.MADD",	"bf.madd", CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
 	{ "SET",	"set",	CMD_SEEN,	2, -1, RESP, 0, cmd_set },
+	{ "GET",	"get",	CMD_CHECK,	1, 1, RESP, 0, cmd_get },
+	{ "MGET",	"mget",	CMD_CHECK,	1, -1, RESP, 0, cmd_mget },
 	{ "EXISTS",	"exists", CMD_CHECK,	1, -1, RESP, 0, cmd_exists },
 	{ "SISMEMBER",	"sismember", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember },
 	{ "SMISMEMBER",	"smismember", CMD_CHECK, 2, -1, RESP, 0,
@@ -76,6 +78,8 @@ static const struct command commands[] = {
 	{ "INFO",	"info",	CMD_INFO,	0, -1, RESP, 0, cmd_info },
 	{ "DBSIZE",	"dbsize", CMD_COUNT,	0, 0, RESP, 0, cmd_dbsize },
 	{ "HELLO",	"hello", CMD_COUNT,	0, -1, RESP, 1, cmd_hello },
+	{ "READONLY",	"readonly", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly },
+	{ "READWRITE",	"readwrite", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -162,8 +166,8 @@ void
 command_prepare_resp(struct conn *c, const struct resp_request *rr,
     struct op *op)
 {
-	(void)c;
 	op->proto = COMMAND_RESP;
+	op->resp3 = c->resp3;
 	op->status = PROTO_OK;
 	op->filter = NULL;
 	op->argc = rr->argc;
@@ -251,14 +255,7 @@ command_run(struct conn *c, struct op *op, struct result *r)
 	if (!c->authed && !cmd->before_auth) {
 		st->auth_failures++;
 		r->need_auth = 1;
-		if (cmd->fn == cmd_hello)
-			result_error(r, "NOAUTH", "HELLO must be called with the "
-			    "client already authenticated, otherwise the HELLO "
-			    "AUTH <user> <pass> option can be used to "
-			    "authenticate the client and select the RESP "
-			    "protocol version at the same time");
-		else
-			result_error(r, "NOAUTH", "Authentication required.");
+		result_error(r, "NOAUTH", "Authentication required.");
 		return;
 	}
 	if (cmd->id < CMD_COUNT && cmd->id != CMD_SEEN && cmd->id != CMD_CHECK)

@@ -522,6 +522,10 @@ downgrade_value(struct buf *out, const char *p, size_t len, int depth)
 			return 0;
 		if (n == -1)
 			return buf_append(out, "*-1\r\n", 5) == -1 ? 0 : pos;
+		/* every element takes 3 bytes at least: a longer count
+		 * cannot be whole (and would overflow doubled) */
+		if ((unsigned long long)n > len / 3)
+			return 0;
 		if (p[0] == '%' || p[0] == '|')
 			n *= 2;
 		if (p[0] != '|' && add_number_line(out, '*', n) == -1)

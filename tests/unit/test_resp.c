@@ -515,9 +515,55 @@ test_hot(void)
 	    "again: SETNX's value read in full when not one byte");
 }
 
+/* RESP3's shapes, and what a RESP2 client gets of them: Redis's forms */
+static void
+test_resp3(void)
+{
+	struct buf	b = { 0 }, d = { 0 };
+
+	resp_add_map(&b, 1);
+	resp_add_bulk(&b, S("save"));
+	resp_add_bulk(&b, S(""));
+	ok(buf_is(&b, S("%1\r\n$4\r\nsave\r\n$0\r\n\r\n")), "map: %1, a pair");
+	resp_add_set(&b, 2);
+	resp_add_null3(&b);
+	resp_add_bool(&b, 1);
+	ok(buf_is(&b, S("~2\r\n_\r\n#t\r\n")), "set of a null and true");
+	resp_add_verbatim(&b, "txt", S("a:b\r\n"));
+	ok(buf_is(&b, S("=9\r\ntxt:a:b\r\n\r\n")),
+	    "verbatim: the length counts txt:");
+	resp_add_double(&b, 0.5);
+	ok(buf_is(&b, S(",0.5\r\n")), "double");
+
+#define DOWN(in, want, what) do {					\
+		d.off = d.len = 0;					\
+		ok(resp_downgrade(&d, S(in)) == 0 && buf_is(&d, S(want)),	\
+		    "downgrade: " what);				\
+	} while (0)
+	DOWN("%1\r\n$4\r\nsave\r\n$0\r\n\r\n", "*2\r\n$4\r\nsave\r\n$0\r\n\r\n",
+	    "a map is a flat array of its pairs");
+	DOWN("~2\r\n_\r\n#f\r\n", "*2\r\n$-1\r\n:0\r\n",
+	    "a set an array, null $-1, false :0");
+	DOWN("=9\r\ntxt:a:b\r\n\r\n", "$5\r\na:b\r\n\r\n",
+	    "verbatim: a bulk string without its format");
+	DOWN(",0.5\r\n", "$3\r\n0.5\r\n", "a double is a bulk string");
+	DOWN("|1\r\n+k\r\n+v\r\n:7\r\n", ":7\r\n", "an attribute is dropped");
+	DOWN("*2\r\n%1\r\n+a\r\n:1\r\n-ERR x\r\n",
+	    "*2\r\n*2\r\n+a\r\n:1\r\n-ERR x\r\n", "nested, errors as they are");
+	d.off = d.len = 0;
+	ok(resp_downgrade(&d, S("*3\r\n:1\r\n")) == -1,
+	    "downgrade: an array missing elements is refused");
+	ok(resp_downgrade(&d, S("%9223372036854775807\r\n")) == -1,
+	    "downgrade: a count past the input is refused, not doubled");
+#undef DOWN
+	buf_free(&b);
+	buf_free(&d);
+}
+
 int
 main(void)
 {
+	test_resp3();
 	test_simple();
 	test_pipeline();
 	test_binary();
