@@ -126,6 +126,7 @@ struct bench {
 	int			 quiet;
 	int			 redis;		/* six SETBITs per URL */
 	int			 resp;		/* one RESP command per URL */
+	int			 resp3;		/* HELLO 3 first */
 	const char		*resp_cmd;	/* "SETNX", "SADD", "BF.ADD" */
 	char			 resp_prefix[400];
 	size_t			 resp_plen;
@@ -696,6 +697,12 @@ resp_int_reply(struct worker *w, const char *p, const char *e, size_t *len)
 		*len = 4;
 		return p[1] - '0';
 	}
+	/* RESP3's booleans (BF.ADD after HELLO 3): true is :1 */
+	if (e - p >= 4 && p[0] == '#' && (p[1] == 't' || p[1] == 'f') &&
+	    p[2] == '\r' && p[3] == '\n') {
+		*len = 4;
+		return p[1] == 't';
+	}
 	if ((nl = memchr(p, '\n', (size_t)(e - p))) == NULL)
 		return -3;
 	*len = (size_t)(nl - p) + 1;
@@ -967,6 +974,38 @@ resp_auth(int fd, struct client_reader *r, const char *token, char *err,
 	return 0;
 }
 
+/* HELLO 3 (--resp3): the reply is a map of simple values and bulk
+ * strings, read line by line. */
+static int
+resp_hello3(int fd, struct client_reader *r, char *err, size_t errlen)
+{
+	static const char req[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+	char	*line;
+	size_t	 len;
+	long	 left;
+	int	 rc;
+
+	if (client_write_all(fd, req, sizeof(req) - 1) == -1) {
+		snprintf(err, errlen, "write: %s", strerror(errno));
+		return -1;
+	}
+	if ((rc = client_reader_line(r, &line, &len)) != 1 || line[0] != '%') {
+		snprintf(err, errlen, "HELLO 3: %s", rc != 1 ?
+		    "connection closed" : line);
+		return -1;
+	}
+	for (left = 2 * strtol(line + 1, NULL, 10); left > 0; left--) {
+		if (client_reader_line(r, &line, &len) != 1)
+			goto closed;
+		if (line[0] == '$' && client_reader_line(r, &line, &len) != 1)
+			goto closed;
+	}
+	return 0;
+closed:
+	snprintf(err, errlen, "HELLO 3: connection closed");
+	return -1;
+}
+
 static void
 connect_all(struct worker *workers)
 {
@@ -995,6 +1034,9 @@ connect_all(struct worker *workers)
 		if (B.token != NULL && (B.resp ?
 		    resp_auth(c->fd, &c->in, B.token, err, sizeof(err)) :
 		    client_auth(c->fd, &c->in, B.token, err, sizeof(err))) == -1)
+			die("%s: %s", B.name, err);
+		if (B.resp3 && resp_hello3(c->fd, &c->in, err,
+		    sizeof(err)) == -1)
 			die("%s: %s", B.name, err);
 		if (client_set_nonblock(c->fd, 1) == -1)
 			die("fcntl: %s", strerror(errno));
@@ -1215,6 +1257,7 @@ main(int argc, char *argv[])
 		{ "rate",	required_argument,	NULL, 'R' },
 		{ "redis",	no_argument,		NULL, 'D' },
 		{ "resp",	no_argument,		NULL, 'E' },
+		{ "resp3",	no_argument,		NULL, '3' },
 		{ "resp-cmd",	required_argument,	NULL, 'M' },
 		{ NULL,		0,			NULL, 0 },
 	};
@@ -1294,6 +1337,9 @@ main(int argc, char *argv[])
 			break;
 		case 'E':
 			B.resp = 1;
+			break;
+		case '3':
+			B.resp = B.resp3 = 1;
 			break;
 		case 'M':
 			B.resp = 1;

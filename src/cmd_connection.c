@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "command_docs.h"
 #include "config.h"
 #include "filter.h"
 #include "handler.h"
@@ -244,29 +245,112 @@ cmd_readonly(struct conn *c, struct op *op, struct result *r)
 	result_status(r, "OK");
 }
 
-/* COMMAND, COMMAND DOCS: an empty table (redis-cli copes); COUNT. */
+/* Whether seend answers name (or "name|sub") over RESP. */
+static int
+answered(const char *name, size_t len)
+{
+	const char *bar = memchr(name, '|', len);
+
+	return command_lookup(name, bar ? (size_t)(bar - name) : len,
+	    COMMAND_RESP) != NULL;
+}
+
+/* The i-th entry of command_docs that seend answers, from *i on: its
+ * info entry (docs in *docs), or NULL past the end. */
+static const char *
+next_entry(size_t *i, size_t *infol, const char **docs, size_t *docsl)
+{
+	const char *info, *name;
+
+	for (; (name = command_docs_name(*i)) != NULL; (*i)++)
+		if (answered(name, strlen(name)) &&
+		    (info = command_docs_entry(*i, infol, docs, docsl)) != NULL)
+			return info;
+	return NULL;
+}
+
+/*
+ * COMMAND [COUNT | LIST | INFO name... | DOCS [name...]], as Redis 7.0
+ * answers them, with Redis 7.0.15's entries (command_docs.c) for the
+ * commands seend answers: cluster-aware clients and proxies read key
+ * positions there.
+ */
 void
 cmd_command(struct conn *c, struct op *op, struct result *r)
 {
-	(void)c;
-	if (op->argc >= 2 && name_is(op->argv[1], op->argl[1], "COUNT", 5)) {
-		size_t n = 0, all;
-		const struct command *t = command_table(&all);
+	const char	*sub = op->argc >= 2 ? op->argv[1] : "", *info, *docs;
+	size_t		 subl = op->argc >= 2 ? op->argl[1] : 0, i, n = 0;
+	size_t		 infol, docsl;
+	struct buf	*b = result_reset();
+	int		 all = op->argc == 1, count, list, docs_sub, info_sub;
 
-		for (size_t i = 0; i < all; i++)
-			n += (t[i].proto & COMMAND_RESP) != 0;
+	(void)c;
+	count = name_is(sub, subl, "COUNT", 5);
+	list = name_is(sub, subl, "LIST", 4);
+	info_sub = name_is(sub, subl, "INFO", 4);
+	docs_sub = name_is(sub, subl, "DOCS", 4);
+	if (!all && !count && !list && !info_sub && !docs_sub) {
+		result_error(r, "ERR", "unknown subcommand '%.*s'. Try COMMAND "
+		    "HELP.", (int)(subl < 128 ? subl : 128), sub);
+		return;
+	}
+	if (count && op->argc > 2) {
+		result_error(r, "ERR", "wrong number of arguments for "
+		    "'command|count' command");
+		return;
+	}
+	for (i = 0; next_entry(&i, &infol, &docs, &docsl) != NULL; i++)
+		n++;
+	if (count) {
 		result_int(r, (long long)n);
 		return;
 	}
-	if (op->argc >= 2 && !name_is(op->argv[1], op->argl[1], "DOCS", 4) &&
-	    !name_is(op->argv[1], op->argl[1], "INFO", 4)) {
-		result_error(r, "ERR", "unknown subcommand '%.*s'. Try COMMAND "
-		    "HELP.", (int)(op->argl[1] < 128 ? op->argl[1] : 128),
-		    op->argv[1]);
-		return;
+	/* COMMAND INFO and COMMAND DOCS without names: every command */
+	if (all || list || op->argc == 2) {
+		if (docs_sub)
+			resp_add_map(b, (long long)n);
+		else
+			resp_add_array(b, (long long)n);
+		for (i = 0; (info = next_entry(&i, &infol, &docs, &docsl)) !=
+		    NULL; i++) {
+			const char *name = command_docs_name(i);
+
+			if (list)
+				resp_add_bulk(b, name, strlen(name));
+			else if (all)
+				buf_append(b, info, infol);
+			else {
+				resp_add_bulk(b, name, strlen(name));
+				buf_append(b, docs, docsl);
+			}
+		}
+	} else if (info_sub) {
+		resp_add_array(b, op->argc - 2);
+		for (int k = 2; k < op->argc; k++) {
+			info = answered(op->argv[k], op->argl[k]) ?
+			    command_docs_info(op->argv[k], op->argl[k], &infol) :
+			    NULL;
+			if (info != NULL)
+				buf_append(b, info, infol);
+			else
+				resp_add_null3(b);
+		}
+	} else {
+		/* DOCS name...: the known ones, in the order asked */
+		n = 0;
+		for (int k = 2; k < op->argc; k++)
+			n += answered(op->argv[k], op->argl[k]) &&
+			    command_docs_docs(op->argv[k], op->argl[k], &docsl);
+		resp_add_map(b, (long long)n);
+		for (int k = 2; k < op->argc; k++) {
+			if (!answered(op->argv[k], op->argl[k]) ||
+			    (docs = command_docs_docs(op->argv[k], op->argl[k],
+			    &docsl)) == NULL)
+				continue;
+			resp_add_bulk(b, op->argv[k], op->argl[k]);
+			buf_append(b, docs, docsl);
+		}
 	}
-	result_reset();
-	resp_add_array(&result_buf, 0);
 	result_scratch(r, RESULT_ARRAY);
 }
 

@@ -213,7 +213,7 @@ cmd_info(struct conn *c, struct op *op, struct result *r)
 	    !name_is(op->argv[1], op->argl[1], "EVERYTHING", 10) &&
 	    !name_is(op->argv[1], op->argl[1], "SEEND", 5))) {
 		/* Redis answers an unknown section with nothing */
-		r->kind = RESULT_BULK;
+		r->kind = RESULT_TEXT;
 		r->text = "";
 		r->len = 0;
 		return;

@@ -100,8 +100,8 @@ command_name(enum cmd_id id)
 	return "?";
 }
 
-static const struct command *
-lookup(const char *tok, size_t len, int proto)
+const struct command *
+command_lookup(const char *tok, size_t len, int proto)
 {
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if ((commands[i].proto & proto) &&
@@ -146,7 +146,7 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 	op->argl = rq->argl;
 	if (op->status != PROTO_OK)
 		return;
-	op->cmd = lookup(rq->argv[0], rq->argl[0], COMMAND_LINE);
+	op->cmd = command_lookup(rq->argv[0], rq->argl[0], COMMAND_LINE);
 	if (op->cmd == NULL ||
 	    (op->cmd->id != CMD_SEEN && op->cmd->id != CMD_CHECK))
 		return;
@@ -173,7 +173,7 @@ command_prepare_resp(struct conn *c, const struct resp_request *rr,
 	op->argc = rr->argc;
 	op->argv = rr->argv;
 	op->argl = rr->argl;
-	op->cmd = lookup(rr->argv[0], rr->argl[0], COMMAND_RESP);
+	op->cmd = command_lookup(rr->argv[0], rr->argl[0], COMMAND_RESP);
 }
 
 /* Redis 7's text for an unknown command (server.c, processCommand). */

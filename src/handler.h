@@ -79,6 +79,8 @@ void	cmd_dbsize(struct conn *, struct op *, struct result *);
 
 /* The table, for COMMAND COUNT and INFO's counters. */
 const struct command *command_table(size_t *n);
+/* The entry for a command name (any case) in proto, or NULL. */
+const struct command *command_lookup(const char *name, size_t len, int proto);
 
 /* A token for an error message: at most 64 bytes, bytes that would break
  * the reply line shown as '?'. */

@@ -502,8 +502,9 @@ downgrade_value(struct buf *out, const char *p, size_t len, int depth)
 		    resp_add_bulk(out, p + 1, line - 3) == -1)
 			return 0;
 		return line;
-	case '$': case '=':
-		if ((pos = downgrade_number(p, len, &n)) == 0 || n < -1)
+	case '$': case '=': case '!':
+		if ((pos = downgrade_number(p, len, &n)) == 0 || n < -1 ||
+		    (n == -1 && p[0] != '$'))
 			return 0;
 		if (n == -1)
 			return resp_add_null(out) == -1 ? 0 : pos;
@@ -511,8 +512,12 @@ downgrade_value(struct buf *out, const char *p, size_t len, int depth)
 			return 0;
 		if (p[0] == '=') {
 			/* verbatim: the bulk without its "txt:" */
-			if (n < 4 || resp_add_bulk(out, p + pos + 4,
-			    (size_t)n - 4) == -1)
+			if (n < 4 || p[pos + 3] != ':' ||
+			    resp_add_bulk(out, p + pos + 4, (size_t)n - 4) == -1)
+				return 0;
+		} else if (p[0] == '!') {
+			/* a blob error: a simple one, its CR LF as spaces */
+			if (add_line(out, "-", 1, p + pos, (size_t)n) == -1)
 				return 0;
 		} else if (buf_append(out, p, pos + (size_t)n + 2) == -1)
 			return 0;
@@ -520,6 +525,8 @@ downgrade_value(struct buf *out, const char *p, size_t len, int depth)
 	case '*': case '~': case '%': case '>': case '|':
 		if ((pos = downgrade_number(p, len, &n)) == 0 || n < -1)
 			return 0;
+		if (n == -1 && p[0] != '*')
+			return 0;	/* only an array may be null */
 		if (n == -1)
 			return buf_append(out, "*-1\r\n", 5) == -1 ? 0 : pos;
 		/* every element takes 3 bytes at least: a longer count
@@ -561,14 +568,26 @@ downgrade_value(struct buf *out, const char *p, size_t len, int depth)
 	return 0;
 }
 
+size_t
+resp_value_len(const char *p, size_t len)
+{
+	struct buf	 skip = { 0 };
+	size_t		 n = downgrade_value(&skip, p, len, 0);
+
+	buf_free(&skip);
+	return n;
+}
+
 int
 resp_downgrade(struct buf *out, const char *p, size_t len)
 {
-	size_t	 pos = 0, used;
+	size_t	 pos = 0, used, mark = out->len;
 
 	while (pos < len) {
-		if ((used = downgrade_value(out, p + pos, len - pos, 0)) == 0)
+		if ((used = downgrade_value(out, p + pos, len - pos, 0)) == 0) {
+			out->len = mark;
 			return -1;
+		}
 		pos += used;
 	}
 	return 0;

@@ -107,10 +107,13 @@ int	resp_add_verbatim(struct buf *, const char *format, const void *,
  * values to a RESP2 client: maps and attributes' pairs flattened into
  * arrays (attributes dropped), sets and pushes as arrays, null as $-1,
  * booleans as :1/:0, doubles and big numbers as bulk strings, verbatim
- * strings as bulk strings without their format. Returns 0, or -1 if p is
- * not whole RESP3 values or out cannot grow.
+ * strings as bulk strings without their format, blob errors as simple
+ * ones. Returns 0, or -1 (out as it was) if p is not whole RESP3 values
+ * or out cannot grow.
  */
 int	resp_downgrade(struct buf *out, const char *p, size_t len);
+/* The bytes of the one whole RESP3 value at p[0..len), or 0. */
+size_t	resp_value_len(const char *p, size_t len);
 
 /* A bulk length as resp_parse accepts it: "0" or 1-18 digits without a
  * leading zero, then CR LF. Returns the position after the LF, or 0. */

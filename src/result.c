@@ -109,11 +109,12 @@ result_answers(struct result *r, size_t n)
 static int
 encode_text_resp(struct buf *out, const struct result *r, int resp3)
 {
-	const char	*p = r->text, *end = r->text + r->len;
+	const char	*p = r->text, *end = r->text + r->len, *d;
 	struct buf	 t = { 0 };
 	int		 rc;
 
-	if (buf_append_str(&t, "# Seend\r\n") == -1)
+	/* nothing (an unknown INFO section) is an empty string */
+	if (r->len > 0 && buf_append_str(&t, "# Seend\r\n") == -1)
 		return -1;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -129,8 +130,9 @@ encode_text_resp(struct buf *out, const struct result *r, int resp3)
 			t.data[sp - t.data] = ':';
 		p += n;
 	}
-	rc = resp3 ? resp_add_verbatim(out, "txt", buf_head(&t), buf_used(&t)) :
-	    resp_add_bulk(out, buf_head(&t), buf_used(&t));
+	d = t.data != NULL ? buf_head(&t) : "";
+	rc = resp3 ? resp_add_verbatim(out, "txt", d, buf_used(&t)) :
+	    resp_add_bulk(out, d, buf_used(&t));
 	buf_free(&t);
 	return rc;
 }
