@@ -1,62 +1,912 @@
 /*
  * cmd_keyspace.c - filter names as Redis keys: DEL, UNLINK, TYPE, KEYS,
  * SCAN, the EXPIRE family, and the line protocol's RESET.
+ *
+ * Filter names are a keyspace of their own (INTERFACE.md, "Today's Redis
+ * clients"): a runtime filter is a key that DEL drops and EXPIRE can give
+ * a deadline; a config-file filter is a key that DEL and RESET empty and
+ * that never expires (its section says it exists).
+ *
+ * Deadlines live in one table here, by filter name, and in
+ * <data_dir>/deadlines (deadline.h), rewritten before the reply of every
+ * command that changes one. They are dropped by the server's one-second
+ * sweep (keyspace_expire_due) and, as Redis expires keys lazily, by the
+ * commands of this file when they meet a filter past its deadline.
  */
+#include <ctype.h>
 #include <errno.h>
-#include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "config.h"
+#include "deadline.h"
 #include "filter.h"
 #include "handler.h"
+#include "keyspace.h"
 #include "log.h"
 #include "persist.h"
 #include "registry.h"
 #include "resp.h"
-#include "saver.h"
 #include "server.h"
 #include "snapshot.h"
 
+/* The runtime filters' deadlines; one server per process. */
+static struct deadlines	 deadlines;
+/* deadline_earliest(&deadlines), so that a command pays nothing when no
+ * deadline has come */
+static int64_t		 earliest = INT64_MAX;
+/* the file lags the table (a write failed): the sweep retries */
+static int		 unsaved;
+/* the data_dir the file was last read from or written to: a reload that
+ * moves data_dir makes the sweep write it in the new one */
+static char		*saved_dir;
+
+/* ---- small helpers ---- */
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
- * DEL f ...: drops runtime filters and their snapshot files; :n dropped.
- * A filter from the config file among them is an error, and nothing is
- * dropped.
+ * The Redis type a filter answers to TYPE and SCAN ... TYPE: RedisBloom's
+ * names, so that tools that list a keyspace by type see what they expect.
+ * A cuckoo filter (type = cuckoo, CF.RESERVE) answers "MBbloomCF".
+ */
+static const char *
+type_name(const struct filter *f)
+{
+	(void)f;
+	return "MBbloom--";
+}
+
+/*
+ * A number as Redis reads one (string2ll): optional '-', no '+', no
+ * spaces, no leading zero, within long long. 0, or -1.
+ */
+static int
+redis_ll(const char *s, size_t len, long long *v)
+{
+	unsigned long long	 x = 0, lim;
+	size_t			 i = 0;
+	int			 neg = 0;
+
+	if (len == 0 || len > 20)
+		return -1;
+	if (len == 1 && s[0] == '0') {
+		*v = 0;
+		return 0;
+	}
+	if (s[0] == '-') {
+		neg = 1;
+		if (++i == len)
+			return -1;
+	}
+	if (s[i] < '1' || s[i] > '9')
+		return -1;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (x > (lim - (unsigned)(s[i] - '0')) / 10)
+			return -1;
+		x = x * 10 + (unsigned)(s[i] - '0');
+	}
+	if (neg)
+		*v = x == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN :
+		    -(long long)x;
+	else
+		*v = (long long)x;
+	return 0;
+}
+
+/* An argument in an error text as Redis writes one (addReplyErrorFormat):
+ * up to a NUL byte, CR and LF as spaces; cut at outlen. */
+static const char *
+err_arg(const char *s, size_t len, char *out, size_t outlen)
+{
+	size_t n = strnlen(s, len);
+
+	if (n > outlen - 1)
+		n = outlen - 1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = s[i] == '\r' || s[i] == '\n' ? ' ' : s[i];
+	out[n] = '\0';
+	return out;
+}
+
+/*
+ * Redis's glob (util.c, stringmatchlen), case-sensitive as KEYS and SCAN
+ * use it: '*' any run, '?' one byte, '[abc]' '[^a]' '[a-z]' one byte of a
+ * class ('\' escapes in it; a range's ends may come in either order;
+ * "[a-]" is the range 'a' to ']'; an unclosed class ends with the
+ * pattern), '\x' the byte x, a '\' at the end itself. Every token but '*'
+ * takes exactly one byte, so one backtracking point (the last '*') is
+ * enough: O(pattern * string) at worst, and no recursion for a hostile
+ * pattern to exhaust. Redis answers 0 for an empty string whatever the
+ * pattern but the empty one; so does this (names are never empty).
+ */
+
+/* 1 if the token at pat[p] (not '*') takes byte ch; *next: after it. */
+static int
+glob_token(const char *pat, size_t plen, size_t p, char ch, size_t *next)
+{
+	size_t	 i;
+	int	 not, match = 0;
+
+	switch (pat[p]) {
+	case '?':
+		*next = p + 1;
+		return 1;
+	case '\\':
+		if (plen - p >= 2)
+			p++;
+		*next = p + 1;
+		return pat[p] == ch;
+	case '[':
+		i = p + 1;
+		not = i < plen && pat[i] == '^';
+		if (not)
+			i++;
+		for (;; i++) {
+			if (i >= plen) {
+				/* unclosed: the class ends with the pattern */
+				i = plen - 1;
+				break;
+			}
+			if (pat[i] == '\\' && plen - i >= 2) {
+				i++;
+				if (pat[i] == ch)
+					match = 1;
+			} else if (pat[i] == ']') {
+				break;
+			} else if (plen - i >= 3 && pat[i + 1] == '-') {
+				/* Redis compares chars, signed here */
+				int start = (signed char)pat[i];
+				int end = (signed char)pat[i + 2];
+				int c = (signed char)ch;
+
+				if (start > end) {
+					int t = start;
+
+					start = end;
+					end = t;
+				}
+				i += 2;
+				if (c >= start && c <= end)
+					match = 1;
+			} else if (pat[i] == ch)
+				match = 1;
+		}
+		*next = i + 1;
+		return not ? !match : match;
+	default:
+		*next = p + 1;
+		return pat[p] == ch;
+	}
+}
+
+static int
+glob_match(const char *pat, size_t plen, const char *s, size_t slen)
+{
+	size_t	 p = 0, i = 0, star_p = 0, star_i = 0, next;
+	int	 star = 0;
+
+	if (slen == 0)
+		return plen == 0;
+	while (i < slen) {
+		if (p < plen && pat[p] == '*') {
+			while (p < plen && pat[p] == '*')
+				p++;
+			if (p == plen)
+				return 1;
+			star = 1;
+			star_p = p;
+			star_i = i;
+			continue;
+		}
+		if (p < plen && glob_token(pat, plen, p, s[i], &next)) {
+			p = next;
+			i++;
+			continue;
+		}
+		if (!star)
+			return 0;
+		/* the last '*' takes one byte more */
+		p = star_p;
+		i = ++star_i;
+	}
+	while (p < plen && pat[p] == '*')
+		p++;
+	return p == plen;
+}
+
+/* ---- deadlines ---- */
+
+static void
+deadlines_changed(void)
+{
+	earliest = deadline_earliest(&deadlines);
+}
+
+/* Writes the table to data_dir. Returns 0, or -1 with a message in err
+ * (the sweep retries). */
+static int
+save_deadlines(struct server *srv, char *err, size_t errlen)
+{
+	const char *dir = srv->cfg->data_dir;
+
+	if (deadline_save(dir, &deadlines, err, errlen) == -1) {
+		unsaved = 1;
+		return -1;
+	}
+	unsaved = 0;
+	if (saved_dir == NULL || strcmp(saved_dir, dir) != 0) {
+		free(saved_dir);
+		saved_dir = strdup(dir);	/* NULL: written again, harmless */
+	}
+	return 0;
+}
+
+/* save_deadlines where no client waits for the answer: a failure is
+ * logged once, and retried by the sweep until it succeeds. */
+static void
+save_or_log(struct server *srv)
+{
+	char	 err[600];
+	int	 was = unsaved;
+
+	if (save_deadlines(srv, err, sizeof(err)) == -1) {
+		if (!was)
+			log_warn("deadlines: %s; retrying every second", err);
+	} else if (was)
+		log_info("deadlines: %s/%s written again", srv->cfg->data_dir,
+		    DEADLINE_FILE);
+}
+
+/*
+ * Out of the registry, its snapshot file removed (the saver removes one a
+ * job is writing: deleted), and its reference dropped; its deadline is
+ * the caller's.
+ */
+static void
+drop(struct server *srv, struct filter *f, const char *why)
+{
+	char path[4096];
+
+	registry_remove(srv->reg, f);
+	f->deleted = 1;
+	if (snapshot_path(path, sizeof(path), srv->cfg->data_dir,
+	    f->name) == 0 && unlink(path) == -1 && errno != ENOENT)
+		log_warn("filter %s: cannot remove %s: %s", f->name, path,
+		    strerror(errno));
+	log_info("filter %s dropped %s", f->name, why);
+	filter_unref(f);
+}
+
+void
+keyspace_drop_filter(struct server *srv, struct filter *f, const char *why)
+{
+	int had = deadline_remove(&deadlines, f->name, f->namelen);
+
+	drop(srv, f, why);
+	if (had) {
+		deadlines_changed();
+		save_or_log(srv);
+	}
+}
+
+/*
+ * Drops every runtime filter whose deadline is at or before now; with
+ * sweep, also forgets the deadlines of names that are no runtime filter.
+ * Returns 1 if the table changed.
+ */
+static int
+expire_due(struct server *srv, int64_t now, int sweep, const char *why)
+{
+	int changed = 0;
+
+	if (!sweep && now < earliest)
+		return 0;
+	/* from the end: a removal moves the last entry, already seen, into
+	 * the hole */
+	for (size_t i = deadlines.n; i-- > 0;) {
+		struct deadline	 e = deadlines.v[i];
+		struct filter	*f = registry_find(srv->reg, e.name,
+		    e.namelen);
+
+		if (f == NULL || !f->runtime) {
+			if (!sweep)
+				continue;
+			log_info("filter %s: deadline forgotten: %s", e.name,
+			    f == NULL ? "no such filter" : "a section of the "
+			    "config file names it now");
+		} else if (e.at_ms > now)
+			continue;
+		deadline_remove(&deadlines, e.name, e.namelen);
+		changed = 1;
+		if (f != NULL && f->runtime)
+			drop(srv, f, why);
+	}
+	if (changed)
+		deadlines_changed();
+	return changed;
+}
+
+/* Lazy expiry before a RESP command reads the keyspace, as Redis's (RESP
+ * requests run one at a time: no other holds a filter it could drop). */
+static void
+expire_now(struct server *srv, int64_t now)
+{
+	if (now >= earliest && expire_due(srv, now, 0, "at its deadline"))
+		save_or_log(srv);
+}
+
+int
+keyspace_load(struct server *srv)
+{
+	const char	*dir = srv->cfg->data_dir;
+	char		 err[1024];
+	size_t		 n;
+
+	if (deadline_load(dir, &deadlines, err, sizeof(err)) == -1) {
+		log_error("%s", err);
+		log_error("not starting: the deadline file is left as it is; "
+		    "fix it, or remove it (its filters then have no deadline); "
+		    "see seend(8), FILES");
+		return -1;
+	}
+	free(saved_dir);
+	saved_dir = strdup(dir);
+	n = deadlines.n;
+	/* drops the filters whose deadline passed while seend was stopped,
+	 * before the journal is replayed (their records are skipped) */
+	if (expire_due(srv, wall_ms(), 1, "at start: its deadline passed "
+	    "while seend was stopped"))
+		save_or_log(srv);
+	deadlines_changed();
+	if (n > 0)
+		log_info("deadlines: %zu loaded, %zu pending", n,
+		    deadlines.n);
+	return 0;
+}
+
+void
+keyspace_expire_due(struct server *srv, int64_t now_ms)
+{
+	int moved = saved_dir != NULL &&
+	    strcmp(saved_dir, srv->cfg->data_dir) != 0;
+
+	if (deadlines.n == 0 && !unsaved && !moved)
+		return;
+	if (expire_due(srv, now_ms, 1, "at its deadline") || unsaved || moved)
+		save_or_log(srv);
+}
+
+/* The filter named by argv[i], lazily expired. */
+static struct filter *
+lookup(struct conn *c, struct op *op, int i, int64_t now)
+{
+	expire_now(c->srv, now);
+	return registry_find(c->srv->reg, op->argv[i], op->argl[i]);
+}
+
+/*
+ * Forgets every key of f, durably (journaled before the reply) and keeps
+ * its config: DEL of a config-file filter, RESET. Returns 0, or -1 with
+ * the error in r.
+ */
+static int
+empty_filter(struct conn *c, struct filter *f, struct result *r)
+{
+	(void)c;
+	(void)f;
+	result_error(r, "ERR", "not yet supported");
+	return -1;
+}
+
+/* ---- DEL, UNLINK, RESET ---- */
+
+/*
+ * DEL f ... / UNLINK f ...: drops runtime filters (with their files and
+ * deadlines) and empties config-file ones; :n filters dropped or emptied
+ * (a name twice counts once, as in Redis). The config-file filters are
+ * emptied first: if one cannot be, the error is the reply and no runtime
+ * filter has been dropped (those emptied before it stay empty).
  */
 void
 cmd_del(struct conn *c, struct op *op, struct result *r)
 {
-	struct registry	*reg = c->srv->reg;
-	struct filter	*f;
-	char		 path[4096];
+	struct server	*srv = c->srv;
+	struct filter	*f, **emptied;
+	char		 why[160];
+	size_t		 nemptied = 0, j;
 	long long	 n = 0;
+	int		 changed = 0;
 
+	expire_now(srv, wall_ms());
+	/* each config-file filter once, however often it is named */
+	if ((emptied = calloc(srv->reg->nfilters + 1, sizeof(*emptied))) ==
+	    NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
 	for (int i = 1; i < op->argc; i++) {
-		f = registry_find(reg, op->argv[i], op->argl[i]);
-		if (f != NULL && !f->runtime) {
-			result_error(r, "ERR", "filter %s is in the config file: "
-			    "remove its section and reload to drop it",
-			    f->name);
+		f = registry_find(srv->reg, op->argv[i], op->argl[i]);
+		if (f == NULL || f->runtime)
+			continue;
+		for (j = 0; j < nemptied && emptied[j] != f; j++)
+			;
+		if (j < nemptied)
+			continue;
+		if (empty_filter(c, f, r) == -1) {
+			free(emptied);
+			return;
+		}
+		emptied[nemptied++] = f;
+		n++;
+	}
+	free(emptied);
+	snprintf(why, sizeof(why), "by client %llu (%s)",
+	    (unsigned long long)c->id, c->peer);
+	for (int i = 1; i < op->argc; i++) {
+		f = registry_find(srv->reg, op->argv[i], op->argl[i]);
+		if (f == NULL || !f->runtime)
+			continue;
+		changed |= deadline_remove(&deadlines, f->name, f->namelen);
+		drop(srv, f, why);
+		n++;
+	}
+	if (changed) {
+		deadlines_changed();
+		save_or_log(srv);
+	}
+	result_int(r, n);
+}
+
+/*
+ * Line protocol: RESET <filter> -> OK, the filter emptied (it stays).
+ * No lazy expiry here: the requests of a line batch are prepared (their
+ * filter found) before any runs, so a line command must not drop one.
+ */
+void
+cmd_reset(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	char		 tok[80];
+
+	if ((f = registry_find(c->srv->reg, op->argv[1], op->argl[1])) ==
+	    NULL) {
+		result_error(r, "ERR", "no such filter '%s'",
+		    command_printable(op->argv[1], op->argl[1], tok,
+		    sizeof(tok)));
+		return;
+	}
+	if (empty_filter(c, f, r) == 0)
+		result_status(r, "OK");
+}
+
+/* ---- TYPE, KEYS, SCAN ---- */
+
+/* TYPE <name>: +MBbloom-- for a filter, +none for anything else. */
+void
+cmd_type(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter *f = lookup(c, op, 1, wall_ms());
+
+	result_status(r, f != NULL ? type_name(f) : "none");
+}
+
+/* The names of reg's filters at idx[0..n) as a RESP array. */
+static int
+add_names(struct buf *b, const struct registry *reg, const size_t *idx,
+    size_t n)
+{
+	int rc = resp_add_array(b, (long long)n);
+
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = resp_add_bulk(b, reg->filters[idx[i]]->name,
+		    reg->filters[idx[i]]->namelen);
+	return rc;
+}
+
+/* KEYS <pattern>: every filter name the pattern matches. */
+void
+cmd_keys(struct conn *c, struct op *op, struct result *r)
+{
+	const struct registry	*reg;
+	size_t			*idx, n = 0;
+	struct buf		*b;
+	int			 all;
+
+	expire_now(c->srv, wall_ms());
+	reg = c->srv->reg;
+	all = op->argl[1] == 1 && op->argv[1][0] == '*';
+	if ((idx = malloc((reg->nfilters + 1) * sizeof(*idx))) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < reg->nfilters; i++)
+		if (all || glob_match(op->argv[1], op->argl[1],
+		    reg->filters[i]->name, reg->filters[i]->namelen))
+			idx[n++] = i;
+	b = result_reset();
+	if (add_names(b, reg, idx, n) == -1)
+		result_error(r, "ERR", "out of memory");
+	else
+		result_scratch(r, RESULT_ARRAY);
+	free(idx);
+}
+
+/* The cursor as Redis reads one (parseScanCursorOrReply: strtoul, no
+ * leading space, the whole text up to a NUL byte). 0, or -1. */
+static int
+scan_cursor(const char *s, size_t len, unsigned long long *cursor)
+{
+	char	*tmp, *end;
+	int	 rc;
+
+	if ((tmp = malloc(len + 1)) == NULL)
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	errno = 0;
+	*cursor = strtoull(tmp, &end, 10);
+	rc = isspace((unsigned char)tmp[0]) || *end != '\0' ||
+	    errno == ERANGE ? -1 : 0;
+	free(tmp);
+	return rc;
+}
+
+/* Where a name sits in SCAN's order. */
+static uint64_t
+scan_hash(const struct filter *f)
+{
+	return XXH3_64bits(f->name, f->namelen);
+}
+
+/* A max-heap of the k smallest hashes seen: h[0] is the largest. */
+static void
+heap_push(uint64_t *h, size_t *n, size_t k, uint64_t v)
+{
+	size_t i, p, l, m;
+
+	if (*n < k) {
+		for (i = (*n)++; i > 0 && h[p = (i - 1) / 2] < v; i = p)
+			h[i] = h[p];
+		h[i] = v;
+		return;
+	}
+	if (v >= h[0])
+		return;
+	/* replace the largest and sift down */
+	for (i = 0;; i = m) {
+		l = 2 * i + 1;
+		if (l >= k)
+			break;
+		m = l + 1 < k && h[l + 1] > h[l] ? l + 1 : l;
+		if (h[m] <= v)
+			break;
+		h[i] = h[m];
+	}
+	h[i] = v;
+}
+
+/*
+ * SCAN <cursor> [MATCH p] [COUNT n] [TYPE t]: filter names, a page at a
+ * time.
+ *
+ * The order is that of a 64-bit hash of the name (XXH3), which no filter
+ * added or dropped changes; the cursor is the hash where the next page
+ * starts. A page takes the COUNT (default 10) smallest hashes at or past
+ * the cursor (and any name that shares the last one's hash), then MATCH
+ * and TYPE filter it, as Redis filters a page after taking it; the next
+ * cursor is one past the page's last hash, or 0 once nothing is left.
+ * So a filter present from the first call to the last is returned exactly
+ * once (Redis promises at least once), whatever is created or dropped in
+ * between, and a page can be empty before the end. Each call reads every
+ * name once: O(filters), and max_filters bounds that.
+ */
+void
+cmd_scan(struct conn *c, struct op *op, struct result *r)
+{
+	const struct registry	*reg;
+	unsigned long long	 cursor;
+	long long		 count = 10;
+	const char		*pat = NULL, *type = NULL;
+	size_t			 patlen = 0, typelen = 0, k, nheap = 0;
+	size_t			 total = 0, taken = 0, n = 0, *idx = NULL;
+	uint64_t		*hashes = NULL, *heap = NULL, last;
+	unsigned long long	 next;
+	struct buf		*b;
+	char			 num[24];
+	int			 rc;
+
+	if (scan_cursor(op->argv[1], op->argl[1], &cursor) == -1) {
+		result_error(r, "ERR", "invalid cursor");
+		return;
+	}
+	for (int i = 2; i < op->argc; i += 2) {
+		int left = op->argc - i;
+
+		if (left >= 2 && name_is(op->argv[i], op->argl[i], "COUNT", 5)) {
+			if (redis_ll(op->argv[i + 1], op->argl[i + 1],
+			    &count) == -1) {
+				result_error(r, "ERR", "value is not an "
+				    "integer or out of range");
+				return;
+			}
+			if (count < 1) {
+				result_error(r, "ERR", "syntax error");
+				return;
+			}
+		} else if (left >= 2 &&
+		    name_is(op->argv[i], op->argl[i], "MATCH", 5)) {
+			pat = op->argv[i + 1];
+			patlen = op->argl[i + 1];
+			if (patlen == 1 && pat[0] == '*')
+				pat = NULL;	/* everything */
+		} else if (left >= 2 &&
+		    name_is(op->argv[i], op->argl[i], "TYPE", 4)) {
+			type = op->argv[i + 1];
+			typelen = op->argl[i + 1];
+		} else {
+			result_error(r, "ERR", "syntax error");
 			return;
 		}
 	}
-	for (int i = 1; i < op->argc; i++) {
-		if ((f = registry_find(reg, op->argv[i], op->argl[i])) == NULL)
-			continue;
-		registry_remove(reg, f);
-		f->deleted = 1;
-		if (snapshot_path(path, sizeof(path), c->srv->cfg->data_dir,
-		    f->name) == 0 && unlink(path) == -1 && errno != ENOENT)
-			log_warn("filter %s: cannot remove %s: %s", f->name,
-			    path, strerror(errno));
-		log_info("filter %s dropped by client %llu (%s)", f->name,
-		    (unsigned long long)c->id, c->peer);
-		filter_unref(f);
-		n++;
+
+	expire_now(c->srv, wall_ms());
+	reg = c->srv->reg;
+	k = (unsigned long long)count < reg->nfilters ? (size_t)count :
+	    reg->nfilters;
+	hashes = malloc((reg->nfilters + 1) * sizeof(*hashes));
+	heap = malloc((k + 1) * sizeof(*heap));
+	idx = malloc((reg->nfilters + 1) * sizeof(*idx));
+	if (hashes == NULL || heap == NULL || idx == NULL) {
+		result_error(r, "ERR", "out of memory");
+		goto out;
 	}
-	result_int(r, n);
+	for (size_t i = 0; i < reg->nfilters; i++) {
+		hashes[i] = scan_hash(reg->filters[i]);
+		if (hashes[i] < cursor)
+			continue;
+		total++;
+		heap_push(heap, &nheap, k, hashes[i]);
+	}
+	/* the page: [cursor, last]; all that is left if it fits */
+	last = total > k ? heap[0] : UINT64_MAX;
+	for (size_t i = 0; i < reg->nfilters; i++) {
+		const struct filter *f = reg->filters[i];
+
+		if (hashes[i] < cursor || hashes[i] > last)
+			continue;
+		taken++;
+		if (pat != NULL && !glob_match(pat, patlen, f->name,
+		    f->namelen))
+			continue;
+		if (type != NULL && (strlen(type_name(f)) != typelen ||
+		    strncasecmp(type, type_name(f), typelen) != 0))
+			continue;
+		idx[n++] = i;
+	}
+	next = taken == total || last == UINT64_MAX ? 0 :
+	    (unsigned long long)last + 1;
+	b = result_reset();
+	rc = resp_add_array(b, 2);
+	snprintf(num, sizeof(num), "%llu", next);
+	if (rc == 0)
+		rc = resp_add_bulk(b, num, strlen(num));
+	if (rc == 0)
+		rc = add_names(b, reg, idx, n);
+	if (rc == -1)
+		result_error(r, "ERR", "out of memory");
+	else
+		result_scratch(r, RESULT_ARRAY);
+out:
+	free(hashes);
+	free(heap);
+	free(idx);
+}
+
+/* ---- EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, PERSIST ---- */
+
+#define EXPIRE_NX	0x1
+#define EXPIRE_XX	0x2
+#define EXPIRE_GT	0x4
+#define EXPIRE_LT	0x8
+
+static void
+config_filter_error(struct result *r, const struct filter *f, const char *what)
+{
+	result_error(r, "ERR", "filter %s is in the config file: %s (remove "
+	    "its section and reload to drop it; DEL or RESET empties it)",
+	    f->name, what);
+}
+
+/*
+ * EXPIRE <filter> <seconds> [NX|XX|GT|LT], PEXPIRE (milliseconds),
+ * EXPIREAT / PEXPIREAT (a Unix time): as Redis 7.0's expireGenericCommand,
+ * in its order: options, the number, its overflow, the key (:0 if
+ * missing), the options' conditions (:0), then a time already past drops
+ * the filter now, and any other sets its deadline (written to the file
+ * before the reply): :1.
+ */
+void
+cmd_expire(struct conn *c, struct op *op, struct result *r)
+{
+	struct server	*srv = c->srv;
+	const char	*lname = op->cmd->lname;
+	int		 ms = lname[0] == 'p';
+	int		 at = strstr(lname, "at") != NULL;
+	int		 flags = 0;
+	long long	 when;
+	int64_t		 now = wall_ms(), base = at ? 0 : now, cur;
+	struct deadline	*e;
+	struct filter	*f;
+	char		 tok[400], err[600], why[160];
+
+	for (int i = 3; i < op->argc; i++) {
+		const char	*a = op->argv[i];
+		size_t		 l = op->argl[i];
+
+		if (name_is(a, l, "NX", 2))
+			flags |= EXPIRE_NX;
+		else if (name_is(a, l, "XX", 2))
+			flags |= EXPIRE_XX;
+		else if (name_is(a, l, "GT", 2))
+			flags |= EXPIRE_GT;
+		else if (name_is(a, l, "LT", 2))
+			flags |= EXPIRE_LT;
+		else {
+			result_error(r, "ERR", "Unsupported option %s",
+			    err_arg(a, l, tok, sizeof(tok)));
+			return;
+		}
+	}
+	if ((flags & EXPIRE_NX) && (flags & (EXPIRE_XX | EXPIRE_GT |
+	    EXPIRE_LT))) {
+		result_error(r, "ERR", "NX and XX, GT or LT options at the "
+		    "same time are not compatible");
+		return;
+	}
+	if ((flags & EXPIRE_GT) && (flags & EXPIRE_LT)) {
+		result_error(r, "ERR", "GT and LT options at the same time "
+		    "are not compatible");
+		return;
+	}
+	if (redis_ll(op->argv[2], op->argl[2], &when) == -1) {
+		result_error(r, "ERR", "value is not an integer or out of "
+		    "range");
+		return;
+	}
+	if (!ms) {
+		if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000)
+			goto invalid;
+		when *= 1000;
+	}
+	if (when > LLONG_MAX - base)
+		goto invalid;
+	when += base;
+
+	if ((f = lookup(c, op, 1, now)) == NULL) {
+		result_int(r, 0);
+		return;
+	}
+	if (!f->runtime) {
+		config_filter_error(r, f, "it cannot expire");
+		return;
+	}
+	e = deadline_find(&deadlines, f->name, f->namelen);
+	cur = e != NULL ? e->at_ms : -1;
+	if (((flags & EXPIRE_NX) && cur != -1) ||
+	    ((flags & EXPIRE_XX) && cur == -1) ||
+	    ((flags & EXPIRE_GT) && (cur == -1 || when <= cur)) ||
+	    ((flags & EXPIRE_LT) && cur != -1 && when >= cur)) {
+		result_int(r, 0);
+		return;
+	}
+	if (when <= now) {
+		/* as Redis deletes a key given a time already past */
+		snprintf(why, sizeof(why), "by %s %lld from client %llu (%s)",
+		    lname, (long long)(ms ? when - base : (when - base) / 1000),
+		    (unsigned long long)c->id, c->peer);
+		keyspace_drop_filter(srv, f, why);
+		result_int(r, 1);
+		return;
+	}
+	if (deadline_set(&deadlines, f->name, f->namelen, when) == -1) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	if (save_deadlines(srv, err, sizeof(err)) == -1) {
+		/* the deadline is not kept: the table goes back */
+		if (cur == -1)
+			deadline_remove(&deadlines, f->name, f->namelen);
+		else
+			deadline_set(&deadlines, f->name, f->namelen, cur);
+		/* (the sweep rewrites the file as the table is, should the
+		 * failed write have gone through) */
+		deadlines_changed();
+		result_error(r, "ERR", "cannot keep the deadline of filter "
+		    "%s: %s", f->name, err);
+		return;
+	}
+	deadlines_changed();
+	result_int(r, 1);
+	return;
+
+invalid:
+	result_error(r, "ERR", "invalid expire time in '%s' command", lname);
+}
+
+/* TTL / PTTL <filter>: -2 missing, -1 no deadline (a config-file filter
+ * never has one), else the time left (TTL: seconds, rounded). */
+void
+cmd_ttl(struct conn *c, struct op *op, struct result *r)
+{
+	int64_t		 now = wall_ms(), ttl;
+	struct filter	*f = lookup(c, op, 1, now);
+	struct deadline	*e;
+
+	if (f == NULL) {
+		result_int(r, -2);
+		return;
+	}
+	if (!f->runtime ||
+	    (e = deadline_find(&deadlines, f->name, f->namelen)) == NULL) {
+		result_int(r, -1);
+		return;
+	}
+	ttl = e->at_ms - now;
+	if (ttl < 0)
+		ttl = 0;
+	result_int(r, op->cmd->lname[0] == 'p' ? ttl : (ttl + 500) / 1000);
+}
+
+/* PERSIST <filter>: :1 if its deadline was removed, :0 if it had none or
+ * is missing; an error for a config-file filter. */
+void
+cmd_persist(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f = lookup(c, op, 1, wall_ms());
+	struct deadline	*e;
+	int64_t		 was;
+	char		 err[600];
+
+	if (f == NULL) {
+		result_int(r, 0);
+		return;
+	}
+	if (!f->runtime) {
+		config_filter_error(r, f, "it has no deadline to remove");
+		return;
+	}
+	if ((e = deadline_find(&deadlines, f->name, f->namelen)) == NULL) {
+		result_int(r, 0);
+		return;
+	}
+	was = e->at_ms;
+	deadline_remove(&deadlines, f->name, f->namelen);
+	if (save_deadlines(c->srv, err, sizeof(err)) == -1) {
+		/* the deadline stays (the sweep rewrites the file as the
+		 * table is, should the failed write have gone through) */
+		(void)deadline_set(&deadlines, f->name, f->namelen, was);
+		deadlines_changed();
+		result_error(r, "ERR", "cannot remove the deadline of filter "
+		    "%s: %s", f->name, err);
+		return;
+	}
+	deadlines_changed();
+	result_int(r, 1);
 }

@@ -70,7 +70,15 @@ void	cmd_bf_reserve(struct conn *, struct op *, struct result *);
 void	cmd_bf_insert(struct conn *, struct op *, struct result *);
 void	cmd_bf_info(struct conn *, struct op *, struct result *);
 /* cmd_keyspace.c */
-void	cmd_del(struct conn *, struct op *, struct result *);
+void	cmd_del(struct conn *, struct op *, struct result *);	/* DEL UNLINK */
+void	cmd_reset(struct conn *, struct op *, struct result *);
+void	cmd_type(struct conn *, struct op *, struct result *);
+void	cmd_keys(struct conn *, struct op *, struct result *);
+void	cmd_scan(struct conn *, struct op *, struct result *);
+/* EXPIRE PEXPIRE EXPIREAT PEXPIREAT */
+void	cmd_expire(struct conn *, struct op *, struct result *);
+void	cmd_ttl(struct conn *, struct op *, struct result *);	/* TTL PTTL */
+void	cmd_persist(struct conn *, struct op *, struct result *);
 /* cmd_info.c */
 void	cmd_info(struct conn *, struct op *, struct result *);
 void	cmd_filters(struct conn *, struct op *, struct result *);

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "log.h"
 #include "journal.h"
+#include "keyspace.h"
 #include "notify.h"
 #include "persist.h"
 #include "registry.h"
@@ -208,6 +209,13 @@ main(int argc, char **argv)
 		log_error("%s", err);
 		log_error("not starting: the snapshot is left as it is; see "
 		    "seend(8), SNAPSHOTS, for what to do");
+		config_free(srv.cfg);
+		return 1;
+	}
+	/* EXPIRE deadlines: a filter past its own is dropped before the
+	 * journal is replayed */
+	if (keyspace_load(&srv) == -1) {
+		registry_free(srv.reg);
 		config_free(srv.cfg);
 		return 1;
 	}

@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "keyspace.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -544,6 +545,8 @@ on_sweep(evutil_socket_t fd, short what, void *arg)
 		filter_expire(srv->reg->filters[i], filter_now_ms);
 		filter_retry(srv->reg->filters[i]);
 	}
+	/* runtime filters whose EXPIRE deadline has come are dropped */
+	keyspace_expire_due(srv, filter_now_ms);
 	/* a time when the daemon did not run (SIGSTOP, a frozen VM) is not
 	 * its clients' idleness: a sweep that comes late moves every
 	 * client's last activity forward by the delay */

@@ -1,0 +1,38 @@
+/*
+ * keyspace.h - what the server asks of cmd_keyspace.c (filter names as
+ * Redis keys) outside a request: the runtime filters' deadlines at start
+ * and at each sweep, and the one way a runtime filter is dropped.
+ */
+#ifndef SEEND_KEYSPACE_H
+#define SEEND_KEYSPACE_H
+
+#include <stdint.h>
+
+struct server;
+struct filter;
+
+/*
+ * At start, after the runtime filters are loaded and before the journal
+ * is replayed: reads <data_dir>/deadlines (deadline.h); a filter whose
+ * deadline has passed is dropped now, a deadline of a name that is no
+ * runtime filter is forgotten. Returns 0, or -1 after logging why (a
+ * damaged file: it is left as it is).
+ */
+int	keyspace_load(struct server *);
+/*
+ * The periodic sweep (about once a second, now_ms the wall clock in
+ * milliseconds): drops the runtime filters whose deadline has come,
+ * forgets deadlines whose filter is gone or now in the config file, and
+ * retries a deadline file that could not be written (or whose data_dir a
+ * reload moved).
+ */
+void	keyspace_expire_due(struct server *, int64_t now_ms);
+/*
+ * Drops runtime filter f as DEL does: out of the registry, its snapshot
+ * file removed (a snapshot in flight too), its deadline forgotten; why
+ * goes into the log line ("by client 7 (127.0.0.1:5000)").
+ */
+void	keyspace_drop_filter(struct server *, struct filter *,
+	    const char *why);
+
+#endif
