@@ -1,7 +1,18 @@
 /*
  * cmd_bloom.c - RedisBloom's BF.* commands, with its replies and errors.
+ *
+ * The model is RedisBloom 2.4 (rebloom.c): the same argument parsing, the
+ * same error texts (some with "ERR", some bare), the same order of checks,
+ * and per-item answers in BF.MADD and BF.INSERT: an item a fixed filter
+ * cannot take is an error in its place in the array, the items before it
+ * keep their answers (they were recorded), and the items after it are not
+ * looked at. On a RESP3 connection the answers are booleans and BF.INFO is
+ * a map, as RedisBloom 2.6 and later give them. seend(8) lists where seend
+ * differs on purpose (Size, the rate bound, defaults from the config).
  */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,29 +32,140 @@
 #include "server.h"
 #include "snapshot.h"
 
-/* The largest growth factor seend plans (config.c's bound). */
-#define MAX_EXPANSION	16
+/* The largest growth factor a snapshot keeps (snapshot.c refuses more),
+ * so the largest EXPANSION a filter created here can have. */
+#define MAX_EXPANSION	1024
+
+#define WRONGTYPE_TEXT \
+	"WRONGTYPE Operation against a key holding the wrong kind of value"
+#define FULL_TEXT	"non scaling filter is full"
+
+/* ------------------------------------------------------------------ */
+/* Arguments as Redis reads them for a module                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An integer as RedisModule_StringToLongLong reads one (Redis's string2ll):
+ * the whole text, an optional '-', no '+', no spaces, no leading zeros, in
+ * range. 0, or -1.
+ */
+static int
+bf_ll(const char *s, size_t len, long long *v)
+{
+	unsigned long long	 n = 0, lim;
+	size_t			 i = 0;
+	int			 neg = 0;
+
+	if (len == 0 || len > 20)
+		return -1;
+	if (len == 1 && s[0] == '0') {
+		*v = 0;
+		return 0;
+	}
+	if (s[0] == '-') {
+		neg = 1;
+		i = 1;
+	}
+	if (i == len || s[i] < '1' || s[i] > '9')
+		return -1;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)
+	    LLONG_MAX;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (n > (lim - (unsigned long long)(s[i] - '0')) / 10)
+			return -1;
+		n = n * 10 + (unsigned long long)(s[i] - '0');
+	}
+	*v = neg ? (long long)(0 - n) : (long long)n;
+	return 0;
+}
+
+/*
+ * A number as RedisModule_StringToDouble reads one (Redis's string2d):
+ * strtod over the whole text, no leading space, no NaN, no overflow or
+ * underflow to zero (inf itself is a number). 0, or -1.
+ */
+static int
+bf_double(const char *s, size_t len, double *v)
+{
+	char	 tmp[128], *p = tmp, *end;
+	int	 rc = -1;
+
+	if (len == 0 || isspace((unsigned char)s[0]))
+		return -1;
+	if (len >= sizeof(tmp) && (p = malloc(len + 1)) == NULL)
+		return -1;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	errno = 0;
+	*v = strtod(p, &end);
+	if ((size_t)(end - p) == len && !isnan(*v) && !(errno == ERANGE &&
+	    (*v == HUGE_VAL || *v == -HUGE_VAL || fpclassify(*v) == FP_ZERO)))
+		rc = 0;
+	if (p != tmp)
+		free(p);
+	return rc;
+}
+
+/* The first argument after the command equal to word (any case), as
+ * RedisBloom's RMUtil_ArgIndex finds it - the key included - or -1. */
+static int
+arg_index(const struct op *op, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (int i = 1; i < op->argc; i++)
+		if (name_is(op->argv[i], op->argl[i], word, n))
+			return i;
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Filters as RedisBloom's keys                                        */
+/* ------------------------------------------------------------------ */
+
+enum bf_status { BF_FOUND, BF_MISSING, BF_WRONGTYPE };
+
+/*
+ * 1 if f is a Bloom filter. Every filter is one today; when cuckoo filters
+ * (type = cuckoo, CF.*) share the names, this is where BF.* tells them
+ * apart: BF.RESERVE, BF.ADD, BF.MADD, BF.INSERT, BF.INFO (and BF.CARD)
+ * then answer WRONGTYPE on one, and BF.EXISTS / BF.MEXISTS answer 0, as
+ * RedisBloom does.
+ */
+static inline int
+is_bloom(const struct filter *f)
+{
+	(void)f;
+	return 1;
+}
+
+/* The filter named by argv[1] (URL keys are another namespace: a name
+ * is only ever a filter). */
+static enum bf_status
+bf_lookup(struct conn *c, struct op *op, struct filter **fp)
+{
+	*fp = registry_find(c->srv->reg, op->argv[1], op->argl[1]);
+	if (*fp == NULL)
+		return BF_MISSING;
+	if (!is_bloom(*fp)) {
+		*fp = NULL;
+		return BF_WRONGTYPE;
+	}
+	return BF_FOUND;
+}
 
 /* A runtime filter from request parameters; NULL with r set. */
 static struct filter *
 create_filter(struct conn *c, struct op *op, long long cap, double rate,
-    long long expansion, struct result *r)
+    unsigned growth, struct result *r)
 {
 	struct filter	*f;
 	char		 err[400];
 
-	if (expansion > MAX_EXPANSION) {
-		result_error(r, "ERR", "expansion over %d is not supported",
-		    MAX_EXPANSION);
-		return NULL;
-	}
-	if (rate < 1e-9 || rate > 0.5) {
-		result_error(r, "ERR", "error rate must be 1e-9 to 0.5");
-		return NULL;
-	}
 	f = registry_create(c->srv->reg, c->srv->cfg, op->argv[1],
-	    op->argl[1], (uint64_t)cap, rate, (unsigned)expansion, err,
-	    sizeof(err));
+	    op->argl[1], (uint64_t)cap, rate, growth, err, sizeof(err));
 	if (f == NULL)
 		result_error(r, "ERR", "%s", err);
 	else
@@ -52,15 +174,128 @@ create_filter(struct conn *c, struct op *op, long long cap, double rate,
 	return f;
 }
 
+/*
+ * The filter BF.ADD / BF.MADD add to: the one named, or a new one with the
+ * new_filter_* settings. NULL with r set.
+ */
+static struct filter *
+bf_target(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter *f;
+
+	switch (bf_lookup(c, op, &f)) {
+	case BF_FOUND:
+		return f;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return NULL;
+	case BF_MISSING:
+		break;
+	}
+	return command_named_filter(c, op, 1, r);
+}
+
+/*
+ * r holds command_dedup_key's error for an item f could not take: a fixed
+ * filter at its capacity answers in RedisBloom's words; anything else (the
+ * journal, max_memory) keeps seend's.
+ */
+static void
+refusal(const struct filter *f, struct result *r)
+{
+	if (f->full && f->growth == 0)
+		result_error(r, "ERR", FULL_TEXT);
+}
+
+/* r's error as an element of an array. */
+static int
+add_error(struct buf *b, const struct result *r)
+{
+	char		 code[32];
+	const char	*sp;
+	size_t		 n;
+
+	if (r->code != NULL)
+		return resp_add_error(b, r->code, r->text, r->len);
+	/* a bare text: its first word is its code */
+	sp = memchr(r->text, ' ', r->len);
+	n = sp != NULL ? (size_t)(sp - r->text) : r->len;
+	if (n >= sizeof(code))
+		n = sizeof(code) - 1;
+	memcpy(code, r->text, n);
+	code[n] = '\0';
+	return sp != NULL ? resp_add_error(b, code, sp + 1,
+	    r->len - n - 1) : resp_add_error(b, code, "", 0);
+}
+
+/*
+ * Adds argv[first..] to f, the answers an array (RESULT_INTS, booleans in
+ * RESP3). An item f cannot take ends the array with its error; the items
+ * before it stay recorded, the items after it are not looked at.
+ */
+static void
+add_items(struct conn *c, struct op *op, struct filter *f, int first,
+    struct result *r)
+{
+	size_t		 n = (size_t)(op->argc - first), i;
+	uint8_t		*a, *done;
+	struct buf	*b;
+	int		 hit;
+
+	if ((a = result_answers(r, n)) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	r->boolean = 1;
+	for (i = 0; i < n; i++) {
+		hit = command_dedup_key(c, f, op->argv[first + i],
+		    op->argl[first + i], 0, r);
+		if (hit == FILTER_FULL)
+			break;
+		a[i] = (uint8_t)!hit;
+	}
+	if (i == n)
+		return;
+	/* r holds the error; the answers so far leave result_buf for the
+	 * array built there in RESP3 (booleans), downgraded for RESP2 */
+	refusal(f, r);
+	if ((done = malloc(i ? i : 1)) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	memcpy(done, a, i);
+	b = result_reset();
+	if (resp_add_array(b, (long long)i + 1) == -1)
+		goto oom;
+	for (size_t j = 0; j < i; j++)
+		if (resp_add_bool(b, done[j]) == -1)
+			goto oom;
+	if (add_error(b, r) == -1)
+		goto oom;
+	free(done);
+	r->boolean = 0;
+	result_scratch(r, RESULT_ARRAY);
+	return;
+oom:
+	free(done);
+	r->boolean = 0;
+	result_error(r, "ERR", "out of memory");
+}
+
+/* ------------------------------------------------------------------ */
+/* The commands                                                        */
+/* ------------------------------------------------------------------ */
+
 /* BF.RESERVE f error_rate capacity [EXPANSION e] [NONSCALING] */
 void
 cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 {
+	struct filter	*f;
 	double		 rate;
 	long long	 cap, exp = c->srv->cfg->new_filter_growth;
-	int		 nonscaling = 0, has_exp = 0;
+	int		 nonscaling, ex;
 
-	if (command_arg_double(op->argv[2], op->argl[2], &rate) == -1) {
+	if (bf_double(op->argv[2], op->argl[2], &rate) == -1) {
 		result_error(r, "ERR", "bad error rate");
 		return;
 	}
@@ -68,7 +303,7 @@ cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 		result_error(r, "ERR", "(0 < error rate range < 1) ");
 		return;
 	}
-	if (command_arg_ll(op->argv[3], op->argl[3], &cap) == -1) {
+	if (bf_ll(op->argv[3], op->argl[3], &cap) == -1) {
 		result_error(r, "ERR", "bad capacity");
 		return;
 	}
@@ -76,40 +311,115 @@ cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 		result_error(r, "ERR", "(capacity should be larger than 0)");
 		return;
 	}
-	for (int i = 4; i < op->argc; i++) {
-		if (name_is(op->argv[i], op->argl[i], "NONSCALING", 10))
-			nonscaling = 1;
-		else if (name_is(op->argv[i], op->argl[i], "EXPANSION", 9)) {
-			if (i + 1 == op->argc) {
-				result_error(r, "ERR", "no expansion");
-				return;
-			}
-			if (command_arg_ll(op->argv[i + 1], op->argl[i + 1], &exp) ==
-			    -1 || exp < 1) {
-				result_error(r, "ERR", "bad expansion");
-				return;
-			}
-			has_exp = 1;
-			i++;
-		} else {
-			result_error(r, "ERR", "syntax error");
+	/* as RedisBloom looks for them: anywhere, other words ignored */
+	nonscaling = arg_index(op, "NONSCALING") != -1;
+	ex = arg_index(op, "EXPANSION");
+	if (ex + 1 == op->argc) {
+		result_error(r, "ERR", "no expansion");
+		return;
+	}
+	if (ex != -1) {
+		if (nonscaling) {
+			result_bare(r, "Nonscaling filters cannot expand");
+			return;
+		}
+		if (bf_ll(op->argv[ex + 1], op->argl[ex + 1], &exp) == -1) {
+			result_error(r, "ERR", "bad expansion");
+			return;
+		}
+		/* RedisBloom 2.6's check (2.4 made a filter that broke) */
+		if (exp < 1) {
+			result_error(r, "ERR", "expansion should be greater or "
+			    "equal to 1");
+			return;
+		}
+		if (exp > MAX_EXPANSION) {
+			result_error(r, "ERR", "expansion over %d is not "
+			    "supported", MAX_EXPANSION);
 			return;
 		}
 	}
-	if (nonscaling && has_exp) {
-		result_bare(r, "Nonscaling filters cannot expand");
-		return;
-	}
-	if (registry_find(c->srv->reg, op->argv[1], op->argl[1]) != NULL) {
+	switch (bf_lookup(c, op, &f)) {
+	case BF_FOUND:
 		result_error(r, "ERR", "item exists");
 		return;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return;
+	case BF_MISSING:
+		break;
 	}
-	if (create_filter(c, op, cap, rate, nonscaling ? 0 : exp, r) != NULL)
+	if (create_filter(c, op, cap, rate, nonscaling ? 0 : (unsigned)exp,
+	    r) != NULL)
 		result_status(r, "OK");
 }
 
-/* BF.INSERT f [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE]
- * [NONSCALING] ITEMS a b ... */
+/* BF.ADD f item: 1 new (it is recorded now), 0 seen. */
+void
+cmd_bf_add(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	int		 hit;
+
+	if ((f = bf_target(c, op, r)) == NULL)
+		return;
+	hit = command_dedup_key(c, f, op->argv[2], op->argl[2], 0, r);
+	if (hit == FILTER_FULL)
+		refusal(f, r);
+	else
+		result_bool(r, !hit);
+}
+
+/* BF.MADD f item...: BF.ADD of each, in one array. */
+void
+cmd_bf_madd(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter *f;
+
+	if ((f = bf_target(c, op, r)) != NULL)
+		add_items(c, op, f, 2, r);
+}
+
+/* BF.EXISTS f item: 1 if seen; a missing filter holds nothing. */
+void
+cmd_bf_exists(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	int		 hit = 0;
+
+	/* RedisBloom answers 0 for a key of another type too */
+	if (bf_lookup(c, op, &f) == BF_FOUND)
+		hit = command_dedup_key(c, f, op->argv[2], op->argl[2], 1, r);
+	result_bool(r, hit);
+}
+
+/* BF.MEXISTS f item...: BF.EXISTS of each, in one array. */
+void
+cmd_bf_mexists(struct conn *c, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	size_t		 n = (size_t)(op->argc - 2);
+	uint8_t		*a;
+	int		 found = bf_lookup(c, op, &f) == BF_FOUND;
+
+	if ((a = result_answers(r, n)) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	r->boolean = 1;
+	for (size_t i = 0; i < n; i++)
+		a[i] = found ? (uint8_t)command_dedup_key(c, f,
+		    op->argv[i + 2], op->argl[i + 2], 1, r) : 0;
+}
+
+/*
+ * BF.INSERT f [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING]
+ * ITEMS a b ...
+ *
+ * Options are told apart as RedisBloom tells them: by their first letter
+ * (and ERROR from EXPANSION by the second, NOCREATE from NONSCALING by the
+ * third), so "CAP", "E", "EXP", "NOC" and "I" work as they do there.
+ */
 void
 cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 {
@@ -118,62 +428,67 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 	double			 rate = cfg->new_filter_error_rate;
 	long long		 cap = (long long)cfg->new_filter_capacity;
 	long long		 exp = cfg->new_filter_growth;
-	int			 i, nocreate = 0, nonscaling = 0, items = 0;
-	uint8_t			*a;
+	int			 pos = 2, items = -1, nocreate = 0;
+	int			 nonscaling = 0;
 
-	for (i = 2; i < op->argc && !items; i++) {
-		const char	*w = op->argv[i];
-		size_t		 l = op->argl[i];
-		int		 last = i + 1 == op->argc;
+	while (pos < op->argc && items < 0) {
+		const char	*w = op->argv[pos];
+		size_t		 l = op->argl[pos];
+		const char	*v;
+		size_t		 vl;
 
-		if (name_is(w, l, "ITEMS", 5)) {
-			items = i + 1;
-		} else if (name_is(w, l, "NOCREATE", 8)) {
-			nocreate = 1;
-		} else if (name_is(w, l, "NONSCALING", 10)) {
-			nonscaling = 1;
-		} else if (name_is(w, l, "CAPACITY", 8) && !last) {
-			if (command_arg_ll(op->argv[i + 1], op->argl[i + 1],
-			    &cap) == -1) {
-				result_bare(r, "Bad capacity");
-				return;
-			}
-			i++;
-		} else if (name_is(w, l, "ERROR", 5) && !last) {
-			if (command_arg_double(op->argv[i + 1], op->argl[i + 1],
-			    &rate) == -1) {
-				result_bare(r, "Bad error rate");
-				return;
-			}
-			i++;
-		} else if (name_is(w, l, "EXPANSION", 9) && !last) {
-			if (command_arg_ll(op->argv[i + 1], op->argl[i + 1],
-			    &exp) == -1) {
+		switch (l > 0 ? tolower((unsigned char)w[0]) : 0) {
+		case 'i':
+			items = ++pos;
+			break;
+		case 'e':
+		case 'c':
+			if (++pos == op->argc)
+				goto arity;
+			v = op->argv[pos];
+			vl = op->argl[pos];
+			pos++;
+			if (tolower((unsigned char)w[0]) == 'c') {
+				if (bf_ll(v, vl, &cap) == -1) {
+					result_bare(r, "Bad capacity");
+					return;
+				}
+			} else if (l > 1 && tolower((unsigned char)w[1]) ==
+			    'r') {
+				if (bf_double(v, vl, &rate) == -1) {
+					result_bare(r, "Bad error rate");
+					return;
+				}
+			} else if (bf_ll(v, vl, &exp) == -1) {
 				result_bare(r, "Bad expansion");
 				return;
 			}
-			i++;
-		} else if (last && (name_is(w, l, "CAPACITY", 8) ||
-		    name_is(w, l, "ERROR", 5) || name_is(w, l, "EXPANSION", 9))) {
-			result_error(r, "ERR", "wrong number of arguments for "
-			    "'bf.insert' command");
-			return;
-		} else {
+			break;
+		case 'n':
+			if (l > 2 && tolower((unsigned char)w[2]) == 'c')
+				nocreate = 1;
+			else
+				nonscaling = 1;
+			pos++;
+			break;
+		default:
 			result_bare(r, "Unknown argument received");
 			return;
 		}
 	}
-	if (items == 0 || items >= op->argc) {
-		result_error(r, "ERR", "wrong number of arguments for 'bf.insert' "
-		    "command");
-		return;
-	}
+	if (items < 0 || items == op->argc)
+		goto arity;
 	if (!(rate > 0 && rate < 1) || cap < 1 || exp < 1) {
 		result_bare(r, "Bad argument received");
 		return;
 	}
-	if ((f = registry_find(c->srv->reg, op->argv[1], op->argl[1])) ==
-	    NULL) {
+	switch (bf_lookup(c, op, &f)) {
+	case BF_FOUND:
+		break;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return;
+	case BF_MISSING:
 		if (nocreate) {
 			result_error(r, "ERR", "not found");
 			return;
@@ -182,24 +497,53 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 			(void)command_named_filter(c, op, 1, r);
 			return;
 		}
-		if ((f = create_filter(c, op, cap, rate, nonscaling ? 0 : exp,
-		    r)) == NULL)
+		if (!nonscaling && exp > MAX_EXPANSION) {
+			result_error(r, "ERR", "expansion over %d is not "
+			    "supported", MAX_EXPANSION);
 			return;
-	}
-	if ((a = result_answers(r, (size_t)(op->argc - items))) == NULL) {
-		result_error(r, "ERR", "out of memory");
-		return;
-	}
-	for (i = items; i < op->argc; i++) {
-		int hit = command_dedup_key(c, f, op->argv[i], op->argl[i], 0, r);
-
-		if (hit == FILTER_FULL)
+		}
+		if ((f = create_filter(c, op, cap, rate, nonscaling ? 0 :
+		    (unsigned)exp, r)) == NULL)
 			return;
-		a[i - items] = (uint8_t)!hit;
+		break;
 	}
+	add_items(c, op, f, items, r);
+	return;
+arity:
+	result_error(r, "ERR", "wrong number of arguments for '%s' command",
+	    op->cmd->lname);
 }
 
-/* BF.INFO f [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION] */
+/*
+ * What BF.INFO shows of f, as RedisBloom counts its sub-filters: it adds
+ * the next one with the key that needs it, seend as soon as the newest is
+ * full, so an empty newest slice of a growing filter is not counted yet.
+ * A filter with an expire window shows its declared capacity (per window).
+ */
+struct bf_shape {
+	long long	 capacity, bytes, filters;
+};
+
+static void
+bf_shape(const struct filter *f, struct bf_shape *s)
+{
+	size_t n = f->nslices;
+
+	if (f->expire_ms == 0 && f->growth > 0 && n > 1 &&
+	    f->slices[n - 1] == f->head && f->head->bloom.count == 0)
+		n--;
+	s->capacity = s->bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		s->capacity += (long long)f->slices[i]->capacity;
+		s->bytes += (long long)bloom_bytes(&f->slices[i]->bloom);
+	}
+	s->filters = (long long)n;
+	if (f->expire_ms > 0 || n == 0)
+		s->capacity = (long long)f->capacity;
+}
+
+/* BF.INFO f [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]: an array of pairs (a
+ * map in RESP3); one field: an array of its value (a map of one pair). */
 void
 cmd_bf_info(struct conn *c, struct op *op, struct result *r)
 {
@@ -207,16 +551,24 @@ cmd_bf_info(struct conn *c, struct op *op, struct result *r)
 	    "Number of items inserted", "Expansion rate" };
 	static const char *words[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS",
 	    "EXPANSION" };
-	struct filter	*f = command_named_filter(c, op, 0, r);
+	struct filter	*f;
+	struct bf_shape	 s;
+	struct buf	*b;
 	long long	 v[5];
-	int		 one = -1;
+	int		 one = -1, from = 0, to = 5;
 
-	if (f == NULL) {
+	switch (bf_lookup(c, op, &f)) {
+	case BF_FOUND:
+		break;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return;
+	case BF_MISSING:
 		result_error(r, "ERR", "not found");
 		return;
 	}
 	if (op->argc == 3) {
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 5 && one < 0; i++)
 			if (name_is(op->argv[2], op->argl[2], words[i],
 			    strlen(words[i])))
 				one = i;
@@ -224,22 +576,29 @@ cmd_bf_info(struct conn *c, struct op *op, struct result *r)
 			result_bare(r, "Invalid information value");
 			return;
 		}
+		from = one;
+		to = one + 1;
 	}
-	v[0] = (long long)f->capacity;
-	v[1] = (long long)filter_bytes(f);
-	v[2] = (long long)f->nslices;
+	bf_shape(f, &s);
+	v[0] = s.capacity;
+	v[1] = s.bytes;
+	v[2] = s.filters;
 	v[3] = (long long)filter_count(f);
 	v[4] = (long long)f->growth;
-	result_reset();
-	if (one >= 0) {
-		resp_add_array(&result_buf, 1);
-		resp_add_int(&result_buf, v[one]);
-	} else {
-		resp_add_array(&result_buf, 10);
-		for (int i = 0; i < 5; i++) {
-			resp_add_status(&result_buf, names[i]);
-			resp_add_int(&result_buf, v[i]);
-		}
+	b = result_reset();
+	/* RESP2 gets the array RedisBloom 2.4 sends: of pairs for all, of
+	 * the value alone for one field */
+	if (one >= 0 && !op->resp3)
+		resp_add_array(b, 1);
+	else
+		resp_add_map(b, to - from);
+	for (int i = from; i < to; i++) {
+		if (one < 0 || op->resp3)
+			resp_add_status(b, names[i]);
+		if (i == 4 && f->growth == 0)
+			resp_add_null3(b);
+		else
+			resp_add_int(b, v[i]);
 	}
 	result_scratch(r, RESULT_ARRAY);
 }

@@ -224,42 +224,32 @@ cmd_exists(struct conn *c, struct op *op, struct result *r)
 	result_int(r, n);
 }
 
-/* SADD f m... (:new), BF.ADD f x (:1 new), BF.MADD f x... (array). */
+/* SADD f m...: how many members were new. */
 void
 cmd_sadd(struct conn *c, struct op *op, struct result *r)
 {
 	struct filter	*f;
-	uint8_t		*a = NULL;
 	long long	 n = 0;
-	int		 hit, madd = strcmp(op->cmd->lname, "bf.madd") == 0;
+	int		 hit;
 
 	if ((f = command_named_filter(c, op, 1, r)) == NULL)
 		return;
-	if (madd && (a = result_answers(r, (size_t)op->argc - 2)) == NULL) {
-		result_error(r, "ERR", "out of memory");
-		return;
-	}
 	for (int i = 2; i < op->argc; i++) {
 		hit = command_dedup_key(c, f, op->argv[i], op->argl[i], 0, r);
 		if (hit == FILTER_FULL)
 			return;
 		n += !hit;
-		if (a != NULL)
-			a[i - 2] = (uint8_t)!hit;
 	}
-	if (!madd)
-		result_int(r, n);
+	result_int(r, n);
 }
 
-/* SISMEMBER/BF.EXISTS f m (:0/:1), SMISMEMBER/BF.MEXISTS f m... (array);
- * a missing filter holds nothing. */
+/* SISMEMBER f m (:0/:1), SMISMEMBER f m... (array); a missing filter
+ * holds nothing. */
 void
 cmd_sismember(struct conn *c, struct op *op, struct result *r)
 {
 	struct filter	*f = command_named_filter(c, op, 0, r);
-	const char	*name = op->cmd->lname;
-	int		 multi = strcmp(name, "smismember") == 0 ||
-		    strcmp(name, "bf.mexists") == 0;
+	int		 multi = op->cmd->max_args < 0;
 	uint8_t		*a = NULL;
 	int		 hit = 0;
 
@@ -268,7 +258,8 @@ cmd_sismember(struct conn *c, struct op *op, struct result *r)
 		return;
 	}
 	for (int i = 2; i < op->argc; i++) {
-		hit = f ? command_dedup_key(c, f, op->argv[i], op->argl[i], 1, r) : 0;
+		hit = f ? command_dedup_key(c, f, op->argv[i], op->argl[i], 1,
+		    r) : 0;
 		if (a != NULL)
 			a[i - 2] = (uint8_t)hit;
 	}

@@ -49,8 +49,8 @@ static const struct command commands[] = {
 	/* RESP: the hot ones first */
 	{ "SETNX",	"setnx", CMD_SEEN,	2, 2, RESP, 0, cmd_setnx },
 	{ "SADD",	"sadd",	CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
-	{ "BF.ADD",	"bf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_sadd },
-	{ "BF.MADD",	"bf.madd", CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
+	{ "BF.ADD",	"bf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_bf_add },
+	{ "BF.MADD",	"bf.madd", CMD_SEEN,	2, -1, RESP, 0, cmd_bf_madd },
 	{ "SET",	"set",	CMD_SEEN,	2, -1, RESP, 0, cmd_set },
 	{ "GET",	"get",	CMD_CHECK,	1, 1, RESP, 0, cmd_get },
 	{ "MGET",	"mget",	CMD_CHECK,	1, -1, RESP, 0, cmd_mget },
@@ -58,9 +58,9 @@ static const struct command commands[] = {
 	{ "SISMEMBER",	"sismember", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember },
 	{ "SMISMEMBER",	"smismember", CMD_CHECK, 2, -1, RESP, 0,
 	    cmd_sismember },
-	{ "BF.EXISTS",	"bf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember },
+	{ "BF.EXISTS",	"bf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_bf_exists },
 	{ "BF.MEXISTS",	"bf.mexists", CMD_CHECK, 2, -1, RESP, 0,
-	    cmd_sismember },
+	    cmd_bf_mexists },
 	{ "BF.INSERT",	"bf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_bf_insert },
 	{ "SCARD",	"scard", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
 	{ "BF.CARD",	"bf.card", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
@@ -432,11 +432,25 @@ struct simple {
 	size_t		 next;		/* bytes of its line */
 };
 
-/* One answer of a simple batch: the line protocol's "0"/"1" (1: seen), or
- * RESP's integer for SETNX/SADD/BF.ADD (1: new). Returns the end. */
+/* How a simple batch answers: line "0"/"1" (1: seen), RESP's integer for
+ * SETNX/SADD/BF.ADD (1: new), or RESP3's boolean for BF.ADD (#t: new), as
+ * RedisBloom 2.6 answers after HELLO 3. */
+#define ANSWER_LINE	0
+#define ANSWER_INT	1
+#define ANSWER_BOOL	2
+
+/* One answer of a simple batch (how: ANSWER_*, a constant wherever this
+ * is inlined). Returns the end. */
 static inline __attribute__((always_inline)) char *
 put_answer(char *out, uint64_t hit, int resp)
 {
+	if (resp == ANSWER_BOOL) {
+		out[0] = '#';
+		out[1] = (char)(hit ? 'f' : 't');
+		out[2] = '\r';
+		out[3] = '\n';
+		return out + 4;
+	}
 	if (resp) {
 		out[0] = ':';
 		out[1] = (char)('1' - hit);
@@ -591,7 +605,7 @@ command_run_simple(struct conn *c, int max)
 		q[n].next = next;
 		off += next;
 	}
-	return answer_batch(c, q, n, off, uniform, 0);
+	return answer_batch(c, q, n, off, uniform, ANSWER_LINE);
 }
 
 
@@ -606,7 +620,7 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 	size_t		 head = 0, prev = 0;
 	struct filter	*f = NULL;
 	enum resp_hot	 cmd = RESP_HOT_NONE;
-	int		 n, uniform = 1;
+	int		 n, uniform = 1, bools = -1;
 
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
@@ -618,6 +632,12 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 			next = resp_parse_hot(p + off, left - off, lim, &cmd,
 			    &name, &namel, &key, &keyl, &head);
 			if (next == 0)
+				break;
+			/* one batch, one kind of answer: in RESP3 BF.ADD's
+			 * are booleans, SETNX's and SADD's integers */
+			if (bools == -1)
+				bools = c->resp3 && cmd == RESP_HOT_BFADD;
+			else if (bools != (c->resp3 && cmd == RESP_HOT_BFADD))
 				break;
 			if (cmd != RESP_HOT_SETNX)
 				f = registry_find(reg, name, namel);
@@ -634,7 +654,9 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 		prev = off;
 		off += next;
 	}
-	return answer_batch(c, q, n, off, uniform, 1);
+	if (bools == 1)
+		return answer_batch(c, q, n, off, uniform, ANSWER_BOOL);
+	return answer_batch(c, q, n, off, uniform, ANSWER_INT);
 }
 
 /* The filter a RESP command names in argv[1]; creates it (with the

@@ -66,6 +66,10 @@ void	cmd_sadd(struct conn *, struct op *, struct result *);
 void	cmd_sismember(struct conn *, struct op *, struct result *);
 void	cmd_scard(struct conn *, struct op *, struct result *);
 /* cmd_bloom.c */
+void	cmd_bf_add(struct conn *, struct op *, struct result *);
+void	cmd_bf_madd(struct conn *, struct op *, struct result *);
+void	cmd_bf_exists(struct conn *, struct op *, struct result *);
+void	cmd_bf_mexists(struct conn *, struct op *, struct result *);
 void	cmd_bf_reserve(struct conn *, struct op *, struct result *);
 void	cmd_bf_insert(struct conn *, struct op *, struct result *);
 void	cmd_bf_info(struct conn *, struct op *, struct result *);
