@@ -7,6 +7,14 @@ seend - a client for the seend URL-dedup daemon (stdlib only, Python 3.9+).
     c.seen("https://example.com/")          # True: seen before
     c.seen_many(["https://a/", "https://b/"])   # one round trip: [False, False]
 
+Given a list of servers, ``Client`` returns a ``Ring`` (seend/ring.py): each
+key goes to one node, chosen as twemproxy (nutcracker) chooses it with
+``hash: fnv1a_64`` and ``distribution: ketama``, and a batch goes to every
+node at once:
+
+    ring = seend.Client(["10.0.0.1:6874", "10.0.0.2:6874", "10.0.0.3:6874"])
+    ring.seen_many(urls)                    # answers in the order of urls
+
 The client speaks seend's line protocol.  ``seen_many`` and ``check_many``
 write a whole batch of requests before they read the replies (pipelining),
 so a million keys cost a few round trips, not a million.
@@ -23,7 +31,7 @@ import socket
 import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["Client", "Error", "ConnectionError", "TimeoutError"]
+__all__ = ["Client", "Ring", "Error", "ConnectionError", "TimeoutError"]
 __version__ = "0.1.0"
 
 Key = Union[str, bytes]
@@ -140,7 +148,18 @@ class Client:
     are retried, never requests.
 
     The client is not thread-safe: give each thread its own.
+
+    Given a list (or tuple) of servers instead of one address, ``Client``
+    returns a ``seend.Ring`` over them (same keyword arguments): see
+    ``seend.ring``.
     """
+
+    def __new__(cls, address: Union[str, Sequence[str]],
+                *args: object, **kwargs: object) -> "Client":
+        """A ``Client`` for one address, a ``Ring`` for a list of them."""
+        if cls is Client and isinstance(address, (list, tuple)):
+            return Ring(address, *args, **kwargs)  # type: ignore
+        return super().__new__(cls)
 
     def __init__(self, address: str, token: Optional[str] = None,
                  timeout: float = 10.0, connect_retry: float = 0.0) -> None:
@@ -479,3 +498,7 @@ class Client:
         """Snapshots now; returns once the files are written and fsynced."""
         self._one(b"SAVE" + (b" " + _encode(filter, "filter name")
                              if filter is not None else b"") + b"\n")
+
+
+# a Ring is built of Clients: imported last, once they exist
+from .ring import Ring  # noqa: E402
