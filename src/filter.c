@@ -549,6 +549,33 @@ filter_reseed(struct filter *f, uint64_t seed)
 	return 0;
 }
 
+void
+filter_reset(struct filter *f, uint64_t seed)
+{
+	uint64_t	 held = filter_count(f);
+	char		 why[256];
+
+	for (size_t i = 0; i < f->nslices; i++)
+		slice_unref(f->slices[i]);
+	/* mutations only ever grow: a snapshot job captured before the
+	 * reset can never make the filter look saved */
+	f->dropped += held;
+	f->reshapes++;
+	f->nslices = 0;
+	f->head = NULL;
+	f->seed = seed;
+	f->full = 0;
+	f->held = 0;
+	f->warned = 0;
+	f->drop_at_ms = INT64_MAX;
+	refresh(f);
+	if (f->expire_ms > 0)
+		return;
+	if (add_slice(f, now_ms(), why, sizeof(why)) == -1)
+		log_warn("filter %s: emptied, its first slice waits for its "
+		    "first key: %s", f->name, why);
+}
+
 /* Takes the slices a snapshot held. */
 static int
 adopt(struct filter *f, const struct snapshot_info *info,

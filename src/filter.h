@@ -151,6 +151,18 @@ struct filter	*filter_open(const struct filter_config *fc, const char *dir,
  * holds keys (its seed can no longer change).
  */
 int		 filter_reseed(struct filter *, uint64_t seed);
+/*
+ * Empties f (DEL of a config-file filter, RESET): every slice is let go
+ * (a snapshot job that holds one keeps it until written), the hash seed
+ * becomes seed, and f is what a new filter of its settings is - one empty
+ * first slice, or none with a window (its first key opens a period) -
+ * with its name, settings and traffic counters kept. The change counts
+ * (f is dirty) even for a filter that held nothing, so that the next
+ * snapshot replaces the file of the old seed. A first slice that cannot
+ * be allocated now (max_memory) is tried again by the first key, as for
+ * a window. Durability is the caller's (persist_filter_reset).
+ */
+void		 filter_reset(struct filter *, uint64_t seed);
 /* A new empty filter for fc (no file is read). */
 struct filter	*filter_create(const struct filter_config *fc, char *err,
 		    size_t errlen);

@@ -92,6 +92,7 @@ struct journal {
 
 	unsigned char	*buf;		/* [off, cur_len) not yet written */
 	size_t		 cap, off, len;	/* len: the open batch's header */
+	size_t		 base_cap;	/* cap as opened (journal_reserve grows) */
 
 	/* the current segment's name ids and time, as appended so far */
 	struct name_slot *slots;
@@ -176,7 +177,9 @@ rec_size(uint32_t v, unsigned type)
 	case JOURNAL_REC_NAME:
 		return JOURNAL_NAME_SIZE;
 	case JOURNAL_REC_BATCH:
-		return v == JOURNAL_VERSION ? JOURNAL_BATCH_HEAD : 0;
+		return v >= JOURNAL_VERSION_V2 ? JOURNAL_BATCH_HEAD : 0;
+	case JOURNAL_REC_RESET:
+		return v >= JOURNAL_VERSION ? JOURNAL_RESET_SIZE : 0;
 	case JOURNAL_REC_TIME:
 		return v == JOURNAL_VERSION_V1 ? JOURNAL_TIME_SIZE : 0;
 	case JOURNAL_REC_KEY:
@@ -378,9 +381,9 @@ read_header(struct reader *r, struct journal_replay_info *info)
 		    "the last segment");
 	}
 	version = get_le32(raw + 8);
-	if (version != JOURNAL_VERSION && version != JOURNAL_VERSION_V1) {
+	if (version < JOURNAL_VERSION_V1 || version > JOURNAL_VERSION) {
 		snprintf(what, sizeof(what), "unsupported journal version %"
-		    PRIu32 " (this seend reads versions %d and %d)", version,
+		    PRIu32 " (this seend reads versions %d to %d)", version,
 		    JOURNAL_VERSION_V1, JOURNAL_VERSION);
 		return damage(r, 0, what);
 	}
@@ -416,6 +419,8 @@ give_key(struct reader *r, const struct name_slot *s, uint64_t hash,
 	k.time = time;
 	k.seq = r->seq;
 	k.offset = off;
+	k.reset = 0;
+	k.new_seed = 0;
 	info->keys++;
 	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
 		snprintf(r->err, r->errlen, "%s: key at byte offset %" PRIu64
@@ -440,6 +445,39 @@ bound_name(struct reader *r, const unsigned char *p, uint64_t off)
 		return NULL;
 	}
 	return &r->names[id];
+}
+
+/* A whole reset record at off, its checksum verified. */
+static int
+take_reset(struct reader *r, const unsigned char *p, uint64_t off,
+    journal_replay_cb cb, void *arg, struct journal_replay_info *info)
+{
+	struct journal_key	 k;
+	char			 cberr[256];
+	unsigned		 len = p[4];
+
+	if (p[2] || p[3] || p[5] || p[6] || p[7] || len == 0 ||
+	    len > JOURNAL_NAME_MAX)
+		return damage(r, off, "bad reset record");
+	for (unsigned i = len; i < JOURNAL_NAME_MAX; i++)
+		if (p[32 + i] != 0)
+			return damage(r, off, "bad reset record");
+	memset(&k, 0, sizeof(k));
+	k.name = (const char *)p + 32;
+	k.namelen = len;
+	k.seed = get_le64(p + 8);
+	k.new_seed = get_le64(p + 16);
+	k.time = get_le64(p + 24);
+	k.seq = r->seq;
+	k.offset = off;
+	k.reset = 1;
+	info->resets++;
+	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
+		snprintf(r->err, r->errlen, "%s: reset at byte offset %" PRIu64
+		    ": %s", r->path, off, cberr);
+		return -1;
+	}
+	return 0;
 }
 
 /* One whole record at file offset off, checksums verified. */
@@ -468,6 +506,8 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		s->seed = get_le64(p + 8);
 		memcpy(s->name, p + 16, len);
 		return 0;
+	case JOURNAL_REC_RESET:
+		return take_reset(r, p, off, cb, arg, info);
 	case JOURNAL_REC_TIME:
 		if (p[2] || p[3])
 			return damage(r, off, "bad time record");
@@ -874,7 +914,7 @@ journal_open(const char *dir, const struct journal_replay_info *info,
 		snprintf(err, errlen, "journal: out of memory");
 		goto fail;
 	}
-	j->cap = bufmax;
+	j->cap = j->base_cap = bufmax;
 	pthread_mutex_init(&j->sync_mtx, NULL);
 	pthread_mutex_init(&j->err_mtx, NULL);
 	pthread_mutex_init(&j->thr_mtx, NULL);
@@ -1017,6 +1057,23 @@ store_hash(struct journal *j, const char *name, uint64_t hash)
 	j->hot.name = name;
 }
 
+/* Room for need more bytes at the end of the buffer: after a short write,
+ * what is left moves to the front. 0, or -1 (ENOBUFS) if it cannot fit. */
+static int
+buffer_room(struct journal *j, size_t need)
+{
+	if (j->cap - j->len >= need)
+		return 0;
+	if (j->cap - (j->len - j->off) < need) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	memmove(j->buf, j->buf + j->off, j->len - j->off);
+	j->len -= j->off;
+	j->off = 0;
+	return 0;
+}
+
 /*
  * Everything journal_append's fast path does not take: a key of another
  * filter or millisecond than the open batch's, a full batch, no batch
@@ -1049,16 +1106,8 @@ journal_append_slow(struct journal *j, const char *name, size_t namelen,
 		return 0;
 	}
 	close_batch(j);
-	if (j->cap - j->len < need) {
-		if (j->cap - (j->len - j->off) < need) {
-			errno = ENOBUFS;
-			return -1;
-		}
-		/* after a short write: move what is left to the front */
-		memmove(j->buf, j->buf + j->off, j->len - j->off);
-		j->len -= j->off;
-		j->off = 0;
-	}
+	if (buffer_room(j, need) == -1)
+		return -1;
 	p = j->buf + j->len;
 	s = &j->slots[slot];
 	if (need_name) {
@@ -1097,6 +1146,78 @@ journal_append_slow(struct journal *j, const char *name, size_t namelen,
 }
 
 int
+journal_append_reset(struct journal *j, const char *name, size_t namelen,
+    uint64_t old_seed, uint64_t new_seed, uint64_t time)
+{
+	unsigned char *p;
+
+	if (namelen == 0 || namelen > JOURNAL_NAME_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	close_batch(j);
+	if (buffer_room(j, JOURNAL_RESET_SIZE) == -1)
+		return -1;
+	p = j->buf + j->len;
+	memset(p, 0, JOURNAL_RESET_SIZE);
+	p[0] = JOURNAL_REC_RESET;
+	p[1] = JOURNAL_RESET_SIZE;
+	p[4] = (unsigned char)namelen;
+	put_le64(p + 8, old_seed);
+	put_le64(p + 16, new_seed);
+	put_le64(p + 24, time);
+	memcpy(p + 32, name, namelen);
+	seal(p, JOURNAL_RESET_SIZE);
+	j->len += JOURNAL_RESET_SIZE;
+	return 0;
+}
+
+/*
+ * The open batch's pointers point into buf: they move with it. The
+ * batch's end is recomputed from the new size, so a grown buffer also
+ * lets the open batch take more keys (never past JOURNAL_BATCH_MAX).
+ */
+int
+journal_reserve(struct journal *j, size_t room)
+{
+	unsigned char	*nb;
+	size_t		 used = cur_len(j) - j->off, cap, pos = 0, keys;
+	int		 open = j->hot.pos != NULL;
+
+	if (j->cap - used >= room)
+		return 0;
+	if (open)
+		pos = (size_t)(j->hot.pos - j->buf);
+	/* whole records first, so the pending bytes start at 0 */
+	if (j->off > 0) {
+		memmove(j->buf, j->buf + j->off, cur_len(j) - j->off);
+		j->len -= j->off;
+		pos -= open ? j->off : 0;
+		j->off = 0;
+	}
+	cap = j->cap;
+	while (cap - used < room)
+		cap *= 2;
+	if ((nb = realloc(j->buf, cap)) == NULL) {
+		if (open)
+			j->hot.pos = j->buf + pos;
+		return -1;
+	}
+	j->buf = nb;
+	j->cap = cap;
+	if (open) {
+		unsigned char *body = nb + j->len + JOURNAL_BATCH_HEAD;
+
+		j->hot.pos = nb + pos;
+		keys = (cap - (size_t)(body - nb)) / 8;
+		if (keys > JOURNAL_BATCH_MAX)
+			keys = JOURNAL_BATCH_MAX;
+		j->hot.end = body + keys * 8;
+	}
+	return 0;
+}
+
+int
 journal_write(struct journal *j, char *err, size_t errlen)
 {
 	char	 path[PATH_MAX];
@@ -1121,6 +1242,15 @@ journal_write(struct journal *j, char *err, size_t errlen)
 	}
 	j->off = j->len = 0;
 	j->write_failed = 0;
+	/* a buffer journal_reserve grew goes back once it is empty */
+	if (j->cap > j->base_cap) {
+		unsigned char *nb = realloc(j->buf, j->base_cap);
+
+		if (nb != NULL) {
+			j->buf = nb;
+			j->cap = j->base_cap;
+		}
+	}
 	return 0;
 }
 
@@ -1279,6 +1409,12 @@ uint64_t
 journal_bytes(const struct journal *j)
 {
 	return j->old_bytes + j->seg_size + (cur_len(j) - j->off);
+}
+
+uint64_t
+journal_disk_bytes(const struct journal *j)
+{
+	return j->old_bytes + j->seg_size;
 }
 
 uint64_t

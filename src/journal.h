@@ -6,7 +6,7 @@
  *
  *   off  size  field
  *     0     8  magic "SEENDJL\n"
- *     8     4  format version (2; 1 is still read)
+ *     8     4  format version (3; 2 and 1 are still read)
  *    12     4  header size (40)
  *    16     8  sequence number (the one in the file's name)
  *    24     8  creation time (Unix seconds)
@@ -28,6 +28,12 @@
  *     16 4 checksum of the count * 8 bytes of hashes,
  *     20 4 checksum of bytes 0-19, 24 8*count the keys' XXH3-64 hashes
  *     with their filter's seed
+ *   'E' (0x45) reset, 100 bytes (version 3 only): the filter was
+ *     emptied (DEL of a config-file filter, RESET) and took a new seed
+ *     0 1 type, 1 1 length (100), 2 2 reserved zero,
+ *     4 1 name length (1-64), 5 3 reserved zero, 8 8 the seed before,
+ *     16 8 the new seed, 24 8 Unix milliseconds, 32 64 the name, zero
+ *     padded, 96 4 checksum of bytes 0-95
  *   'T' (0x54) time, 16 bytes (version 1 only): the time of the keys
  *     that follow
  *     0 1 type, 1 1 length (16), 2 2 reserved zero,
@@ -36,8 +42,26 @@
  *     0 1 type, 1 1 length (16), 2 2 name id,
  *     4 8 the key's hash, 12 4 checksum of bytes 0-11
  *
- * A version 2 segment holds 'N' and 'B' records, a version 1 segment
- * (seend 0.x, replayed after an upgrade, never written) 'N', 'T' and 'K'.
+ * A version 3 segment holds 'N', 'B' and 'E' records, a version 2 one
+ * (seend 1.x before resets; replayed, never written) 'N' and 'B', a
+ * version 1 segment (seend 0.x, replayed after an upgrade, never written)
+ * 'N', 'T' and 'K'.
+ *
+ * Why a version for 'E': a reset that an older seend skipped would bring
+ * back every key it forgot, so an older seend must not read a segment
+ * that may hold one. It refuses a version it does not know with a message
+ * that says so ("unsupported journal version 3") rather than calling the
+ * first 'E' damage at some offset; and a version 2 segment that holds an
+ * 'E' is damage here, since no seend wrote one.
+ *
+ * Why 'E' carries its name and both seeds rather than a name id: resets
+ * are rare, and a record that says everything lets replay decide alone
+ * whether the filter it finds is the one the reset emptied (it has the
+ * seed before: empty it), one made after it (a snapshot taken since has
+ * the new seed or a later one: leave it), or one with nothing yet (take
+ * the new seed). The seed is the filter's epoch: keys journalled with
+ * the seed before no longer apply, and nothing in a snapshot says when it
+ * was taken but its seed.
  *
  * Name ids and the time are per segment: a segment says everything it
  * means, so any other segment may be removed without changing it. A 'B'
@@ -64,8 +88,9 @@
  * not the filter's belongs to an earlier filter of the same name.
  *
  * Why these type codes and length bytes: the codes of one version differ
- * from each other in at least two bits ('B' and 'N' in two, 'N', 'T' and
- * 'K' in two or more) and the length byte must match the type, so one
+ * from each other in at least two bits ('B' and 'N' in two, 'E' from
+ * both in three, 'N', 'T' and 'K' in two or more; 'R' would be one bit
+ * from 'B') and the length byte must match the type, so one
  * flipped bit in a record's first two bytes is always an error rather
  * than a length that would run past the end of the file and pass for a
  * torn tail.
@@ -103,12 +128,14 @@
 
 #define JOURNAL_PREFIX		"journal."
 #define JOURNAL_MAGIC		"SEENDJL\n"
-#define JOURNAL_VERSION		2	/* written; 1 is read too */
+#define JOURNAL_VERSION		3	/* written; 2 and 1 are read too */
+#define JOURNAL_VERSION_V2	2
 #define JOURNAL_VERSION_V1	1
 #define JOURNAL_HEADER_SIZE	40
 #define JOURNAL_NAME_MAX	64
 #define JOURNAL_REC_NAME	0x4E	/* 'N' */
 #define JOURNAL_REC_BATCH	0x42	/* 'B' */
+#define JOURNAL_REC_RESET	0x45	/* 'E', version 3 */
 #define JOURNAL_REC_TIME	0x54	/* 'T', version 1 */
 #define JOURNAL_REC_KEY		0x4B	/* 'K', version 1 */
 #define JOURNAL_NAME_SIZE	84
@@ -116,6 +143,7 @@
 #define JOURNAL_BATCH_MAX	8192	/* keys in one batch: 64 KiB */
 #define JOURNAL_TIME_SIZE	16
 #define JOURNAL_KEY_SIZE	16
+#define JOURNAL_RESET_SIZE	100
 /* The most bytes one journal_append can add: a name record, a batch
  * header and a key. */
 #define JOURNAL_APPEND_MAX	(JOURNAL_NAME_SIZE + JOURNAL_BATCH_HEAD + 8)
@@ -126,15 +154,21 @@
 
 struct journal;
 
-/* One key as replay finds it; name is not NUL-terminated. */
+/*
+ * One key, or one reset, as replay finds it; name is not NUL-terminated.
+ * A callback must look at reset: a reset is no key.
+ */
 struct journal_key {
 	const char	*name;
 	size_t		 namelen;
-	uint64_t	 seed;		/* the filter's hash seed */
-	uint64_t	 hash;
+	uint64_t	 seed;		/* the filter's hash seed (a reset: the
+					   seed before it) */
+	uint64_t	 hash;		/* 0 for a reset */
 	uint64_t	 time;		/* Unix milliseconds */
 	uint64_t	 seq;		/* segment */
 	uint64_t	 offset;	/* of the record in its segment */
+	int		 reset;		/* an 'E' record: the filter was emptied */
+	uint64_t	 new_seed;	/* a reset's: the seed from then on */
 };
 
 /* Returns 0 to go on, -1 with a message in err to stop the replay. */
@@ -144,6 +178,7 @@ typedef int	(*journal_replay_cb)(void *arg, const struct journal_key *,
 struct journal_replay_info {
 	uint64_t	 segments;	/* segment files read */
 	uint64_t	 keys;		/* key records replayed */
+	uint64_t	 resets;	/* reset records replayed */
 	uint64_t	 bytes;		/* in all segments, torn tail excluded */
 	uint64_t	 last_seq;	/* highest sequence found, 0 if none */
 	int		 torn;		/* a torn tail was found: */
@@ -251,6 +286,27 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 		return 0;
 	return journal_append_slow(j, name, namelen, seed, hash, time);
 }
+
+/*
+ * Appends a reset record: filter name was emptied at time (Unix
+ * milliseconds) and its seed went from old_seed to new_seed. It closes the
+ * open batch first, so it comes after every key appended before it and
+ * before every key appended after. No system call. Returns 0, or -1 with
+ * errno EINVAL (namelen not 1-64) or ENOBUFS (fewer than
+ * JOURNAL_RESET_SIZE bytes free: nothing was added).
+ */
+int		 journal_append_reset(struct journal *, const char *name,
+		    size_t namelen, uint64_t old_seed, uint64_t new_seed,
+		    uint64_t time);
+/*
+ * Makes the buffer hold at least room more bytes without a write,
+ * growing it past the size journal_open was given: for a caller that
+ * must not write now (journal_max) and must not lose the key either.
+ * Returns 0, or -1 (out of memory: nothing changed).
+ */
+int		 journal_reserve(struct journal *, size_t room);
+/* Bytes in the live segments on disk, the buffer excluded. */
+uint64_t	 journal_disk_bytes(const struct journal *);
 
 /* Whether the next journal_append could fail with ENOBUFS; a caller that
  * must not acknowledge an unjournalled key asks before it sets the key. */

@@ -25,16 +25,27 @@
  * filter is snapshotted; the fault ends (and held replies go) when every
  * filter is covered up to R: every key acknowledged during the fault is
  * in a snapshot.
+ *
+ * Resets (persist_filter_reset): emptying a filter is one more record in
+ * the stream, in order with its keys, and the filter's new seed is its
+ * new epoch. So nothing but the journal has to change on disk: the old
+ * snapshot may stay until the next one replaces it, since replay empties
+ * a filter whose seed is the reset's old one, and the segment holding
+ * the reset is dropped only once a snapshot submitted after it (new seed)
+ * has been written.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bloom.h"
 #include "buf.h"
 #include "config.h"
+#include "fileio.h"
 #include "conn.h"
 #include "filter.h"
 #include "journal.h"
@@ -43,6 +54,7 @@
 #include "registry.h"
 #include "saver.h"
 #include "server.h"
+#include "snapshot.h"
 
 /* Skipped journal names reported by name at the end of a replay. */
 #define SKIP_NAMES	16
@@ -57,6 +69,10 @@ struct persist {
 	time_t		 logged;	/* the fault's last log line */
 	uint64_t	 lost;		/* appends that did not fit */
 	uint64_t	 early_seq;	/* journal_max's round, 0 none */
+	time_t		 early_at;	/* when it was last submitted */
+	uint64_t	 peak;		/* the most bytes on disk so far */
+	uint64_t	 waits;		/* turns that waited for journal_max */
+	time_t		 max_logged;	/* journal_max's last log line */
 	time_t		 seg_start;	/* the current segment's */
 	int		 seg_used;	/* it holds records */
 	char		 status[640];
@@ -73,6 +89,7 @@ struct replay {
 	struct filter	*f;		/* NULL: not configured */
 	int		 have;
 	uint64_t	 applied, other_seed, unknown, expired;
+	uint64_t	 resets, resets_newer;
 	char		 skipped[SKIP_NAMES][JOURNAL_NAME_MAX + 1];
 	int		 nskipped;
 };
@@ -91,6 +108,36 @@ note_skipped(struct replay *r, const char *name, size_t len)
 }
 
 /*
+ * A reset record: the filter was emptied and took new_seed. The seed is
+ * the filter's epoch, so what replay holds for the filter says on which
+ * side of the reset it is:
+ *   - the seed before: the snapshot (or the keys replayed so far) is
+ *     older than the reset: emptied now, as it was then;
+ *   - nothing at all (no snapshot, no key): takes the new seed;
+ *   - any other seed: a snapshot taken after this reset (the new seed, or
+ *     a later reset's): it already holds what the reset left, and the
+ *     keys of the old seed are skipped by the seed rule below.
+ */
+static void
+replay_reset(struct replay *r, const struct journal_key *k)
+{
+	struct filter *f = registry_find(r->reg, k->name, k->namelen);
+
+	r->have = 0;		/* the cached run's filter changes seed */
+	if (f == NULL) {
+		note_skipped(r, k->name, k->namelen);
+		return;
+	}
+	if (f->seed == k->seed) {
+		filter_reset(f, k->new_seed);
+		r->resets++;
+	} else if (filter_reseed(f, k->new_seed) == 0)
+		r->resets++;
+	else
+		r->resets_newer++;
+}
+
+/*
  * The seed rules: a filter with no snapshot and no key yet takes the seed
  * of its first journalled key (it was created since its last snapshot,
  * and journal records are its only trace); a record whose seed is not
@@ -104,6 +151,10 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 
 	(void)err;
 	(void)errlen;
+	if (k->reset) {
+		replay_reset(r, k);
+		return 0;
+	}
 	if (!r->have || r->namelen != k->namelen || r->seed != k->seed ||
 	    memcmp(r->name, k->name, k->namelen) != 0) {
 		memcpy(r->name, k->name, k->namelen);
@@ -183,6 +234,10 @@ persist_open(struct server *srv)
 		    (unsigned long long)info.segments,
 		    (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (info.resets > 0)
+		log_info("journal: %llu filter reset(s) replayed, %llu "
+		    "already in the snapshots", (unsigned long long)r->resets,
+		    (unsigned long long)r->resets_newer);
 	for (int i = 0; i < r->nskipped; i++)
 		log_warn("journal: keys for filter '%s', which the "
 		    "configuration no longer has: skipped", r->skipped[i]);
@@ -273,19 +328,46 @@ persist_status(const struct server *srv)
 	return p->status;
 }
 
-int
-persist_make_room(struct server *srv, size_t n)
+/*
+ * Whether the buffer may be written now without the journal passing
+ * journal_max (a rotation's new segment header counted in).
+ */
+static int
+fits(const struct server *srv)
+{
+	return journal_bytes(srv->persist->j) + JOURNAL_HEADER_SIZE <=
+	    srv->cfg->journal_max;
+}
+
+/*
+ * Room for need more bytes in the middle of a turn, where nothing may
+ * wait: the buffer is written, unless that would pass journal_max; then
+ * it grows instead, and the turn's end waits for the snapshots that make
+ * room (wait_for_room). Returns 0 if there is room.
+ */
+static int
+room_for(struct server *srv, size_t need)
 {
 	struct persist	*p = srv->persist;
 	char		 err[600];
 
-	if (srv->journal_refuse)
-		return -1;
-	if (journal_room(p->j) >= n * JOURNAL_APPEND_MAX)
+	if (journal_room(p->j) >= need)
+		return 0;
+	if (!fits(srv) && journal_reserve(p->j, need) == 0)
 		return 0;
 	if (journal_write(p->j, err, sizeof(err)) == -1)
 		enter_fault(srv, err);
-	if (journal_room(p->j) >= n * JOURNAL_APPEND_MAX)
+	return journal_room(p->j) >= need ? 0 : -1;
+}
+
+int
+persist_make_room(struct server *srv, size_t n)
+{
+	struct persist	*p = srv->persist;
+
+	if (srv->journal_refuse)
+		return -1;
+	if (room_for(srv, n * JOURNAL_APPEND_MAX) == 0)
 		return 0;
 	return p->mode == JOURNAL_ALWAYS ? -1 : 0;
 }
@@ -294,15 +376,108 @@ void
 persist_append_failed(struct server *srv, struct filter *f, uint64_t h)
 {
 	struct persist	*p = srv->persist;
-	char		 err[600];
 
-	if (errno == ENOBUFS && journal_write(p->j, err, sizeof(err)) == 0 &&
+	if (errno == ENOBUFS && room_for(srv, JOURNAL_APPEND_MAX) == 0 &&
 	    journal_append(p->j, f->name, strlen(f->name), f->seed, h,
 	    (uint64_t)filter_now_ms) == 0)
 		return;
 	p->lost++;
 	if (!p->fault)
 		enter_fault(srv, "the journal's buffer is full");
+}
+
+/* ---- emptying a filter ---- */
+
+/*
+ * journal = off and no segment left: the snapshot file goes, so that a
+ * start creates the filter empty. A runtime filter is its snapshot (a
+ * start finds it by its file), so it keeps one: the emptied filter's,
+ * queued now.
+ */
+static int
+reset_without_journal(struct server *srv, struct filter *f, uint64_t seed,
+    char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+
+	if (!f->runtime) {
+		if (snapshot_path(path, sizeof(path), srv->cfg->data_dir,
+		    f->name) == -1) {
+			snprintf(err, errlen, "filter %s: data_dir path too "
+			    "long", f->name);
+			return -1;
+		}
+		if (unlink(path) == -1 && errno != ENOENT) {
+			snprintf(err, errlen, "cannot remove %s: %s", path,
+			    strerror(errno));
+			return -1;
+		}
+		if (fileio_sync_dir(srv->cfg->data_dir) == -1)
+			log_warn("filter %s: fsync the directory %s: %s",
+			    f->name, srv->cfg->data_dir, strerror(errno));
+	}
+	filter_reset(f, seed);
+	/* a job captured before the reset would write the old keys back:
+	 * one still queued takes the empty filter instead (the saver
+	 * coalesces), one being written is followed by this one */
+	if ((f->runtime || f->saving) && srv->saver != NULL &&
+	    saver_submit(srv->saver, f, srv->cfg->data_dir, NULL) == -1)
+		log_error("filter %s: cannot queue a snapshot: out of memory",
+		    f->name);
+	return 0;
+}
+
+int
+persist_filter_reset(struct server *srv, struct filter *f, char *err,
+    size_t errlen)
+{
+	struct persist	*p = srv->persist;
+	uint64_t	 old = f->seed, seed;
+	char		 why[600];
+
+	/* the new seed is the filter's new epoch: it must differ */
+	do
+		seed = bloom_random_seed();
+	while (seed == old);
+	if (p == NULL || p->j == NULL) {
+		if (reset_without_journal(srv, f, seed, err, errlen) == -1)
+			return -1;
+		log_debug("filter %s emptied (journal off: its snapshot "
+		    "removed)", f->name);
+		return 0;
+	}
+	if (srv->journal_refuse) {
+		snprintf(err, errlen, "journal %s", p->reason);
+		return -1;
+	}
+	if (room_for(srv, JOURNAL_RESET_SIZE) == -1 &&
+	    p->mode == JOURNAL_ALWAYS) {
+		snprintf(err, errlen, "journal %s", p->fault ? p->reason :
+		    "buffer full");
+		return -1;
+	}
+	if (journal_append_reset(p->j, f->name, f->namelen, old, seed,
+	    (uint64_t)filter_now_ms) == -1) {
+		/* everysec (or off with segments left): the filter is
+		 * dirty from now on; the snapshot that ends the fault
+		 * holds it empty */
+		p->lost++;
+		if (!p->fault)
+			enter_fault(srv, "the journal's buffer is full");
+	}
+	filter_reset(f, seed);
+	/* everysec and always: written (always: and fsynced) at the turn's
+	 * end, before the reply leaves, as a key's record; a failure there
+	 * holds the reply with always (the caller marks it journaled).
+	 * journal = off with segments left: replies do not wait for the
+	 * turn's end, so it is written now */
+	if (p->mode == JOURNAL_OFF && fits(srv) &&
+	    journal_write(p->j, why, sizeof(why)) == -1)
+		log_warn("journal: %s: the emptied filter is safe once its "
+		    "next snapshot is written", why);
+	log_debug("filter %s emptied (journaled: seed %016llx -> %016llx)",
+	    f->name, (unsigned long long)old, (unsigned long long)seed);
+	return 0;
 }
 
 /* ---- the turn ---- */
@@ -322,32 +497,125 @@ drop_covered(struct server *srv, uint64_t covered)
 }
 
 /*
- * journal_max: past half of it every dirty filter is snapshotted at once
- * (the rest is headroom for the keys that come while they are written),
- * and the segments go as soon as the round covers them, not at the next
- * tick.
+ * journal_max is a bound on the bytes of the live segments, held in three
+ * steps:
+ *   - past half of it, the journal moves to a new segment and every dirty
+ *     filter is snapshotted at once (an "early round"); the other half is
+ *     headroom for the keys that come while the snapshots are written, and
+ *     the segments go as soon as the round covers them, not at the next
+ *     tick. A round that ends with the new segment already past half
+ *     starts the next at once.
+ *   - if the keys come faster than the disk takes the snapshots, a turn
+ *     whose records would pass journal_max waits, before it writes them,
+ *     for the round in flight (wait_for_room): the loop stops as Redis's
+ *     stops on an AOF write the disk does not take, replies come later,
+ *     and nothing is refused or lost. In the middle of a turn, where
+ *     nothing may wait, records that would pass it stay in memory
+ *     (room_for) until then.
+ *   - only when that cannot make room - a snapshot of the round failed,
+ *     or one turn's records alone pass what the round leaves - are the
+ *     records written anyway: an acknowledged key is worth more than the
+ *     size. This is logged; with journal = always, failing snapshots put
+ *     the journal in fault (new keys refused) at the next tick.
  */
+static void
+early_round(struct server *srv)
+{
+	struct persist *p = srv->persist;
+
+	log_info("journal: %llu bytes, past half of journal_max (%llu): "
+	    "snapshotting early", (unsigned long long)journal_bytes(p->j),
+	    (unsigned long long)srv->cfg->journal_max);
+	if (rotate(srv, "journal_max") == -1)
+		return;
+	p->early_seq = journal_seq(p->j);
+	p->early_at = time(NULL);
+	server_snapshot_dirty(srv, 1);
+}
+
+/* After a successful write (nothing buffered): the round's progress, and
+ * a new round past half of journal_max. */
 static void
 check_size(struct server *srv)
 {
 	struct persist	*p = srv->persist;
 	uint64_t	 covered;
 
+	if (journal_disk_bytes(p->j) > p->peak)
+		p->peak = journal_disk_bytes(p->j);
 	if (p->early_seq != 0) {
 		covered = min_covered(srv);
 		drop_covered(srv, covered);
-		if (covered >= p->early_seq)
-			p->early_seq = 0;
-		return;
+		if (covered < p->early_seq)
+			return;
+		p->early_seq = 0;
 	}
 	if (p->fault || journal_bytes(p->j) <= srv->cfg->journal_max / 2)
 		return;
-	log_info("journal: %llu bytes, past half of journal_max: "
-	    "snapshotting early", (unsigned long long)journal_bytes(p->j));
-	if (rotate(srv, "journal_max") == -1)
+	early_round(srv);
+}
+
+/*
+ * The turn's records would pass journal_max: waits for the snapshots of
+ * the round in flight (submitting one if none is: the segments before
+ * the current one can go), then drops what they cover. saver_drain runs
+ * the snapshots' completions here, at the turn's end, where no command is
+ * running; a SAVE answered meanwhile joins this turn, whose records are
+ * written after.
+ */
+static void
+wait_for_room(struct server *srv)
+{
+	struct persist	*p = srv->persist;
+	struct timespec	 t0, t1;
+	uint64_t	 covered;
+	time_t		 now = time(NULL);
+	int		 waited = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 2 && !fits(srv) && !p->fault; i++) {
+		if (p->early_seq == 0) {
+			if (journal_segments(p->j) < 2)
+				break;	/* only the current one: no round helps */
+			p->early_seq = journal_seq(p->j);
+			p->early_at = now;
+			server_snapshot_dirty(srv, 1);
+		} else if (!saver_busy(srv->saver) && now - p->early_at >= 5) {
+			/* the round failed: try again, not in a loop */
+			p->early_at = now;
+			server_snapshot_dirty(srv, 0);
+		}
+		if (saver_busy(srv->saver) > 0) {
+			saver_drain(srv->saver);
+			waited = 1;
+		}
+		covered = min_covered(srv);
+		drop_covered(srv, covered);
+		if (covered < p->early_seq)
+			break;		/* a snapshot of the round failed */
+		p->early_seq = 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (waited)
+		p->waits++;
+	if (now - p->max_logged < 60)
 		return;
-	p->early_seq = journal_seq(p->j);
-	server_snapshot_dirty(srv, 1);
+	if (!fits(srv)) {
+		p->max_logged = now;
+		log_warn("journal: %llu bytes would pass journal_max (%llu): "
+		    "written anyway, since no snapshot can make room now%s",
+		    (unsigned long long)journal_bytes(p->j),
+		    (unsigned long long)srv->cfg->journal_max,
+		    p->fault ? " (the journal is in fault)" : "");
+	} else if (waited) {
+		p->max_logged = now;
+		log_warn("journal: requests waited %.3f s for snapshots to "
+		    "keep the journal within journal_max (%llu bytes): the "
+		    "disk takes snapshots slower than keys come",
+		    (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+		    (unsigned long long)srv->cfg->journal_max);
+	}
 }
 
 void
@@ -363,6 +631,8 @@ persist_turn_end(struct server *srv)
 	}
 	if (p->j != NULL && journal_pending(p->j) > 0) {
 		p->seg_used = 1;
+		if (!fits(srv))
+			wait_for_room(srv);
 		if (journal_write(p->j, err, sizeof(err)) == -1) {
 			enter_fault(srv, err);
 			ok = 0;
@@ -414,6 +684,8 @@ rotate(struct server *srv, const char *why)
 	}
 	log_debug("journal: segment %llu closed (%s)",
 	    (unsigned long long)closed, why);
+	if (journal_disk_bytes(p->j) > p->peak)
+		p->peak = journal_disk_bytes(p->j);
 	p->seg_start = time(NULL);
 	p->seg_used = 0;
 	return 0;
@@ -618,12 +890,16 @@ persist_info(const struct server *srv, struct buf *out)
 	    "journal_segments %llu\r\n"
 	    "journal_sync_age_seconds %.0f\r\n"
 	    "journal_lost %llu\r\n"
+	    "journal_bytes_peak %llu\r\n"
+	    "journal_max_waits %llu\r\n"
 	    "filters_retired %zu\r\n",
 	    p == NULL || p->mode == JOURNAL_OFF ? "off" :
 	    p->mode == JOURNAL_ALWAYS ? "always" : "everysec",
 	    persist_status(srv), (unsigned long long)bytes,
 	    (unsigned long long)segs, age,
-	    (unsigned long long)(p ? p->lost : 0), srv->nretired);
+	    (unsigned long long)(p ? p->lost : 0),
+	    (unsigned long long)(p ? p->peak : 0),
+	    (unsigned long long)(p ? p->waits : 0), srv->nretired);
 }
 
 void

@@ -1,8 +1,9 @@
 /*
  * persist.h - the journal in the running server: replay at start, the
  * write (and fsync) at the end of each loop turn, the segments that
- * snapshots make redundant, journal_max, and faults (INTERFACE.md,
- * "Journal"; seend(8), JOURNAL).
+ * snapshots make redundant, journal_max (a bound on the live segments'
+ * bytes: persist.c, check_size), faults, and emptying a filter durably
+ * (INTERFACE.md, "Journal"; seend(8), JOURNAL).
  */
 #ifndef SEEND_PERSIST_H
 #define SEEND_PERSIST_H
@@ -36,6 +37,35 @@ void	persist_close(struct server *);
 /* A start that failed after persist_open: frees, touches no file. */
 void	persist_abort(struct server *);
 
+/*
+ * Empties filter f durably and keeps its config: DEL of a config-file
+ * filter, RESET. In memory f loses every key and slice and takes a new
+ * hash seed (filter_reset); on disk:
+ *   - with a journal (everysec, always; or off while segments of an
+ *     earlier mode remain): a reset record ('E', journal.h) goes into the
+ *     journal in order with the keys around it and is written (always:
+ *     and fsynced) at the end of this loop turn, before any reply of the
+ *     turn leaves - so the caller must mark its connection journaled
+ *     (c->journaled = 1), as for a key answered new, so that a failed
+ *     write holds the reply with always. Replay empties the filter where
+ *     the record stands: keys journalled before it are forgotten, keys
+ *     after it kept, a snapshot older than it (the old seed) emptied and
+ *     one taken after it left alone. The snapshot file stays until the
+ *     next snapshot (the filter is dirty) replaces it.
+ *   - journal = off and no segment: the snapshot file is removed and the
+ *     directory fsynced before this returns (a runtime filter, which is
+ *     its file, gets a snapshot of the empty filter queued instead, and
+ *     is durably empty once that is written). If a snapshot captured
+ *     before the reset is being written at that moment, a kill -9 before
+ *     the follow-up snapshot lands can bring its keys back: journal = off
+ *     promises nothing across a crash.
+ * Returns 0, or -1 with a reason in err and nothing changed: journal =
+ * always while the journal is in fault ("journal <reason>", the words a
+ * refused SEEN gets), or the snapshot file cannot be removed.
+ */
+int	persist_filter_reset(struct server *, struct filter *, char *err,
+	    size_t errlen);
+
 /* Makes room for n appends before a batch sets its keys. Returns 0 if the
  * keys may be set (and acknowledged), -1 if they must be refused. */
 int	persist_make_room(struct server *, size_t n);
@@ -50,6 +80,12 @@ int	persist_has_journal(const struct server *);
 const char *persist_reason(const struct server *);
 /* "ok", "off" or "error <reason>", for INFO and metrics. */
 const char *persist_status(const struct server *);
+/* INFO's journal fields: journal_mode, journal_status, journal_bytes,
+ * journal_segments, journal_sync_age_seconds, journal_lost,
+ * journal_bytes_peak (the most bytes the live segments have held since
+ * the start: at most journal_max unless the log says otherwise),
+ * journal_max_waits (loop turns that waited for snapshots to stay within
+ * journal_max), filters_retired. */
 void	persist_info(const struct server *, struct buf *);
 /* For metrics: bytes, segments, seconds since the last sync, 1 if ok. */
 void	persist_figures(const struct server *, uint64_t *bytes,

@@ -8,8 +8,10 @@
  * one of success, success with a torn tail that lies inside the file, or
  * damage with a message; a segment accepted as an earlier one is accepted
  * as the last with the same keys; never more keys than 8-byte hashes fit.
- * Both versions: the seeds hold version 1 segments (seend 0.x's 'N', 'T'
- * and 'K' records) and version 2 ones ('N' and 'B' key batches).
+ * Every version: the seeds hold version 1 segments (seend 0.x's 'N', 'T'
+ * and 'K' records), version 2 ones ('N' and 'B' key batches) and version
+ * 3 ones (batches and 'E' resets). A reset counts as a record too, and
+ * its name must be 1 to 64 bytes like a key's.
  *
  * A mutated file almost never passes its checksums, so each input is also
  * tried with every checksum recomputed (a batch's body and header sums
@@ -99,6 +101,8 @@ rec_len(const uint8_t *p, size_t avail)
 		return JOURNAL_TIME_SIZE;
 	case JOURNAL_REC_KEY:
 		return JOURNAL_KEY_SIZE;
+	case JOURNAL_REC_RESET:
+		return JOURNAL_RESET_SIZE;
 	case JOURNAL_REC_BATCH:
 		if (avail < JOURNAL_BATCH_HEAD)
 			return JOURNAL_BATCH_HEAD;

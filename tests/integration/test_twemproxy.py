@@ -2,11 +2,18 @@
 Scale-out through twemproxy (Debian's nutcracker): three seend nodes behind
 one proxy (ketama, redis: true) on loopback ports form one sharded dedup
 service. 100k URLs through the proxy with redis-py: every URL is recorded
-on exactly one node, a repeat pass is all seen, racing clients get exactly
-one "new" per URL; and what a dead node does to the answers, with and
+on exactly one node, a repeat pass is all seen, racing clients never get
+two "new" for one URL; and what a dead node does to the answers, with and
 without auto_eject_hosts, is measured (printed as TAP comments; README,
 "Several machines", quotes them).
+
+A Bloom filter promises no false negative, and false positives at no more
+than its error_rate: a URL never seen may be answered "seen". So where a
+test counts answers to fresh URLs, it allows the false positives the
+configured rate permits, with a margin (fp_allowed) that noise does not
+break; what it asserts exactly is only what holds for every answer.
 """
+import math
 import os
 import shutil
 import signal
@@ -23,6 +30,18 @@ redis = system_module("redis")
 SCALE = 1 if not WRAPPER else 0.05
 URLS = max(int(100000 * SCALE), 2000)
 NODES = 3
+# the nodes' filter (seendtest.DEFAULT_FILTERS): its rate bounds every
+# answer, however full the filter
+ERROR_RATE = 0.001
+
+
+def fp_allowed(queries, rate=ERROR_RATE):
+    """The most false positives a filter may honestly give over queries
+    lookups of keys it does not hold: the expected count (each lookup a
+    chance of at most rate) plus 3 standard deviations and a little slack,
+    so that a right filter fails this far less than once in 500 runs."""
+    mean = queries * rate
+    return int(mean + 3 * math.sqrt(mean) + 3)
 
 
 class Proxy:
@@ -115,8 +134,14 @@ def three_nodes_behind_twemproxy_record_each_url_on_exactly_one_node(t):
     r = px.client()
     keys = urls("shard", URLS)
     first = setnx_all(r, keys)
-    t.eq(sum(1 for x in first if x is True), URLS,
-         "every URL is new the first time")
+    errors = [x for x in first if isinstance(x, Exception)]
+    t.eq(errors[:3], [], "the first pass is answered")
+    new = sum(1 for x in first if x is True)
+    # "seen" the first time: a false positive of the URL's node
+    print("# first pass: %d new, %d false positives" % (new, URLS - new))
+    t.ok(new >= URLS - fp_allowed(URLS), "every URL is new the first "
+         "time but for false positives: %d of %d (at most %d fewer)"
+         % (new, URLS, fp_allowed(URLS)))
     counts = [0] * URLS
     per_node = []
     for s in nodes:
@@ -126,12 +151,14 @@ def three_nodes_behind_twemproxy_record_each_url_on_exactly_one_node(t):
             counts[i] += x
     print("# %d URLs through the proxy: %s per node" %
           (URLS, " / ".join(map(str, per_node))))
-    # a node can answer 1 for a URL it never saw (a false positive of its
-    # filter): at 0.001 and a few % of capacity that is a handful at most
+    # no false negatives: the URL's own node holds it (or it was a false
+    # positive there, which EXISTS gives again); a node can answer 1 for a
+    # URL it never saw, each of the two others at most at the error rate
     t.eq(sum(1 for c in counts if c == 0), 0, "no URL is missing")
     extra = sum(1 for c in counts if c > 1)
-    t.ok(extra <= URLS // 10000 + 2, "URLs on more than one node: %d "
-         "(only false positives)" % extra)
+    t.ok(extra <= fp_allowed(URLS * (NODES - 1)), "URLs on more than one "
+         "node: %d (only false positives, at most %d)"
+         % (extra, fp_allowed(URLS * (NODES - 1))))
     for n in per_node:
         t.ok(n > URLS // 6, "ketama spreads URLs over every node")
     again = setnx_all(r, keys)
@@ -161,8 +188,12 @@ def racing_clients_through_the_proxy_get_one_new_per_url(t):
         th.join(120 * SLOW)
     t.eq(len(results), 4, "every racing client finished")
     new = [sum(1 for w in results if results[w][k] is True) for k in keys]
-    t.eq(sum(1 for x in new if x == 1), len(keys),
-         "exactly one client got 'new' for each URL")
+    t.eq(sum(1 for x in new if x > 1), 0,
+         "no URL is 'new' to two clients")
+    # none: the first SETNX of the URL met a false positive
+    t.ok(sum(1 for x in new if x == 0) <= fp_allowed(len(keys)),
+         "one client got 'new' for each URL but false positives: %d "
+         "without" % sum(1 for x in new if x == 0))
     px.stop()
 
 

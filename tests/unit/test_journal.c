@@ -5,7 +5,9 @@
  * the records, size accounting, empty and header-only segments, unknown
  * versions, the everysec thread; version 2's key batches (torn, damaged
  * header or body, count out of bounds, zero pages after a power loss,
- * split at JOURNAL_BATCH_MAX) and version 1 segments, which still replay.
+ * split at JOURNAL_BATCH_MAX) and version 1 segments, which still replay;
+ * version 3's reset records (in order among the keys, torn, damaged, not
+ * in a version 2 segment) and a buffer grown by journal_reserve.
  *
  * With JOURNAL_CORPUS_DIR set in the environment it writes the seed corpus
  * for tests/fuzz/fuzz_journal.c there and exits:
@@ -155,6 +157,8 @@ struct rec {
 	uint64_t	 seed;
 	uint64_t	 hash;
 	uint64_t	 time;
+	int		 reset;
+	uint64_t	 new_seed;
 };
 
 struct seen {
@@ -185,6 +189,8 @@ collect(void *arg, const struct journal_key *k, char *e, size_t elen)
 	s->v[s->n].seed = k->seed;
 	s->v[s->n].hash = k->hash;
 	s->v[s->n].time = k->time;
+	s->v[s->n].reset = k->reset;
+	s->v[s->n].new_seed = k->new_seed;
 	s->n++;
 	return 0;
 }
@@ -233,7 +239,8 @@ matches(const struct seen *s, uint64_t from, uint64_t to, unsigned nnames)
 		return 0;
 	for (uint64_t i = from; i < to; i++) {
 		gen(&r, i, nnames);
-		if (strcmp(r.name, s->v[i - from].name) != 0 ||
+		if (s->v[i - from].reset ||
+		    strcmp(r.name, s->v[i - from].name) != 0 ||
 		    r.seed != s->v[i - from].seed ||
 		    r.hash != s->v[i - from].hash ||
 		    r.time != s->v[i - from].time)
@@ -906,11 +913,11 @@ test_header_checks(void)
 	seg(p1, sizeof(p1), dir, 1);
 	slurp(p1, &img);
 
-	put_le32(img.p + 8, 3);
+	put_le32(img.p + 8, JOURNAL_VERSION + 1);
 	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
 	spit(p1, img.p, img.len);
 	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
-	    strstr(err, "unsupported journal version 3") != NULL,
+	    strstr(err, "unsupported journal version 4") != NULL,
 	    "an unknown version is refused (%s)", err);
 	ok(journal_open(dir, NULL, 0, err, sizeof(err)) == NULL &&
 	    file_size(p1) == img.len, "open refuses it too, the file kept");
@@ -924,7 +931,14 @@ test_header_checks(void)
 	    NULL && strstr(err, "at byte offset 124;") != NULL,
 	    "a batch in a version 1 segment is damage (%s)", err);
 
-	put_le32(img.p + 8, 2);
+	/* names and batches alone: a version 2 segment says the same */
+	put_le32(img.p + 8, JOURNAL_VERSION_V2);
+	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == 0 &&
+	    info.keys == 5, "a version 2 segment (seend 1.x) replays (%s)",
+	    err);
+	put_le32(img.p + 8, JOURNAL_VERSION);
 	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
 	spit(p1, img.p, img.len);
 	seg(p7, sizeof(p7), dir, 7);
@@ -1379,11 +1393,221 @@ test_version1(void)
 	rm_dir(dir);
 }
 
+/* ---- version 3: resets ---- */
+
+/*
+ * Segment 1 of dir: two keys of "news" with seed 111, the reset of
+ * "news" from 111 to 222, a key of "news" with 222 and one of "sport";
+ * *at is the reset record's offset.
+ */
+static int
+reset_segment(const char *dir, uint64_t *at)
+{
+	struct journal	*j;
+
+	if ((j = open_j(dir, 0)) == NULL)
+		return -1;
+	journal_append(j, "news", 4, 111, 1, T0);
+	journal_append(j, "news", 4, 111, 2, T0);
+	*at = journal_bytes(j);
+	if (journal_append_reset(j, "news", 4, 111, 222, T0 + 5) == -1) {
+		journal_close(j);
+		return -1;
+	}
+	journal_append(j, "news", 4, 222, 3, T0 + 5);
+	journal_append(j, "sport", 5, 333, 4, T0 + 6);
+	journal_write(j, err, sizeof(err));
+	journal_close(j);
+	return 0;
+}
+
+static void
+test_reset_record(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64], big[JOURNAL_NAME_MAX + 2];
+	uint64_t			 at, b0, before;
+	int				 n;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	journal_append(j, "news", 4, 111, 1, T0);
+	b0 = journal_bytes(j);
+	ok(journal_append_reset(j, "news", 4, 111, 222, T0) == 0 &&
+	    journal_bytes(j) - b0 == JOURNAL_RESET_SIZE, "reset: a record "
+	    "of %d bytes, whatever batch is open", JOURNAL_RESET_SIZE);
+	b0 = journal_bytes(j);
+	journal_append(j, "news", 4, 222, 2, T0);
+	ok(journal_bytes(j) - b0 == JOURNAL_APPEND_MAX, "reset: the next "
+	    "key, of the new seed, binds the name again and opens a batch");
+	memset(big, 'x', sizeof(big));
+	ok(journal_append_reset(j, "", 0, 1, 2, T0) == -1 && errno == EINVAL &&
+	    journal_append_reset(j, big, JOURNAL_NAME_MAX + 1, 1, 2, T0) ==
+	    -1 && errno == EINVAL && journal_append_reset(j, big,
+	    JOURNAL_NAME_MAX, 1, 2, T0) == 0, "reset: names of 1 to 64 bytes");
+	journal_close(j);
+	rm_dir(dir);
+
+	new_dir(dir, sizeof(dir));
+	if (reset_segment(dir, &at) == -1)
+		return;
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    s.n == 5 && info.keys == 4 && info.resets == 1,
+	    "reset: replay gives 4 keys and 1 reset (%s)", err);
+	ok(s.n == 5 && !s.v[0].reset && s.v[0].hash == 1 && !s.v[1].reset &&
+	    s.v[1].hash == 2 && s.v[2].reset && s.v[2].seed == 111 &&
+	    s.v[2].new_seed == 222 && s.v[2].time == T0 + 5 &&
+	    strcmp(s.v[2].name, "news") == 0 && !s.v[3].reset &&
+	    s.v[3].seed == 222 && s.v[3].hash == 3 && !s.v[4].reset &&
+	    strcmp(s.v[4].name, "sport") == 0, "reset: in order between the "
+	    "keys before and after it, with both seeds and its time");
+	seen_free(&s);
+	rm_dir(dir);
+
+	/* a full buffer refuses and adds nothing */
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 4 * JOURNAL_APPEND_MAX)) == NULL)
+		return;
+	for (n = 0; n < 1000; n++)
+		if (journal_append(j, "f", 1, 5, (uint64_t)n, T0) == -1)
+			break;
+	before = journal_pending(j);
+	ok(journal_append_reset(j, "f", 1, 5, 6, T0) == -1 &&
+	    errno == ENOBUFS && journal_pending(j) == before,
+	    "reset: a full buffer refuses with ENOBUFS, nothing added");
+	ok(journal_write(j, err, sizeof(err)) == 0 &&
+	    journal_append_reset(j, "f", 1, 5, 6, T0) == 0 &&
+	    journal_write(j, err, sizeof(err)) == 0, "reset: taken once "
+	    "the buffer is written");
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    s.n == (size_t)n + 1 && s.v[n].reset && info.resets == 1,
+	    "reset: after %d keys, last", n);
+	seen_free(&s);
+	rm_dir(dir);
+}
+
+static void
+test_reset_damage(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct blob			 img;
+	char				 dir[64], p1[128];
+	uint64_t			 at;
+	int				 refused = 1, torn_ok = 1, cuts = 0;
+
+	new_dir(dir, sizeof(dir));
+	if (reset_segment(dir, &at) == -1)
+		return;
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &img);
+	ok(img.p[at] == JOURNAL_REC_RESET && img.p[at + 1] ==
+	    JOURNAL_RESET_SIZE, "reset: the record is where it was appended");
+
+	/* every single-bit flip in it */
+	for (size_t bit = 0; bit < JOURNAL_RESET_SIZE * 8; bit++) {
+		size_t off = (size_t)at + bit / 8;
+
+		img.p[off] ^= (unsigned char)(1u << (bit % 8));
+		spit(p1, img.p, img.len);
+		if (journal_replay(dir, NULL, NULL, &info, err, sizeof(err))
+		    != -1 || strstr(err, "at byte offset") == NULL) {
+			if (refused)
+				diag("reset byte %zu: %s", off - at, err);
+			refused = 0;
+		}
+		img.p[off] ^= (unsigned char)(1u << (bit % 8));
+	}
+	ok(refused, "reset: all %d single-bit flips in it are damage, "
+	    "with the offset", JOURNAL_RESET_SIZE * 8);
+
+	/* its name padding must be zero: a sealed record that says more */
+	img.p[at + 32 + 10] = 'x';
+	put_sum(img.p + at + JOURNAL_RESET_SIZE - 4, img.p + at,
+	    JOURNAL_RESET_SIZE - 4);
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, "bad reset record") != NULL, "reset: bytes after "
+	    "its name are damage (%s)", err);
+	img.p[at + 32 + 10] = 0;
+	put_sum(img.p + at + JOURNAL_RESET_SIZE - 4, img.p + at,
+	    JOURNAL_RESET_SIZE - 4);
+
+	/* cut anywhere inside it at the end of the last segment: torn */
+	for (size_t cut = 1; cut < JOURNAL_RESET_SIZE; cut++) {
+		spit(p1, img.p, (size_t)at + cut);
+		cuts++;
+		if (journal_replay(dir, collect, &s, &info, err, sizeof(err))
+		    != 0 || !info.torn || info.torn_offset != at ||
+		    s.n != 2 || info.resets != 0)
+			torn_ok = 0;
+		seen_free(&s);
+	}
+	ok(torn_ok, "reset: each of %d cuts inside it is a torn tail at its "
+	    "start, the 2 keys before it replay", cuts);
+
+	/* a version 2 segment never held one */
+	spit(p1, img.p, img.len);
+	put_le32(img.p + 8, JOURNAL_VERSION_V2);
+	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, "unknown record type 0x45 in a version 2 segment") !=
+	    NULL, "reset: in a version 2 segment it is damage (%s)", err);
+	free(img.p);
+	rm_dir(dir);
+}
+
+/* journal_reserve: a buffer that must not be written now grows, the open
+ * batch with it, and goes back to its size once written. */
+static void
+test_reserve(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	char				 dir[64];
+	size_t				 base = 4 * JOURNAL_APPEND_MAX;
+	uint64_t			 n = 0;
+	int				 all = 1;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, base)) == NULL)
+		return;
+	while (!journal_full(j))
+		all &= append_gen(j, n, n + 1, 1) == 0, n++;
+	ok(all && journal_room(j) < JOURNAL_APPEND_MAX, "reserve: the "
+	    "buffer is full after %" PRIu64 " keys", n);
+	ok(journal_reserve(j, 64 * 1024) == 0 && journal_room(j) >= 64 * 1024,
+	    "reserve: it grows to take 64 KiB more");
+	while (journal_room(j) >= JOURNAL_APPEND_MAX && n < 5000)
+		all &= append_gen(j, n, n + 1, 1) == 0, n++;
+	ok(all && n > 5000 / 2, "reserve: %" PRIu64 " keys without a write",
+	    n);
+	ok(journal_write(j, err, sizeof(err)) == 0 && journal_room(j) == base,
+	    "reserve: written, the buffer is back to %zu bytes", base);
+	all &= append_gen(j, n, n + 10, 1) == 0;
+	n += 10;
+	ok(all && journal_write(j, err, sizeof(err)) == 0, "reserve: keys "
+	    "after it");
+	journal_close(j);
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    matches(&s, 0, n, 1), "reserve: all %" PRIu64 " keys replay, in "
+	    "order (%s)", n, err);
+	seen_free(&s);
+	rm_dir(dir);
+}
+
 /* ---- seeds for the fuzzer ---- */
 
 /*
- * Version 2 seeds (v2-*). The v1-* seeds in the corpus were written by
- * seend 0.x's writer and are kept as they are: replay reads version 1.
+ * Version 3 seeds (v3-*, with a reset record). The v1-* seeds in the
+ * corpus were written by seend 0.x's writer and the v2-* ones by seend
+ * 1.x's, and are kept as they are: replay reads versions 1 and 2.
  */
 static void
 write_corpus(const char *out)
@@ -1391,7 +1615,7 @@ write_corpus(const char *out)
 	struct journal	*j;
 	struct blob	 b;
 	char		 dir[64], p1[128], path[512];
-	uint64_t	 start;
+	uint64_t	 start, reset_at;
 
 	new_dir(dir, sizeof(dir));
 	if ((j = open_j(dir, 0)) == NULL)
@@ -1403,18 +1627,26 @@ write_corpus(const char *out)
 	start = journal_bytes(j);
 	for (uint64_t i = 0; i < 40; i++)
 		journal_append(j, "f", 1, 5, i, T0 + 100 + i / 20);
+	journal_append_reset(j, "f", 1, 5, 6, T0 + 102);
+	for (uint64_t i = 0; i < 5; i++)
+		journal_append(j, "f", 1, 6, 100 + i, T0 + 103);
+	reset_at = journal_bytes(j);
+	journal_append_reset(j, "a-much-longer-filter-name-for-the-name-record",
+	    45, 3, 4, T0 + 104);
 	journal_write(j, err, sizeof(err));
 	journal_close(j);
 	seg(p1, sizeof(p1), dir, 1);
 	slurp(p1, &b);
-	snprintf(path, sizeof(path), "%s/v2-valid", out);
+	snprintf(path, sizeof(path), "%s/v3-valid", out);
 	spit(path, b.p, b.len);
-	snprintf(path, sizeof(path), "%s/v2-torn", out);
-	spit(path, b.p, b.len - 5);
-	snprintf(path, sizeof(path), "%s/v2-header-only", out);
+	/* cut inside the last record, a reset */
+	snprintf(path, sizeof(path), "%s/v3-torn", out);
+	spit(path, b.p, (size_t)reset_at + 37);
+	snprintf(path, sizeof(path), "%s/v3-header-only", out);
 	spit(path, b.p, 40);
 	b.p[start + JOURNAL_NAME_SIZE + 30] ^= 4;
-	snprintf(path, sizeof(path), "%s/v2-damaged", out);
+	b.p[reset_at + 20] ^= 1;
+	snprintf(path, sizeof(path), "%s/v3-damaged", out);
 	spit(path, b.p, b.len);
 	free(b.p);
 	rm_dir(dir);
@@ -1448,5 +1680,8 @@ main(void)
 	test_zero_pages();
 	test_batch_max();
 	test_version1();
+	test_reset_record();
+	test_reset_damage();
+	test_reserve();
 	return done_testing();
 }
