@@ -409,10 +409,18 @@ lookup(struct conn *c, struct op *op, int i, int64_t now)
 static int
 empty_filter(struct conn *c, struct filter *f, struct result *r)
 {
-	(void)c;
-	(void)f;
-	result_error(r, "ERR", "not yet supported");
-	return -1;
+	char err[512];
+
+	if (persist_filter_reset(c->srv, f, err, sizeof(err)) == -1) {
+		result_error(r, "ERR", "%s", err);
+		return -1;
+	}
+	/* the reset record is written at the end of this turn, before the
+	 * reply leaves: held like a key answered new */
+	c->journaled = 1;
+	log_info("filter %s emptied by client %llu (%s)", f->name,
+	    (unsigned long long)c->id, c->peer);
+	return 0;
 }
 
 /* ---- DEL, UNLINK, RESET ---- */

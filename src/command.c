@@ -170,6 +170,7 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 		return;
 	op->hash = filter_hash(op->filter, rq->argv[rq->argc - 1],
 	    rq->argl[rq->argc - 1]);
+	op->seed = op->filter->seed;
 	/* no prefetch here: the caller issues a batch's prefetches back to
 	 * back once every key is hashed (see process_input) */
 }
@@ -244,7 +245,8 @@ command_run(struct conn *c, struct op *op, struct result *r)
 		}
 		if (!c->authed && !cmd->before_auth)
 			goto need_auth;
-		st->by_cmd[cmd->id]++;
+		if (cmd->id < CMD_COUNT)	/* RESET has no counter */
+			st->by_cmd[cmd->id]++;
 		if (n < cmd->min_args || n > cmd->max_args) {
 			result_error(r, "ERR", "wrong number of arguments for '%s'",
 			    cmd->name);
@@ -411,6 +413,11 @@ cmd_seen(struct conn *c, struct op *op, struct result *r)
 			command_no_route(c, r);
 		return;
 	}
+	if (__builtin_expect(op->seed != f->seed, 0))
+		/* emptied (RESET) after this request was hashed, in the same
+		 * batch: the filter has a new seed */
+		op->hash = filter_hash(f, rq->argv[rq->argc - 1],
+		    rq->argl[rq->argc - 1]);
 	if (journal_refuses(c, f, op->hash, check, r))
 		return;
 	hit = filter_answer(c->srv, f, op->hash, check);

@@ -49,6 +49,8 @@ struct op {
 	const struct command	*cmd;	/* NULL: unknown command */
 	struct filter		*filter; /* SEEN/CHECK: routed, or NULL */
 	uint64_t		 hash;
+	uint64_t		 seed;	/* filter's seed when hashed: a RESET
+					 * earlier in the batch changes it */
 };
 
 /* Line requests. */
