@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli_import.h"
 #include "cli_plan.h"
 #include "cli_stat.h"
 #include "client.h"
@@ -66,6 +67,10 @@ usage(FILE *fp)
 	    "                [-f filter] < urls\n"
 	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
 	    "stat [-i seconds] [-n count]\n"
+	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
+	    "import\n"
+	    "                redis://[[user]:password@]host[:port][/db] KEY "
+	    "[--filter NAME]\n"
 	    "       seen-cli plan CAPACITY ERROR_RATE [--growth G|off] "
 	    "[--expire DURATION]\n"
 	    "\n"
@@ -375,20 +380,7 @@ outbuf_reserve(struct outbuf *o, size_t need)
 static int
 outbuf_flush(struct outbuf *o, int fd)
 {
-	ssize_t	 n;
-
-	while (o->off < o->len) {
-		n = send(fd, o->buf + o->off, o->len - o->off, MSG_NOSIGNAL);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return -1;
-		}
-		o->off += (size_t)n;
-	}
-	return 0;
+	return client_send_some(fd, o->buf, o->len, &o->off);
 }
 
 struct pipe_state {
@@ -645,6 +637,9 @@ main(int argc, char *argv[])
 		return cli_plan(argc, argv);	/* no server needed */
 	if (c.mode == MODE_COMMAND && argc > 0 && strcmp(argv[0], "stat") == 0)
 		return cli_stat(&c.target, c.token, c.name, argc, argv);
+	if (c.mode == MODE_COMMAND && argc > 0 &&
+	    strcmp(argv[0], "import") == 0)
+		return cli_import(&c.target, c.token, c.name, argc, argv);
 	if (client_reader_init(&c.rd, -1, READ_BUF) == -1) {
 		cli_warn("%s", strerror(errno));
 		return 1;

@@ -315,3 +315,22 @@ client_target_option(int ch, char *arg, struct client_target *t,
 	}
 	return 0;
 }
+
+int
+client_send_some(int fd, const char *p, size_t len, size_t *off)
+{
+	ssize_t	 n;
+
+	while (*off < len) {
+		n = send(fd, p + *off, len - *off, MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -1;
+		}
+		*off += (size_t)n;
+	}
+	return 0;
+}

@@ -85,4 +85,8 @@ int	client_auth(int fd, struct client_reader *, const char *token,
  */
 size_t	client_encode_key(char *dst, const char *src, size_t len);
 
+/* Sends what a non-blocking socket takes now of p[*off..len), advancing
+ * *off. Returns 0 (all sent, or the socket is full), or -1 on an error. */
+int	client_send_some(int fd, const char *p, size_t len, size_t *off);
+
 #endif
