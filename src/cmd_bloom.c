@@ -45,43 +45,6 @@
 /* ------------------------------------------------------------------ */
 
 /*
- * An integer as RedisModule_StringToLongLong reads one (Redis's string2ll):
- * the whole text, an optional '-', no '+', no spaces, no leading zeros, in
- * range. 0, or -1.
- */
-static int
-bf_ll(const char *s, size_t len, long long *v)
-{
-	unsigned long long	 n = 0, lim;
-	size_t			 i = 0;
-	int			 neg = 0;
-
-	if (len == 0 || len > 20)
-		return -1;
-	if (len == 1 && s[0] == '0') {
-		*v = 0;
-		return 0;
-	}
-	if (s[0] == '-') {
-		neg = 1;
-		i = 1;
-	}
-	if (i == len || s[i] < '1' || s[i] > '9')
-		return -1;
-	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)
-	    LLONG_MAX;
-	for (; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (n > (lim - (unsigned long long)(s[i] - '0')) / 10)
-			return -1;
-		n = n * 10 + (unsigned long long)(s[i] - '0');
-	}
-	*v = neg ? (long long)(0 - n) : (long long)n;
-	return 0;
-}
-
-/*
  * A number as RedisModule_StringToDouble reads one (Redis's string2d):
  * strtod over the whole text, no leading space, no NaN, no overflow or
  * underflow to zero (inf itself is a number). 0, or -1.
@@ -303,7 +266,7 @@ cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 		result_error(r, "ERR", "(0 < error rate range < 1) ");
 		return;
 	}
-	if (bf_ll(op->argv[3], op->argl[3], &cap) == -1) {
+	if (command_arg_ll(op->argv[3], op->argl[3], &cap) == -1) {
 		result_error(r, "ERR", "bad capacity");
 		return;
 	}
@@ -323,7 +286,7 @@ cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 			result_bare(r, "Nonscaling filters cannot expand");
 			return;
 		}
-		if (bf_ll(op->argv[ex + 1], op->argl[ex + 1], &exp) == -1) {
+		if (command_arg_ll(op->argv[ex + 1], op->argl[ex + 1], &exp) == -1) {
 			result_error(r, "ERR", "bad expansion");
 			return;
 		}
@@ -449,7 +412,7 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 			vl = op->argl[pos];
 			pos++;
 			if (tolower((unsigned char)w[0]) == 'c') {
-				if (bf_ll(v, vl, &cap) == -1) {
+				if (command_arg_ll(v, vl, &cap) == -1) {
 					result_bare(r, "Bad capacity");
 					return;
 				}
@@ -459,7 +422,7 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 					result_bare(r, "Bad error rate");
 					return;
 				}
-			} else if (bf_ll(v, vl, &exp) == -1) {
+			} else if (command_arg_ll(v, vl, &exp) == -1) {
 				result_bare(r, "Bad expansion");
 				return;
 			}

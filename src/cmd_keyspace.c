@@ -70,46 +70,6 @@ type_name(const struct filter *f)
 	return "MBbloom--";
 }
 
-/*
- * A number as Redis reads one (string2ll): optional '-', no '+', no
- * spaces, no leading zero, within long long. 0, or -1.
- */
-static int
-redis_ll(const char *s, size_t len, long long *v)
-{
-	unsigned long long	 x = 0, lim;
-	size_t			 i = 0;
-	int			 neg = 0;
-
-	if (len == 0 || len > 20)
-		return -1;
-	if (len == 1 && s[0] == '0') {
-		*v = 0;
-		return 0;
-	}
-	if (s[0] == '-') {
-		neg = 1;
-		if (++i == len)
-			return -1;
-	}
-	if (s[i] < '1' || s[i] > '9')
-		return -1;
-	lim = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
-	for (; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (x > (lim - (unsigned)(s[i] - '0')) / 10)
-			return -1;
-		x = x * 10 + (unsigned)(s[i] - '0');
-	}
-	if (neg)
-		*v = x == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN :
-		    -(long long)x;
-	else
-		*v = (long long)x;
-	return 0;
-}
-
 /* An argument in an error text as Redis writes one (addReplyErrorFormat):
  * up to a NUL byte, CR and LF as spaces; cut at outlen. */
 static const char *
@@ -648,7 +608,7 @@ cmd_scan(struct conn *c, struct op *op, struct result *r)
 		int left = op->argc - i;
 
 		if (left >= 2 && name_is(op->argv[i], op->argl[i], "COUNT", 5)) {
-			if (redis_ll(op->argv[i + 1], op->argl[i + 1],
+			if (command_arg_ll(op->argv[i + 1], op->argl[i + 1],
 			    &count) == -1) {
 				result_error(r, "ERR", "value is not an "
 				    "integer or out of range");
@@ -793,7 +753,7 @@ cmd_expire(struct conn *c, struct op *op, struct result *r)
 		    "are not compatible");
 		return;
 	}
-	if (redis_ll(op->argv[2], op->argl[2], &when) == -1) {
+	if (command_arg_ll(op->argv[2], op->argl[2], &when) == -1) {
 		result_error(r, "ERR", "value is not an integer or out of "
 		    "range");
 		return;

@@ -8,6 +8,7 @@
  * of the connection (result.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -715,13 +716,37 @@ command_arg_double(const char *s, size_t len, double *v)
 int
 command_arg_ll(const char *s, size_t len, long long *v)
 {
-	char	 tmp[32], *end;
+	unsigned long long	 x = 0, lim;
+	size_t			 i = 0;
+	int			 neg = 0;
 
-	if (len == 0 || len >= sizeof(tmp))
+	/* Redis's string2ll: the whole text, an optional '-', no '+', no
+	 * spaces, no leading zero, within long long */
+	if (len == 0 || len > 20)
 		return -1;
-	memcpy(tmp, s, len);
-	tmp[len] = '\0';
-	errno = 0;
-	*v = strtoll(tmp, &end, 10);
-	return *end != '\0' || errno != 0 ? -1 : 0;
+	if (len == 1 && s[0] == '0') {
+		*v = 0;
+		return 0;
+	}
+	if (s[0] == '-') {
+		neg = 1;
+		if (++i == len)
+			return -1;
+	}
+	if (s[i] < '1' || s[i] > '9')
+		return -1;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (x > (lim - (unsigned)(s[i] - '0')) / 10)
+			return -1;
+		x = x * 10 + (unsigned)(s[i] - '0');
+	}
+	if (neg)
+		*v = x == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN :
+		    -(long long)x;
+	else
+		*v = (long long)x;
+	return 0;
 }

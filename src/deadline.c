@@ -341,21 +341,7 @@ deadline_save(const char *dir, const struct deadlines *d, char *err,
 		goto fail;
 	free(text);
 	text = NULL;
-	if (rename(tmp, final) == -1) {
-		saved = errno;
-		unlink(tmp);
-		snprintf(err, errlen, "rename %s to %s: %s", tmp, final,
-		    strerror(saved));
-		return -1;
-	}
-	/* past the rename the new file is in place; a failure here can only
-	 * be reported: it may not survive a crash */
-	if (fileio_sync_dir(dir) == -1) {
-		snprintf(err, errlen, "fsync directory %s: %s", dir,
-		    strerror(errno));
-		return -1;
-	}
-	return 0;
+	return fileio_commit(tmp, final, dir, err, errlen);
 
 fail:
 	saved = errno;

@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -43,4 +45,25 @@ fileio_sync_dir(const char *dir)
 		return -1;
 	}
 	return close(fd);
+}
+
+int
+fileio_commit(const char *tmp, const char *final, const char *dir, char *err,
+    size_t errlen)
+{
+	int saved;
+
+	if (rename(tmp, final) == -1) {
+		saved = errno;
+		unlink(tmp);
+		snprintf(err, errlen, "rename %s to %s: %s", tmp, final,
+		    strerror(saved));
+		return -1;
+	}
+	if (fileio_sync_dir(dir) == -1) {
+		snprintf(err, errlen, "fsync directory %s: %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
 }

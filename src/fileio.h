@@ -69,4 +69,14 @@ ssize_t	fileio_read_full(int fd, void *buf, size_t len, uint64_t off);
  */
 int	fileio_sync_dir(const char *dir);
 
+/*
+ * The last step of writing a file atomically: renames tmp (written and
+ * fsynced) to final, then fsyncs dir so that the rename survives a crash.
+ * Returns 0, or -1 with a message in err (tmp removed if the rename
+ * failed; past it the new file is in place and a failure can only be
+ * reported).
+ */
+int	fileio_commit(const char *tmp, const char *final, const char *dir,
+	    char *err, size_t errlen);
+
 #endif

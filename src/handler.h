@@ -109,7 +109,8 @@ void		 command_no_route(struct conn *, struct result *r);
  * NULL: missing, with r set if that is an error. */
 struct filter	*command_named_filter(struct conn *, struct op *, int create,
 		    struct result *r);
-/* Numbers as RedisBloom and Redis read them (the whole text): 0, or -1. */
+/* Numbers as Redis and RedisBloom read them (integers as string2ll:
+ * the whole text, no '+', spaces or leading zeros): 0, or -1. */
 int		 command_arg_double(const char *s, size_t len, double *v);
 int		 command_arg_ll(const char *s, size_t len, long long *v);
 

@@ -343,24 +343,9 @@ snapshot_write_slices(const char *dir, const char *name,
 	fd = -1;
 	if (n == -1)
 		goto fail;
-	if (rename(tmp, final) == -1) {
-		saved = errno;
-		unlink(tmp);
-		snprintf(err, errlen, "rename %s to %s: %s", tmp, final,
-		    strerror(saved));
-		return -1;
-	}
-	/*
-	 * Past the rename the new snapshot is in place and the old one gone;
-	 * a failure here cannot be undone, only reported, because the new
-	 * file may not survive a crash.
-	 */
-	if (fileio_sync_dir(dir) == -1) {
-		snprintf(err, errlen, "fsync directory %s: %s", dir,
-		    strerror(errno));
-		return -1;
-	}
-	return 0;
+	/* past the rename the new snapshot is in place and the old one
+	 * gone: a failure of the directory's fsync can only be reported */
+	return fileio_commit(tmp, final, dir, err, errlen);
 
  fail:
 	saved = errno;
