@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "session.h"
 #include "config.h"
 #include "filter.h"
 #include "handler.h"
@@ -29,7 +29,7 @@
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
-#include "server.h"
+#include "core.h"
 #include "snapshot.h"
 
 /* The largest growth factor a snapshot keeps (snapshot.c refuses more),
@@ -107,9 +107,9 @@ is_bloom(const struct filter *f)
 /* The filter named by argv[1] (URL keys are another namespace: a name
  * is only ever a filter). */
 static enum bf_status
-bf_lookup(struct conn *c, struct op *op, struct filter **fp)
+bf_lookup(struct session *s, struct op *op, struct filter **fp)
 {
-	*fp = registry_find(c->srv->reg, op->argv[1], op->argl[1]);
+	*fp = registry_find(s->core->reg, op->argv[1], op->argl[1]);
 	if (*fp == NULL)
 		return BF_MISSING;
 	if (!is_bloom(*fp)) {
@@ -121,19 +121,19 @@ bf_lookup(struct conn *c, struct op *op, struct filter **fp)
 
 /* A runtime filter from request parameters; NULL with r set. */
 static struct filter *
-create_filter(struct conn *c, struct op *op, long long cap, double rate,
+create_filter(struct session *s, struct op *op, long long cap, double rate,
     unsigned growth, struct result *r)
 {
 	struct filter	*f;
 	char		 err[400];
 
-	f = registry_create(c->srv->reg, c->srv->cfg, op->argv[1],
+	f = registry_create(s->core->reg, s->core->cfg, op->argv[1],
 	    op->argl[1], (uint64_t)cap, rate, growth, err, sizeof(err));
 	if (f == NULL)
 		result_error(r, "ERR", "%s", err);
 	else
 		log_info("filter %s created by client %llu (%s)", f->name,
-		    (unsigned long long)c->id, c->peer);
+		    (unsigned long long)s->id, s->peer);
 	return f;
 }
 
@@ -142,11 +142,11 @@ create_filter(struct conn *c, struct op *op, long long cap, double rate,
  * new_filter_* settings. NULL with r set.
  */
 static struct filter *
-bf_target(struct conn *c, struct op *op, struct result *r)
+bf_target(struct session *s, struct op *op, struct result *r)
 {
 	struct filter *f;
 
-	switch (bf_lookup(c, op, &f)) {
+	switch (bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		return f;
 	case BF_WRONGTYPE:
@@ -155,7 +155,7 @@ bf_target(struct conn *c, struct op *op, struct result *r)
 	case BF_MISSING:
 		break;
 	}
-	return command_named_filter(c, op, 1, r);
+	return command_named_filter(s, op, 1, r);
 }
 
 /*
@@ -197,7 +197,7 @@ add_error(struct buf *b, const struct result *r)
  * before it stay recorded, the items after it are not looked at.
  */
 static void
-add_items(struct conn *c, struct op *op, struct filter *f, int first,
+add_items(struct session *s, struct op *op, struct filter *f, int first,
     struct result *r)
 {
 	size_t		 n = (size_t)(op->argc - first), i;
@@ -211,7 +211,7 @@ add_items(struct conn *c, struct op *op, struct filter *f, int first,
 	}
 	r->boolean = 1;
 	for (i = 0; i < n; i++) {
-		hit = command_dedup_key(c, f, op->argv[first + i],
+		hit = command_dedup_key(s, f, op->argv[first + i],
 		    op->argl[first + i], 0, r);
 		if (hit == FILTER_FULL)
 			break;
@@ -251,11 +251,11 @@ oom:
 
 /* BF.RESERVE f error_rate capacity [EXPANSION e] [NONSCALING] */
 void
-cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
+cmd_bf_reserve(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	double		 rate;
-	long long	 cap, exp = c->srv->cfg->new_filter_growth;
+	long long	 cap, exp = s->core->cfg->new_filter_growth;
 	int		 nonscaling, ex;
 
 	if (bf_double(op->argv[2], op->argl[2], &rate) == -1) {
@@ -302,7 +302,7 @@ cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 			return;
 		}
 	}
-	switch (bf_lookup(c, op, &f)) {
+	switch (bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		result_error(r, "ERR", "item exists");
 		return;
@@ -312,21 +312,21 @@ cmd_bf_reserve(struct conn *c, struct op *op, struct result *r)
 	case BF_MISSING:
 		break;
 	}
-	if (create_filter(c, op, cap, rate, nonscaling ? 0 : (unsigned)exp,
+	if (create_filter(s, op, cap, rate, nonscaling ? 0 : (unsigned)exp,
 	    r) != NULL)
 		result_status(r, "OK");
 }
 
 /* BF.ADD f item: 1 new (it is recorded now), 0 seen. */
 void
-cmd_bf_add(struct conn *c, struct op *op, struct result *r)
+cmd_bf_add(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	int		 hit;
 
-	if ((f = bf_target(c, op, r)) == NULL)
+	if ((f = bf_target(s, op, r)) == NULL)
 		return;
-	hit = command_dedup_key(c, f, op->argv[2], op->argl[2], 0, r);
+	hit = command_dedup_key(s, f, op->argv[2], op->argl[2], 0, r);
 	if (hit == FILTER_FULL)
 		refusal(f, r);
 	else
@@ -335,35 +335,35 @@ cmd_bf_add(struct conn *c, struct op *op, struct result *r)
 
 /* BF.MADD f item...: BF.ADD of each, in one array. */
 void
-cmd_bf_madd(struct conn *c, struct op *op, struct result *r)
+cmd_bf_madd(struct session *s, struct op *op, struct result *r)
 {
 	struct filter *f;
 
-	if ((f = bf_target(c, op, r)) != NULL)
-		add_items(c, op, f, 2, r);
+	if ((f = bf_target(s, op, r)) != NULL)
+		add_items(s, op, f, 2, r);
 }
 
 /* BF.EXISTS f item: 1 if seen; a missing filter holds nothing. */
 void
-cmd_bf_exists(struct conn *c, struct op *op, struct result *r)
+cmd_bf_exists(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	int		 hit = 0;
 
 	/* RedisBloom answers 0 for a key of another type too */
-	if (bf_lookup(c, op, &f) == BF_FOUND)
-		hit = command_dedup_key(c, f, op->argv[2], op->argl[2], 1, r);
+	if (bf_lookup(s, op, &f) == BF_FOUND)
+		hit = command_dedup_key(s, f, op->argv[2], op->argl[2], 1, r);
 	result_bool(r, hit);
 }
 
 /* BF.MEXISTS f item...: BF.EXISTS of each, in one array. */
 void
-cmd_bf_mexists(struct conn *c, struct op *op, struct result *r)
+cmd_bf_mexists(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	size_t		 n = (size_t)(op->argc - 2);
 	uint8_t		*a;
-	int		 found = bf_lookup(c, op, &f) == BF_FOUND;
+	int		 found = bf_lookup(s, op, &f) == BF_FOUND;
 
 	if ((a = result_answers(r, n)) == NULL) {
 		result_error(r, "ERR", "out of memory");
@@ -371,7 +371,7 @@ cmd_bf_mexists(struct conn *c, struct op *op, struct result *r)
 	}
 	r->boolean = 1;
 	for (size_t i = 0; i < n; i++)
-		a[i] = found ? (uint8_t)command_dedup_key(c, f,
+		a[i] = found ? (uint8_t)command_dedup_key(s, f,
 		    op->argv[i + 2], op->argl[i + 2], 1, r) : 0;
 }
 
@@ -384,9 +384,9 @@ cmd_bf_mexists(struct conn *c, struct op *op, struct result *r)
  * third), so "CAP", "E", "EXP", "NOC" and "I" work as they do there.
  */
 void
-cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
+cmd_bf_insert(struct session *s, struct op *op, struct result *r)
 {
-	const struct config	*cfg = c->srv->cfg;
+	const struct config	*cfg = s->core->cfg;
 	struct filter		*f;
 	double			 rate = cfg->new_filter_error_rate;
 	long long		 cap = (long long)cfg->new_filter_capacity;
@@ -445,7 +445,7 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 		result_bare(r, "Bad argument received");
 		return;
 	}
-	switch (bf_lookup(c, op, &f)) {
+	switch (bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		break;
 	case BF_WRONGTYPE:
@@ -457,7 +457,7 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 			return;
 		}
 		if (!cfg->create_filters) {
-			(void)command_named_filter(c, op, 1, r);
+			(void)command_named_filter(s, op, 1, r);
 			return;
 		}
 		if (!nonscaling && exp > MAX_EXPANSION) {
@@ -465,12 +465,12 @@ cmd_bf_insert(struct conn *c, struct op *op, struct result *r)
 			    "supported", MAX_EXPANSION);
 			return;
 		}
-		if ((f = create_filter(c, op, cap, rate, nonscaling ? 0 :
+		if ((f = create_filter(s, op, cap, rate, nonscaling ? 0 :
 		    (unsigned)exp, r)) == NULL)
 			return;
 		break;
 	}
-	add_items(c, op, f, items, r);
+	add_items(s, op, f, items, r);
 	return;
 arity:
 	result_error(r, "ERR", "wrong number of arguments for '%s' command",
@@ -508,19 +508,19 @@ bf_shape(const struct filter *f, struct bf_shape *s)
 /* BF.INFO f [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]: an array of pairs (a
  * map in RESP3); one field: an array of its value (a map of one pair). */
 void
-cmd_bf_info(struct conn *c, struct op *op, struct result *r)
+cmd_bf_info(struct session *s, struct op *op, struct result *r)
 {
 	static const char *names[] = { "Capacity", "Size", "Number of filters",
 	    "Number of items inserted", "Expansion rate" };
 	static const char *words[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS",
 	    "EXPANSION" };
 	struct filter	*f;
-	struct bf_shape	 s;
+	struct bf_shape	 sh;
 	struct buf	*b;
 	long long	 v[5];
 	int		 one = -1, from = 0, to = 5;
 
-	switch (bf_lookup(c, op, &f)) {
+	switch (bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		break;
 	case BF_WRONGTYPE:
@@ -542,10 +542,10 @@ cmd_bf_info(struct conn *c, struct op *op, struct result *r)
 		from = one;
 		to = one + 1;
 	}
-	bf_shape(f, &s);
-	v[0] = s.capacity;
-	v[1] = s.bytes;
-	v[2] = s.filters;
+	bf_shape(f, &sh);
+	v[0] = sh.capacity;
+	v[1] = sh.bytes;
+	v[2] = sh.filters;
 	v[3] = (long long)filter_count(f);
 	v[4] = (long long)f->growth;
 	b = result_reset();

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "session.h"
 #include "command_docs.h"
 #include "config.h"
 #include "filter.h"
@@ -20,13 +20,13 @@
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
-#include "server.h"
+#include "core.h"
 #include "snapshot.h"
 
 void
-cmd_ping(struct conn *c, struct op *op, struct result *r)
+cmd_ping(struct session *s, struct op *op, struct result *r)
 {
-	(void)c;
+	(void)s;
 	if (op->argc == 2) {
 		r->kind = RESULT_BULK;
 		r->text = op->argv[1];
@@ -36,9 +36,9 @@ cmd_ping(struct conn *c, struct op *op, struct result *r)
 }
 
 void
-cmd_echo(struct conn *c, struct op *op, struct result *r)
+cmd_echo(struct session *s, struct op *op, struct result *r)
 {
-	(void)c;
+	(void)s;
 	r->kind = RESULT_BULK;
 	r->text = op->argv[1];
 	r->len = op->argl[1];
@@ -59,31 +59,31 @@ token_equal(const char *a, size_t alen, const char *b, size_t blen)
 
 /*
  * Checks a token (and a user: Redis's one user is "default") against
- * auth_token. Returns 1 and authenticates c, or 0 with the error in r (as
+ * auth_token. Returns 1 and authenticates s, or 0 with the error in r (as
  * Redis 7 words it in RESP, or the line protocol's own).
  */
 static int
-auth_check(struct conn *c, const char *user, size_t userl, const char *pass,
+auth_check(struct session *s, const char *user, size_t userl, const char *pass,
     size_t passl, int resp, struct result *r)
 {
-	const char	*token = c->srv->cfg->auth_token;
+	const char	*token = s->core->cfg->auth_token;
 
 	if (user != NULL && !token_equal(user, userl, "default", 7))
 		goto wrong;
 	if (token == NULL) {
 		/* Redis's default user without a password takes any */
-		c->authed = 1;
+		s->authed = 1;
 		return 1;
 	}
 	if (token_equal(pass, passl, token, strlen(token))) {
-		c->authed = 1;
-		c->strikes = 0;
+		s->authed = 1;
+		s->strikes = 0;
 		return 1;
 	}
 wrong:
-	c->srv->stats.auth_failures++;
+	s->core->stats.auth_failures++;
 	log_warn("client %llu (%s): AUTH with a wrong token",
-	    (unsigned long long)c->id, c->peer);
+	    (unsigned long long)s->id, s->peer);
 	if (resp)
 		result_error(r, "WRONGPASS", "invalid username-password pair or "
 		    "user is disabled.");
@@ -93,7 +93,7 @@ wrong:
 }
 
 void
-cmd_auth(struct conn *c, struct op *op, struct result *r)
+cmd_auth(struct session *s, struct op *op, struct result *r)
 {
 	int	 resp = op->proto == COMMAND_RESP, user = resp && op->argc == 3;
 
@@ -101,8 +101,8 @@ cmd_auth(struct conn *c, struct op *op, struct result *r)
 		result_error(r, "ERR", "syntax error");
 		return;
 	}
-	if (c->srv->cfg->auth_token == NULL && !user) {
-		c->authed = 1;
+	if (s->core->cfg->auth_token == NULL && !user) {
+		s->authed = 1;
 		if (!resp)
 			result_error(r, "ERR", "no auth_token is configured");
 		else
@@ -111,17 +111,17 @@ cmd_auth(struct conn *c, struct op *op, struct result *r)
 			    "you sure your configuration is correct?");
 		return;
 	}
-	if (auth_check(c, user ? op->argv[1] : NULL, user ? op->argl[1] : 0,
+	if (auth_check(s, user ? op->argv[1] : NULL, user ? op->argl[1] : 0,
 	    op->argv[op->argc - 1], op->argl[op->argc - 1], resp, r))
 		result_status(r, "OK");
 }
 
 void
-cmd_select(struct conn *c, struct op *op, struct result *r)
+cmd_select(struct session *s, struct op *op, struct result *r)
 {
 	long long db;
 
-	(void)c;
+	(void)s;
 	if (command_arg_ll(op->argv[1], op->argl[1], &db) == -1)
 		result_error(r, "ERR", "value is not an integer or out of range");
 	else if (db != 0)
@@ -141,9 +141,9 @@ name_valid(const char *p, size_t len)
 	return 1;
 }
 
-/* Sets c's name (empty: none); 0, or -1 with the error in r. */
+/* Sets s's name (empty: none); 0, or -1 with the error in r. */
 static int
-client_setname(struct conn *c, const char *p, size_t len, struct result *r)
+client_setname(struct session *s, const char *p, size_t len, struct result *r)
 {
 	char *name = NULL;
 
@@ -156,8 +156,8 @@ client_setname(struct conn *c, const char *p, size_t len, struct result *r)
 		result_error(r, "ERR", "out of memory");
 		return -1;
 	}
-	free(c->name);
-	c->name = name;
+	free(s->name);
+	s->name = name;
 	return 0;
 }
 
@@ -190,7 +190,7 @@ client_setinfo(struct op *op, struct result *r)
  * refuses unknown ones, which those clients tolerate.
  */
 void
-cmd_client(struct conn *c, struct op *op, struct result *r)
+cmd_client(struct session *s, struct op *op, struct result *r)
 {
 	static const struct {
 		const char	*word, *lname;
@@ -199,15 +199,15 @@ cmd_client(struct conn *c, struct op *op, struct result *r)
 		{ "SETNAME", "setname", 3 }, { "GETNAME", "getname", 2 },
 		{ "ID", "id", 2 }, { "SETINFO", "setinfo", 4 },
 	};
-	const char	*s = op->argv[1];
+	const char	*w = op->argv[1];
 	size_t		 l = op->argl[1], i;
 
 	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		if (name_is(s, l, subs[i].word, strlen(subs[i].word)))
+		if (name_is(w, l, subs[i].word, strlen(subs[i].word)))
 			break;
 	if (i == sizeof(subs) / sizeof(subs[0])) {
 		result_error(r, "ERR", "unknown subcommand '%.*s'. Try CLIENT "
-		    "HELP.", (int)(l < 128 ? l : 128), s);
+		    "HELP.", (int)(l < 128 ? l : 128), w);
 		return;
 	}
 	if (op->argc != subs[i].argc) {
@@ -217,17 +217,17 @@ cmd_client(struct conn *c, struct op *op, struct result *r)
 	}
 	switch (i) {
 	case 0:
-		if (client_setname(c, op->argv[2], op->argl[2], r) == 0)
+		if (client_setname(s, op->argv[2], op->argl[2], r) == 0)
 			result_status(r, "OK");
 		break;
 	case 1:
-		if (c->name == NULL)
+		if (s->name == NULL)
 			result_null(r);
 		else
-			result_bulk(r, c->name, strlen(c->name));
+			result_bulk(r, s->name, strlen(s->name));
 		break;
 	case 2:
-		result_int(r, (long long)c->id);
+		result_int(r, (long long)s->id);
 		break;
 	default:
 		client_setinfo(op, r);
@@ -238,9 +238,9 @@ cmd_client(struct conn *c, struct op *op, struct result *r)
 /* READONLY, READWRITE: what cluster-aware clients send to a node; a
  * standalone seend serves reads and writes alike. */
 void
-cmd_readonly(struct conn *c, struct op *op, struct result *r)
+cmd_readonly(struct session *s, struct op *op, struct result *r)
 {
-	(void)c;
+	(void)s;
 	(void)op;
 	result_status(r, "OK");
 }
@@ -276,7 +276,7 @@ next_entry(size_t *i, size_t *infol, const char **docs, size_t *docsl)
  * positions there.
  */
 void
-cmd_command(struct conn *c, struct op *op, struct result *r)
+cmd_command(struct session *s, struct op *op, struct result *r)
 {
 	const char	*sub = op->argc >= 2 ? op->argv[1] : "", *info, *docs;
 	size_t		 subl = op->argc >= 2 ? op->argl[1] : 0, i, n = 0;
@@ -284,7 +284,7 @@ cmd_command(struct conn *c, struct op *op, struct result *r)
 	struct buf	*b = result_reset();
 	int		 all = op->argc == 1, count, list, docs_sub, info_sub;
 
-	(void)c;
+	(void)s;
 	count = name_is(sub, subl, "COUNT", 5);
 	list = name_is(sub, subl, "LIST", 4);
 	info_sub = name_is(sub, subl, "INFO", 4);
@@ -357,9 +357,9 @@ cmd_command(struct conn *c, struct op *op, struct result *r)
 /* CONFIG GET: what redis-benchmark asks (save, appendonly) as an
  * persistence-free Redis answers; anything else is not there. */
 void
-cmd_config(struct conn *c, struct op *op, struct result *r)
+cmd_config(struct session *s, struct op *op, struct result *r)
 {
-	(void)c;
+	(void)s;
 	if (!name_is(op->argv[1], op->argl[1], "GET", 3)) {
 		result_error(r, "ERR", "unknown subcommand '%.*s'. Try CONFIG HELP.",
 		    (int)(op->argl[1] < 128 ? op->argl[1] : 128), op->argv[1]);
@@ -392,11 +392,11 @@ cmd_config(struct conn *c, struct op *op, struct result *r)
  * server's map (an array of pairs in RESP2).
  */
 void
-cmd_hello(struct conn *c, struct op *op, struct result *r)
+cmd_hello(struct session *s, struct op *op, struct result *r)
 {
 	const char	*user = NULL, *pass = NULL, *name = NULL;
 	size_t		 userl = 0, passl = 0, namel = 0;
-	long long	 v = c->resp3 ? 3 : 2;
+	long long	 v = s->resp3 ? 3 : 2;
 	struct buf	*b;
 
 	if (op->argc >= 2 && command_arg_ll(op->argv[1], op->argl[1], &v) ==
@@ -436,10 +436,10 @@ cmd_hello(struct conn *c, struct op *op, struct result *r)
 			return;
 		}
 	}
-	if (user != NULL && !auth_check(c, user, userl, pass, passl, 1, r))
+	if (user != NULL && !auth_check(s, user, userl, pass, passl, 1, r))
 		return;
-	if (!c->authed) {
-		c->srv->stats.auth_failures++;
+	if (!s->authed) {
+		s->core->stats.auth_failures++;
 		r->need_auth = 1;
 		result_error(r, "NOAUTH", "HELLO must be called with the client "
 		    "already authenticated, otherwise the HELLO AUTH "
@@ -448,10 +448,10 @@ cmd_hello(struct conn *c, struct op *op, struct result *r)
 		    "time");
 		return;
 	}
-	if (name != NULL && client_setname(c, name, namel, r) == -1)
+	if (name != NULL && client_setname(s, name, namel, r) == -1)
 		return;
 	/* replies from here on, this one included, are in the new version */
-	c->resp3 = v == 3;
+	s->resp3 = v == 3;
 	b = result_reset();
 	resp_add_map(b, 7);
 	resp_add_bulk(b, "server", 6);
@@ -461,7 +461,7 @@ cmd_hello(struct conn *c, struct op *op, struct result *r)
 	resp_add_bulk(b, "proto", 5);
 	resp_add_int(b, v);
 	resp_add_bulk(b, "id", 2);
-	resp_add_int(b, (long long)c->id);
+	resp_add_int(b, (long long)s->id);
 	resp_add_bulk(b, "mode", 4);
 	resp_add_bulk(b, "standalone", 10);
 	resp_add_bulk(b, "role", 4);
@@ -472,9 +472,9 @@ cmd_hello(struct conn *c, struct op *op, struct result *r)
 }
 
 void
-cmd_quit(struct conn *c, struct op *op, struct result *r)
+cmd_quit(struct session *s, struct op *op, struct result *r)
 {
-	(void)c;
+	(void)s;
 	(void)op;
 	result_status(r, "OK");
 	r->close = 1;

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "session.h"
 #include "config.h"
 #include "filter.h"
 #include "handler.h"
@@ -18,14 +18,14 @@
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
-#include "server.h"
+#include "core.h"
 #include "snapshot.h"
 
 /* The keys all filters answered new: Redis's key count, near enough. */
 void
-cmd_dbsize(struct conn *c, struct op *op, struct result *r)
+cmd_dbsize(struct session *s, struct op *op, struct result *r)
 {
-	const struct registry	*reg = c->srv->reg;
+	const struct registry	*reg = s->core->reg;
 	long long		 n = 0;
 
 	(void)op;
@@ -119,10 +119,10 @@ info_filter(const struct filter *f)
 }
 
 static void
-info_server(struct server *srv)
+info_server(struct core *core)
 {
-	const struct stats	*st = &srv->stats;
-	const struct registry	*reg = srv->reg;
+	const struct stats	*st = &core->stats;
+	const struct registry	*reg = core->reg;
 	time_t			 now = time(NULL);
 	buf_printf(&result_buf,
 	    "version %s\r\n"
@@ -133,9 +133,9 @@ info_server(struct server *srv)
 	    "connections_refused %llu\r\n"
 	    "max_clients %u\r\n"
 	    "commands_total %llu\r\n",
-	    PACKAGE_VERSION, (long)getpid(), (long long)(now - srv->started),
-	    srv->nconns, (unsigned long long)st->conns_total,
-	    (unsigned long long)st->conns_refused, srv->cfg->max_clients,
+	    PACKAGE_VERSION, (long)getpid(), (long long)(now - st->started),
+	    st->clients, (unsigned long long)st->conns_total,
+	    (unsigned long long)st->conns_refused, core->cfg->max_clients,
 	    (unsigned long long)st->commands);
 	for (int i = 0; i < CMD_COUNT; i++) {
 		char name[16];
@@ -173,18 +173,18 @@ info_server(struct server *srv)
 	    (unsigned long long)st->idle_closed,
 	    (unsigned long long)st->auth_failures,
 	    reg->nfilters, (unsigned long long)filter_memory_used,
-	    (unsigned long long)filter_memory_limit, server_conn_memory(srv),
-	    server_rss_bytes(),
-	    saver_busy(srv->saver), (long long)srv->last_reload,
-	    srv->last_reload_ok < 0 ? "none" :
-	    srv->last_reload_ok ? "ok" : "failed");
-	persist_info(srv, &result_buf);
+	    (unsigned long long)filter_memory_limit, (size_t)st->conn_bytes,
+	    stats_rss_bytes(),
+	    saver_busy(core->saver), (long long)st->last_reload,
+	    st->last_reload_ok < 0 ? "none" :
+	    st->last_reload_ok ? "ok" : "failed");
+	persist_info(core, &result_buf);
 }
 
 void
-cmd_filters(struct conn *c, struct op *op, struct result *r)
+cmd_filters(struct session *s, struct op *op, struct result *r)
 {
-	const struct registry *reg = c->srv->reg;
+	const struct registry *reg = s->core->reg;
 
 	result_reset();
 	for (size_t i = 0; i < reg->nfilters; i++)
@@ -193,13 +193,13 @@ cmd_filters(struct conn *c, struct op *op, struct result *r)
 }
 
 void
-cmd_info(struct conn *c, struct op *op, struct result *r)
+cmd_info(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	char		 tok[80];
 
 	result_reset();
-	if (op->argc == 2 && (f = registry_find(c->srv->reg, op->argv[1],
+	if (op->argc == 2 && (f = registry_find(s->core->reg, op->argv[1],
 	    op->argl[1])) != NULL)
 		info_filter(f);
 	else if (op->argc == 2 && op->proto == COMMAND_LINE) {
@@ -218,7 +218,7 @@ cmd_info(struct conn *c, struct op *op, struct result *r)
 		r->len = 0;
 		return;
 	} else
-		info_server(c->srv);
+		info_server(s->core);
 	result_scratch(r, RESULT_TEXT);
 }
 
@@ -229,15 +229,15 @@ cmd_info(struct conn *c, struct op *op, struct result *r)
  * The result is a wait token the connection holds until it completes.
  */
 void
-cmd_save(struct conn *c, struct op *op, struct result *r)
+cmd_save(struct session *s, struct op *op, struct result *r)
 {
-	struct server		*srv = c->srv;
+	struct core *core = s->core;
 	struct save_wait	*w;
 	struct filter		*one = NULL;
 	char			 tok[80];
 
 	if (op->argc == 2 &&
-	    (one = registry_find(srv->reg, op->argv[1], op->argl[1])) == NULL) {
+	    (one = registry_find(core->reg, op->argv[1], op->argl[1])) == NULL) {
 		result_error(r, "ERR", "no such filter '%s'",
 		    command_printable(op->argv[1], op->argl[1], tok, sizeof(tok)));
 		return;
@@ -246,14 +246,13 @@ cmd_save(struct conn *c, struct op *op, struct result *r)
 		result_error(r, "ERR", "out of memory");
 		return;
 	}
-	w->conn = c;
 	w->pending = 1;		/* held until every job is queued */
-	for (size_t i = 0; i < srv->reg->nfilters; i++) {
-		struct filter *f = srv->reg->filters[i];
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter *f = core->reg->filters[i];
 
 		if (one != NULL && f != one)
 			continue;
-		if (saver_submit(srv->saver, f, srv->cfg->data_dir, w) == -1) {
+		if (saver_submit(core->saver, f, core->cfg->data_dir, w) == -1) {
 			w->failed = 1;
 			snprintf(w->err, sizeof(w->err), "out of memory");
 		}

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "session.h"
 #include "config.h"
 #include "filter.h"
 #include "handler.h"
@@ -20,7 +20,7 @@
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
-#include "server.h"
+#include "core.h"
 #include "snapshot.h"
 
 /*
@@ -29,22 +29,22 @@
  * or it cannot be recorded).
  */
 static int
-url_key(struct conn *c, struct op *op, int i, int check, struct result *r)
+url_key(struct session *s, struct op *op, int i, int check, struct result *r)
 {
-	struct filter *f = registry_route(c->srv->reg, op->argv[i], op->argl[i]);
+	struct filter *f = registry_route(s->core->reg, op->argv[i], op->argl[i]);
 
 	if (f == NULL) {
-		command_no_route(c, r);
+		command_no_route(s, r);
 		return FILTER_FULL;
 	}
-	return command_dedup_key(c, f, op->argv[i], op->argl[i], check, r);
+	return command_dedup_key(s, f, op->argv[i], op->argl[i], check, r);
 }
 
 /* SETNX <url> <v>: :1 new, :0 seen. */
 void
-cmd_setnx(struct conn *c, struct op *op, struct result *r)
+cmd_setnx(struct session *s, struct op *op, struct result *r)
 {
-	int hit = url_key(c, op, 1, 0, r);
+	int hit = url_key(s, op, 1, 0, r);
 
 	if (hit != FILTER_FULL)
 		result_int(r, !hit);
@@ -152,7 +152,7 @@ invalid:
  * instead: "1" if the key was present, else null.
  */
 void
-cmd_set(struct conn *c, struct op *op, struct result *r)
+cmd_set(struct session *s, struct op *op, struct result *r)
 {
 	const char	*ttl = NULL;
 	size_t		 ttll = 0;
@@ -162,7 +162,7 @@ cmd_set(struct conn *c, struct op *op, struct result *r)
 	    set_check_ttl(flags, ttl, ttll, r) == -1)
 		return;
 	/* XX never records: a key is only ever added */
-	if ((hit = url_key(c, op, 1, (flags & SET_XX) != 0, r)) == FILTER_FULL)
+	if ((hit = url_key(s, op, 1, (flags & SET_XX) != 0, r)) == FILTER_FULL)
 		return;
 	skip = ((flags & SET_NX) && hit) || ((flags & SET_XX) && !hit);
 	if (flags & SET_GET) {
@@ -178,9 +178,9 @@ cmd_set(struct conn *c, struct op *op, struct result *r)
 
 /* GET <url>: "1" if the key was recorded, else null. */
 void
-cmd_get(struct conn *c, struct op *op, struct result *r)
+cmd_get(struct session *s, struct op *op, struct result *r)
 {
-	int hit = url_key(c, op, 1, 1, r);
+	int hit = url_key(s, op, 1, 1, r);
 
 	if (hit == FILTER_FULL)
 		return;
@@ -192,14 +192,14 @@ cmd_get(struct conn *c, struct op *op, struct result *r)
 
 /* MGET <url> ...: GET of each, in one array. */
 void
-cmd_mget(struct conn *c, struct op *op, struct result *r)
+cmd_mget(struct session *s, struct op *op, struct result *r)
 {
 	struct buf	*b = result_reset();
 	int		 hit;
 
 	resp_add_array(b, op->argc - 1);
 	for (int i = 1; i < op->argc; i++) {
-		if ((hit = url_key(c, op, i, 1, r)) == FILTER_FULL)
+		if ((hit = url_key(s, op, i, 1, r)) == FILTER_FULL)
 			return;
 		if ((hit ? resp_add_bulk(b, "1", 1) : resp_add_null3(b)) == -1) {
 			result_error(r, "ERR", "out of memory");
@@ -211,13 +211,13 @@ cmd_mget(struct conn *c, struct op *op, struct result *r)
 
 /* EXISTS <url> ...: how many were seen (a repeated key counts twice). */
 void
-cmd_exists(struct conn *c, struct op *op, struct result *r)
+cmd_exists(struct session *s, struct op *op, struct result *r)
 {
 	long long	 n = 0;
 	int		 hit;
 
 	for (int i = 1; i < op->argc; i++) {
-		if ((hit = url_key(c, op, i, 1, r)) == FILTER_FULL)
+		if ((hit = url_key(s, op, i, 1, r)) == FILTER_FULL)
 			return;
 		n += hit;
 	}
@@ -226,16 +226,16 @@ cmd_exists(struct conn *c, struct op *op, struct result *r)
 
 /* SADD f m...: how many members were new. */
 void
-cmd_sadd(struct conn *c, struct op *op, struct result *r)
+cmd_sadd(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	long long	 n = 0;
 	int		 hit;
 
-	if ((f = command_named_filter(c, op, 1, r)) == NULL)
+	if ((f = command_named_filter(s, op, 1, r)) == NULL)
 		return;
 	for (int i = 2; i < op->argc; i++) {
-		hit = command_dedup_key(c, f, op->argv[i], op->argl[i], 0, r);
+		hit = command_dedup_key(s, f, op->argv[i], op->argl[i], 0, r);
 		if (hit == FILTER_FULL)
 			return;
 		n += !hit;
@@ -246,9 +246,9 @@ cmd_sadd(struct conn *c, struct op *op, struct result *r)
 /* SISMEMBER f m (:0/:1), SMISMEMBER f m... (array); a missing filter
  * holds nothing. */
 void
-cmd_sismember(struct conn *c, struct op *op, struct result *r)
+cmd_sismember(struct session *s, struct op *op, struct result *r)
 {
-	struct filter	*f = command_named_filter(c, op, 0, r);
+	struct filter	*f = command_named_filter(s, op, 0, r);
 	int		 multi = op->cmd->max_args < 0;
 	uint8_t		*a = NULL;
 	int		 hit = 0;
@@ -258,7 +258,7 @@ cmd_sismember(struct conn *c, struct op *op, struct result *r)
 		return;
 	}
 	for (int i = 2; i < op->argc; i++) {
-		hit = f ? command_dedup_key(c, f, op->argv[i], op->argl[i], 1,
+		hit = f ? command_dedup_key(s, f, op->argv[i], op->argl[i], 1,
 		    r) : 0;
 		if (a != NULL)
 			a[i - 2] = (uint8_t)hit;
@@ -268,9 +268,9 @@ cmd_sismember(struct conn *c, struct op *op, struct result *r)
 }
 
 void
-cmd_scard(struct conn *c, struct op *op, struct result *r)
+cmd_scard(struct session *s, struct op *op, struct result *r)
 {
-	struct filter *f = command_named_filter(c, op, 0, r);
+	struct filter *f = command_named_filter(s, op, 0, r);
 
 	result_int(r, f ? (long long)filter_count(f) : 0);
 }

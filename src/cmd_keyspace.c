@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "session.h"
 #include "config.h"
 #include "deadline.h"
 #include "filter.h"
@@ -33,7 +33,7 @@
 #include "persist.h"
 #include "registry.h"
 #include "resp.h"
-#include "server.h"
+#include "core.h"
 #include "snapshot.h"
 
 /* The runtime filters' deadlines; one server per process. */
@@ -202,9 +202,9 @@ deadlines_changed(void)
 /* Writes the table to data_dir. Returns 0, or -1 with a message in err
  * (the sweep retries). */
 static int
-save_deadlines(struct server *srv, char *err, size_t errlen)
+save_deadlines(struct core *core, char *err, size_t errlen)
 {
-	const char *dir = srv->cfg->data_dir;
+	const char *dir = core->cfg->data_dir;
 
 	if (deadline_save(dir, &deadlines, err, errlen) == -1) {
 		unsaved = 1;
@@ -221,16 +221,16 @@ save_deadlines(struct server *srv, char *err, size_t errlen)
 /* save_deadlines where no client waits for the answer: a failure is
  * logged once, and retried by the sweep until it succeeds. */
 static void
-save_or_log(struct server *srv)
+save_or_log(struct core *core)
 {
 	char	 err[600];
 	int	 was = unsaved;
 
-	if (save_deadlines(srv, err, sizeof(err)) == -1) {
+	if (save_deadlines(core, err, sizeof(err)) == -1) {
 		if (!was)
 			log_warn("deadlines: %s; retrying every second", err);
 	} else if (was)
-		log_info("deadlines: %s/%s written again", srv->cfg->data_dir,
+		log_info("deadlines: %s/%s written again", core->cfg->data_dir,
 		    DEADLINE_FILE);
 }
 
@@ -240,13 +240,13 @@ save_or_log(struct server *srv)
  * the caller's.
  */
 static void
-drop(struct server *srv, struct filter *f, const char *why)
+drop(struct core *core, struct filter *f, const char *why)
 {
 	char path[4096];
 
-	registry_remove(srv->reg, f);
+	registry_remove(core->reg, f);
 	f->deleted = 1;
-	if (snapshot_path(path, sizeof(path), srv->cfg->data_dir,
+	if (snapshot_path(path, sizeof(path), core->cfg->data_dir,
 	    f->name) == 0 && unlink(path) == -1 && errno != ENOENT)
 		log_warn("filter %s: cannot remove %s: %s", f->name, path,
 		    strerror(errno));
@@ -255,14 +255,14 @@ drop(struct server *srv, struct filter *f, const char *why)
 }
 
 void
-keyspace_drop_filter(struct server *srv, struct filter *f, const char *why)
+keyspace_drop_filter(struct core *core, struct filter *f, const char *why)
 {
 	int had = deadline_remove(&deadlines, f->name, f->namelen);
 
-	drop(srv, f, why);
+	drop(core, f, why);
 	if (had) {
 		deadlines_changed();
-		save_or_log(srv);
+		save_or_log(core);
 	}
 }
 
@@ -272,7 +272,7 @@ keyspace_drop_filter(struct server *srv, struct filter *f, const char *why)
  * Returns 1 if the table changed.
  */
 static int
-expire_due(struct server *srv, int64_t now, int sweep, const char *why)
+expire_due(struct core *core, int64_t now, int sweep, const char *why)
 {
 	int changed = 0;
 
@@ -282,7 +282,7 @@ expire_due(struct server *srv, int64_t now, int sweep, const char *why)
 	 * the hole */
 	for (size_t i = deadlines.n; i-- > 0;) {
 		struct deadline	 e = deadlines.v[i];
-		struct filter	*f = registry_find(srv->reg, e.name,
+		struct filter	*f = registry_find(core->reg, e.name,
 		    e.namelen);
 
 		if (f == NULL || !f->runtime) {
@@ -296,7 +296,7 @@ expire_due(struct server *srv, int64_t now, int sweep, const char *why)
 		deadline_remove(&deadlines, e.name, e.namelen);
 		changed = 1;
 		if (f != NULL && f->runtime)
-			drop(srv, f, why);
+			drop(core, f, why);
 	}
 	if (changed)
 		deadlines_changed();
@@ -306,16 +306,16 @@ expire_due(struct server *srv, int64_t now, int sweep, const char *why)
 /* Lazy expiry before a RESP command reads the keyspace, as Redis's (RESP
  * requests run one at a time: no other holds a filter it could drop). */
 static void
-expire_now(struct server *srv, int64_t now)
+expire_now(struct core *core, int64_t now)
 {
-	if (now >= earliest && expire_due(srv, now, 0, "at its deadline"))
-		save_or_log(srv);
+	if (now >= earliest && expire_due(core, now, 0, "at its deadline"))
+		save_or_log(core);
 }
 
 int
-keyspace_load(struct server *srv)
+keyspace_load(struct core *core)
 {
-	const char	*dir = srv->cfg->data_dir;
+	const char	*dir = core->cfg->data_dir;
 	char		 err[1024];
 	size_t		 n;
 
@@ -331,9 +331,9 @@ keyspace_load(struct server *srv)
 	n = deadlines.n;
 	/* drops the filters whose deadline passed while seend was stopped,
 	 * before the journal is replayed (their records are skipped) */
-	if (expire_due(srv, wall_ms(), 1, "at start: its deadline passed "
+	if (expire_due(core, wall_ms(), 1, "at start: its deadline passed "
 	    "while seend was stopped"))
-		save_or_log(srv);
+		save_or_log(core);
 	deadlines_changed();
 	if (n > 0)
 		log_info("deadlines: %zu loaded, %zu pending", n,
@@ -342,23 +342,23 @@ keyspace_load(struct server *srv)
 }
 
 void
-keyspace_expire_due(struct server *srv, int64_t now_ms)
+keyspace_expire_due(struct core *core, int64_t now_ms)
 {
 	int moved = saved_dir != NULL &&
-	    strcmp(saved_dir, srv->cfg->data_dir) != 0;
+	    strcmp(saved_dir, core->cfg->data_dir) != 0;
 
 	if (deadlines.n == 0 && !unsaved && !moved)
 		return;
-	if (expire_due(srv, now_ms, 1, "at its deadline") || unsaved || moved)
-		save_or_log(srv);
+	if (expire_due(core, now_ms, 1, "at its deadline") || unsaved || moved)
+		save_or_log(core);
 }
 
 /* The filter named by argv[i], lazily expired. */
 static struct filter *
-lookup(struct conn *c, struct op *op, int i, int64_t now)
+lookup(struct session *s, struct op *op, int i, int64_t now)
 {
-	expire_now(c->srv, now);
-	return registry_find(c->srv->reg, op->argv[i], op->argl[i]);
+	expire_now(s->core, now);
+	return registry_find(s->core->reg, op->argv[i], op->argl[i]);
 }
 
 /*
@@ -367,19 +367,19 @@ lookup(struct conn *c, struct op *op, int i, int64_t now)
  * the error in r.
  */
 static int
-empty_filter(struct conn *c, struct filter *f, struct result *r)
+empty_filter(struct session *s, struct filter *f, struct result *r)
 {
 	char err[512];
 
-	if (persist_filter_reset(c->srv, f, err, sizeof(err)) == -1) {
+	if (persist_filter_reset(s->core, f, err, sizeof(err)) == -1) {
 		result_error(r, "ERR", "%s", err);
 		return -1;
 	}
 	/* the reset record is written at the end of this turn, before the
 	 * reply leaves: held like a key answered new */
-	c->journaled = 1;
+	s->journaled = 1;
 	log_info("filter %s emptied by client %llu (%s)", f->name,
-	    (unsigned long long)c->id, c->peer);
+	    (unsigned long long)s->id, s->peer);
 	return 0;
 }
 
@@ -393,31 +393,31 @@ empty_filter(struct conn *c, struct filter *f, struct result *r)
  * filter has been dropped (those emptied before it stay empty).
  */
 void
-cmd_del(struct conn *c, struct op *op, struct result *r)
+cmd_del(struct session *s, struct op *op, struct result *r)
 {
-	struct server	*srv = c->srv;
+	struct core *core = s->core;
 	struct filter	*f, **emptied;
 	char		 why[160];
 	size_t		 nemptied = 0, j;
 	long long	 n = 0;
 	int		 changed = 0;
 
-	expire_now(srv, wall_ms());
+	expire_now(core, wall_ms());
 	/* each config-file filter once, however often it is named */
-	if ((emptied = calloc(srv->reg->nfilters + 1, sizeof(*emptied))) ==
+	if ((emptied = calloc(core->reg->nfilters + 1, sizeof(*emptied))) ==
 	    NULL) {
 		result_error(r, "ERR", "out of memory");
 		return;
 	}
 	for (int i = 1; i < op->argc; i++) {
-		f = registry_find(srv->reg, op->argv[i], op->argl[i]);
+		f = registry_find(core->reg, op->argv[i], op->argl[i]);
 		if (f == NULL || f->runtime)
 			continue;
 		for (j = 0; j < nemptied && emptied[j] != f; j++)
 			;
 		if (j < nemptied)
 			continue;
-		if (empty_filter(c, f, r) == -1) {
+		if (empty_filter(s, f, r) == -1) {
 			free(emptied);
 			return;
 		}
@@ -426,18 +426,18 @@ cmd_del(struct conn *c, struct op *op, struct result *r)
 	}
 	free(emptied);
 	snprintf(why, sizeof(why), "by client %llu (%s)",
-	    (unsigned long long)c->id, c->peer);
+	    (unsigned long long)s->id, s->peer);
 	for (int i = 1; i < op->argc; i++) {
-		f = registry_find(srv->reg, op->argv[i], op->argl[i]);
+		f = registry_find(core->reg, op->argv[i], op->argl[i]);
 		if (f == NULL || !f->runtime)
 			continue;
 		changed |= deadline_remove(&deadlines, f->name, f->namelen);
-		drop(srv, f, why);
+		drop(core, f, why);
 		n++;
 	}
 	if (changed) {
 		deadlines_changed();
-		save_or_log(srv);
+		save_or_log(core);
 	}
 	result_int(r, n);
 }
@@ -448,19 +448,19 @@ cmd_del(struct conn *c, struct op *op, struct result *r)
  * filter found) before any runs, so a line command must not drop one.
  */
 void
-cmd_reset(struct conn *c, struct op *op, struct result *r)
+cmd_reset(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	char		 tok[80];
 
-	if ((f = registry_find(c->srv->reg, op->argv[1], op->argl[1])) ==
+	if ((f = registry_find(s->core->reg, op->argv[1], op->argl[1])) ==
 	    NULL) {
 		result_error(r, "ERR", "no such filter '%s'",
 		    command_printable(op->argv[1], op->argl[1], tok,
 		    sizeof(tok)));
 		return;
 	}
-	if (empty_filter(c, f, r) == 0)
+	if (empty_filter(s, f, r) == 0)
 		result_status(r, "OK");
 }
 
@@ -468,9 +468,9 @@ cmd_reset(struct conn *c, struct op *op, struct result *r)
 
 /* TYPE <name>: +MBbloom-- for a filter, +none for anything else. */
 void
-cmd_type(struct conn *c, struct op *op, struct result *r)
+cmd_type(struct session *s, struct op *op, struct result *r)
 {
-	struct filter *f = lookup(c, op, 1, wall_ms());
+	struct filter *f = lookup(s, op, 1, wall_ms());
 
 	result_status(r, f != NULL ? type_name(f) : "none");
 }
@@ -490,15 +490,15 @@ add_names(struct buf *b, const struct registry *reg, const size_t *idx,
 
 /* KEYS <pattern>: every filter name the pattern matches. */
 void
-cmd_keys(struct conn *c, struct op *op, struct result *r)
+cmd_keys(struct session *s, struct op *op, struct result *r)
 {
 	const struct registry	*reg;
 	size_t			*idx, n = 0;
 	struct buf		*b;
 	int			 all;
 
-	expire_now(c->srv, wall_ms());
-	reg = c->srv->reg;
+	expire_now(s->core, wall_ms());
+	reg = s->core->reg;
 	all = op->argl[1] == 1 && op->argv[1][0] == '*';
 	if ((idx = malloc((reg->nfilters + 1) * sizeof(*idx))) == NULL) {
 		result_error(r, "ERR", "out of memory");
@@ -586,7 +586,7 @@ heap_push(uint64_t *h, size_t *n, size_t k, uint64_t v)
  * name once: O(filters), and max_filters bounds that.
  */
 void
-cmd_scan(struct conn *c, struct op *op, struct result *r)
+cmd_scan(struct session *s, struct op *op, struct result *r)
 {
 	const struct registry	*reg;
 	unsigned long long	 cursor;
@@ -634,8 +634,8 @@ cmd_scan(struct conn *c, struct op *op, struct result *r)
 		}
 	}
 
-	expire_now(c->srv, wall_ms());
-	reg = c->srv->reg;
+	expire_now(s->core, wall_ms());
+	reg = s->core->reg;
 	k = (unsigned long long)count < reg->nfilters ? (size_t)count :
 	    reg->nfilters;
 	hashes = malloc((reg->nfilters + 1) * sizeof(*hashes));
@@ -711,9 +711,9 @@ config_filter_error(struct result *r, const struct filter *f, const char *what)
  * before the reply): :1.
  */
 void
-cmd_expire(struct conn *c, struct op *op, struct result *r)
+cmd_expire(struct session *s, struct op *op, struct result *r)
 {
-	struct server	*srv = c->srv;
+	struct core *core = s->core;
 	const char	*lname = op->cmd->lname;
 	int		 ms = lname[0] == 'p';
 	int		 at = strstr(lname, "at") != NULL;
@@ -767,7 +767,7 @@ cmd_expire(struct conn *c, struct op *op, struct result *r)
 		goto invalid;
 	when += base;
 
-	if ((f = lookup(c, op, 1, now)) == NULL) {
+	if ((f = lookup(s, op, 1, now)) == NULL) {
 		result_int(r, 0);
 		return;
 	}
@@ -788,8 +788,8 @@ cmd_expire(struct conn *c, struct op *op, struct result *r)
 		/* as Redis deletes a key given a time already past */
 		snprintf(why, sizeof(why), "by %s %lld from client %llu (%s)",
 		    lname, (long long)(ms ? when - base : (when - base) / 1000),
-		    (unsigned long long)c->id, c->peer);
-		keyspace_drop_filter(srv, f, why);
+		    (unsigned long long)s->id, s->peer);
+		keyspace_drop_filter(core, f, why);
 		result_int(r, 1);
 		return;
 	}
@@ -797,7 +797,7 @@ cmd_expire(struct conn *c, struct op *op, struct result *r)
 		result_error(r, "ERR", "out of memory");
 		return;
 	}
-	if (save_deadlines(srv, err, sizeof(err)) == -1) {
+	if (save_deadlines(core, err, sizeof(err)) == -1) {
 		/* the deadline is not kept: the table goes back */
 		if (cur == -1)
 			deadline_remove(&deadlines, f->name, f->namelen);
@@ -821,10 +821,10 @@ invalid:
 /* TTL / PTTL <filter>: -2 missing, -1 no deadline (a config-file filter
  * never has one), else the time left (TTL: seconds, rounded). */
 void
-cmd_ttl(struct conn *c, struct op *op, struct result *r)
+cmd_ttl(struct session *s, struct op *op, struct result *r)
 {
 	int64_t		 now = wall_ms(), ttl;
-	struct filter	*f = lookup(c, op, 1, now);
+	struct filter	*f = lookup(s, op, 1, now);
 	struct deadline	*e;
 
 	if (f == NULL) {
@@ -845,9 +845,9 @@ cmd_ttl(struct conn *c, struct op *op, struct result *r)
 /* PERSIST <filter>: :1 if its deadline was removed, :0 if it had none or
  * is missing; an error for a config-file filter. */
 void
-cmd_persist(struct conn *c, struct op *op, struct result *r)
+cmd_persist(struct session *s, struct op *op, struct result *r)
 {
-	struct filter	*f = lookup(c, op, 1, wall_ms());
+	struct filter	*f = lookup(s, op, 1, wall_ms());
 	struct deadline	*e;
 	int64_t		 was;
 	char		 err[600];
@@ -866,7 +866,7 @@ cmd_persist(struct conn *c, struct op *op, struct result *r)
 	}
 	was = e->at_ms;
 	deadline_remove(&deadlines, f->name, f->namelen);
-	if (save_deadlines(c->srv, err, sizeof(err)) == -1) {
+	if (save_deadlines(s->core, err, sizeof(err)) == -1) {
 		/* the deadline stays (the sweep rewrites the file as the
 		 * table is, should the failed write have gone through) */
 		(void)deadline_set(&deadlines, f->name, f->namelen, was);

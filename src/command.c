@@ -21,7 +21,7 @@
 #include "bloom.h"
 #include "command.h"
 #include "config.h"
-#include "conn.h"
+#include "session.h"
 #include "handler.h"
 #include "journal.h"
 #include "log.h"
@@ -29,7 +29,7 @@
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
-#include "server.h"
+#include "core.h"
 #include "snapshot.h"
 
 /*
@@ -143,9 +143,9 @@ command_printable(const char *tok, size_t len, char *out, size_t outlen)
 }
 
 void
-command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
+command_prepare(struct session *s, const char *line, size_t len, struct op *op)
 {
-	const struct registry	*reg = c->srv->reg;
+	const struct registry	*reg = s->core->reg;
 	struct request		*rq = &op->req;
 
 	/* plain SEEN/CHECK lines from clients that may run commands never
@@ -177,11 +177,11 @@ command_prepare(struct conn *c, const char *line, size_t len, struct op *op)
 }
 
 void
-command_prepare_resp(struct conn *c, const struct resp_request *rr,
+command_prepare_resp(struct session *s, const struct resp_request *rr,
     struct op *op)
 {
 	op->proto = COMMAND_RESP;
-	op->resp3 = c->resp3;
+	op->resp3 = s->resp3;
 	op->status = PROTO_OK;
 	op->filter = NULL;
 	op->argc = rr->argc;
@@ -212,9 +212,9 @@ unknown_resp(const struct op *op, struct result *r)
 }
 
 void
-command_run(struct conn *c, struct op *op, struct result *r)
+command_run(struct session *s, struct op *op, struct result *r)
 {
-	struct stats		*st = &c->srv->stats;
+	struct stats		*st = &s->core->stats;
 	const struct command	*cmd = op->cmd;
 	char			 tok[80];
 	int			 n = op->argc - 1;
@@ -237,14 +237,14 @@ command_run(struct conn *c, struct op *op, struct result *r)
 		}
 		st->commands++;
 		if (cmd == NULL) {
-			if (!c->authed)
+			if (!s->authed)
 				goto need_auth;
 			result_error(r, "ERR", "unknown command '%s'",
 			    command_printable(op->argv[0], op->argl[0], tok,
 			    sizeof(tok)));
 			return;
 		}
-		if (!c->authed && !cmd->before_auth)
+		if (!s->authed && !cmd->before_auth)
 			goto need_auth;
 		if (cmd->id < CMD_COUNT)	/* RESET has no counter */
 			st->by_cmd[cmd->id]++;
@@ -253,7 +253,7 @@ command_run(struct conn *c, struct op *op, struct result *r)
 			    cmd->name);
 			return;
 		}
-		cmd->fn(c, op, r);
+		cmd->fn(s, op, r);
 		return;
 	}
 	/* RESP, in Redis's order: unknown, arity, then authentication */
@@ -267,7 +267,7 @@ command_run(struct conn *c, struct op *op, struct result *r)
 		    cmd->lname);
 		return;
 	}
-	if (!c->authed && !cmd->before_auth) {
+	if (!s->authed && !cmd->before_auth) {
 		st->auth_failures++;
 		r->need_auth = 1;
 		result_error(r, "NOAUTH", "Authentication required.");
@@ -275,7 +275,7 @@ command_run(struct conn *c, struct op *op, struct result *r)
 	}
 	if (cmd->id < CMD_COUNT && cmd->id != CMD_SEEN && cmd->id != CMD_CHECK)
 		st->by_cmd[cmd->id]++;
-	cmd->fn(c, op, r);
+	cmd->fn(s, op, r);
 	return;
 
 need_auth:
@@ -291,16 +291,16 @@ need_auth:
  * call here, and nothing at all for a key already seen.
  */
 static inline __attribute__((always_inline)) void
-journal_key(struct server *srv, struct filter *f, uint64_t h)
+journal_key(struct core *core, struct filter *f, uint64_t h)
 {
 	uint64_t now = (uint64_t)filter_now_ms;
 
 	/* apart, so that the name's length is only loaded for the slow one */
-	if (srv->journal != NULL &&
-	    !journal_append_fast(srv->journal, f->name, f->seed, h, now) &&
-	    journal_append_slow(srv->journal, f->name, f->namelen, f->seed, h,
+	if (core->journal != NULL &&
+	    !journal_append_fast(core->journal, f->name, f->seed, h, now) &&
+	    journal_append_slow(core->journal, f->name, f->namelen, f->seed, h,
 	    now) == -1)
-		persist_append_failed(srv, f, h);
+		persist_append_failed(core, f, h);
 }
 
 /*
@@ -309,14 +309,14 @@ journal_key(struct server *srv, struct filter *f, uint64_t h)
  * already held still answers. Returns 1 (error in r) if refused.
  */
 static int
-journal_refuses(struct conn *c, struct filter *f, uint64_t h, int check,
+journal_refuses(struct session *s, struct filter *f, uint64_t h, int check,
     struct result *r)
 {
-	if (check || c->srv->journal == NULL ||
-	    persist_make_room(c->srv, 1) == 0 || filter_check(f, h))
+	if (check || s->core->journal == NULL ||
+	    persist_make_room(s->core, 1) == 0 || filter_check(f, h))
 		return 0;
 	f->refused++;
-	result_error(r, "ERR", "journal %s", persist_reason(c->srv));
+	result_error(r, "ERR", "journal %s", persist_reason(s->core));
 	return 1;
 }
 
@@ -327,7 +327,7 @@ journal_refuses(struct conn *c, struct filter *f, uint64_t h, int check,
  * cmd_seen adds them per request, the simple batch once per batch.
  */
 static inline __attribute__((always_inline)) int
-filter_answer(struct server *srv, struct filter *f, uint64_t h, int check)
+filter_answer(struct core *core, struct filter *f, uint64_t h, int check)
 {
 	int hit;
 
@@ -341,7 +341,7 @@ filter_answer(struct server *srv, struct filter *f, uint64_t h, int check)
 		f->seen_old += (uint64_t)hit;
 		f->seen_new += (uint64_t)!hit;
 		if (!hit)
-			journal_key(srv, f, h);
+			journal_key(core, f, h);
 	}
 	return hit;
 }
@@ -366,17 +366,17 @@ count_answer(struct stats *st, int check, int hit)
  * or FILTER_FULL with the error in r.
  */
 int
-command_dedup_key(struct conn *c, struct filter *f, const char *key, size_t len,
+command_dedup_key(struct session *s, struct filter *f, const char *key, size_t len,
     int check, struct result *r)
 {
-	struct stats	*st = &c->srv->stats;
+	struct stats	*st = &s->core->stats;
 	uint64_t	 h = filter_hash(f, key, len);
 	int		 hit;
 
-	if (journal_refuses(c, f, h, check, r))
+	if (journal_refuses(s, f, h, check, r))
 		return FILTER_FULL;
-	hit = filter_answer(c->srv, f, h, check);
-	c->journaled |= hit == 0 && !check;
+	hit = filter_answer(s->core, f, h, check);
+	s->journaled |= hit == 0 && !check;
 	if (hit == FILTER_FULL) {
 		f->refused++;
 		result_error(r, "ERR", "full %s", f->name);
@@ -389,19 +389,19 @@ command_dedup_key(struct conn *c, struct filter *f, const char *key, size_t len,
 
 /* The error of a key no filter takes. */
 void
-command_no_route(struct conn *c, struct result *r)
+command_no_route(struct session *s, struct result *r)
 {
 	result_error(r, "ERR", "no filter for this key: no rule routes it and "
 	    "default_filter '%s' does not exist",
-	    c->srv->cfg->default_filter ? c->srv->cfg->default_filter : "");
+	    s->core->cfg->default_filter ? s->core->cfg->default_filter : "");
 }
 
 void
-cmd_seen(struct conn *c, struct op *op, struct result *r)
+cmd_seen(struct session *s, struct op *op, struct result *r)
 {
 	struct request	*rq = &op->req;
 	struct filter	*f = op->filter;
-	struct stats	*st = &c->srv->stats;
+	struct stats	*st = &s->core->stats;
 	char		 tok[80];
 	int		 hit, check = op->cmd->id == CMD_CHECK;
 
@@ -411,7 +411,7 @@ cmd_seen(struct conn *c, struct op *op, struct result *r)
 			    command_printable(rq->argv[1], rq->argl[1], tok,
 			    sizeof(tok)));
 		else
-			command_no_route(c, r);
+			command_no_route(s, r);
 		return;
 	}
 	if (__builtin_expect(op->seed != f->seed, 0))
@@ -419,10 +419,10 @@ cmd_seen(struct conn *c, struct op *op, struct result *r)
 		 * batch: the filter has a new seed */
 		op->hash = filter_hash(f, rq->argv[rq->argc - 1],
 		    rq->argl[rq->argc - 1]);
-	if (journal_refuses(c, f, op->hash, check, r))
+	if (journal_refuses(s, f, op->hash, check, r))
 		return;
-	hit = filter_answer(c->srv, f, op->hash, check);
-	c->journaled |= hit == 0 && !check;
+	hit = filter_answer(s->core, f, op->hash, check);
+	s->journaled |= hit == 0 && !check;
 	if (hit == FILTER_FULL) {
 		f->refused++;
 		result_error(r, "ERR", "full %s", f->name);
@@ -479,7 +479,7 @@ put_answer(char *out, uint64_t hit, int resp)
  * integers for SETNX/SADD/BF.ADD. Returns n.
  */
 static inline __attribute__((always_inline)) int
-answer_fast(struct server *srv, struct filter *f, struct bloom *b,
+answer_fast(struct core *core, struct filter *f, struct bloom *b,
     const struct simple *q, int n, char *out, uint64_t *checks,
     uint64_t *check_hits, uint64_t *seen_hits, int resp)
 {
@@ -496,7 +496,7 @@ answer_fast(struct server *srv, struct filter *f, struct bloom *b,
 			hit = (uint64_t)bloom_add(b, q[i].h);
 			shits += hit;
 			if (!hit)
-				journal_key(srv, f, q[i].h);
+				journal_key(core, f, q[i].h);
 		}
 		out = put_answer(out, hit, resp);
 	}
@@ -517,29 +517,29 @@ answer_fast(struct server *srv, struct filter *f, struct bloom *b,
  * how many (fewer than n if a filter is full: the general path explains).
  */
 static inline __attribute__((always_inline)) int
-answer_batch(struct conn *c, const struct simple *q, int n, size_t off,
-    int uniform, int resp)
+answer_batch(struct session *s, struct buf *in, struct buf *ob,
+    const struct simple *q, int n, size_t off, int uniform, int resp)
 {
-	struct stats	*st = &c->srv->stats;
+	struct stats	*st = &s->core->stats;
 	size_t		 width = resp ? 4 : 3;
 	uint64_t	 checks = 0, check_hits = 0, seen_hits = 0;
 	struct bloom	*b;
 	int		 i, j;
 	char		*out;
 
-	if (n == 0 || buf_reserve(&c->out, width * (size_t)n) == -1)
+	if (n == 0 || buf_reserve(ob, width * (size_t)n) == -1)
 		return 0;
 	/* room in the journal for every key first; if it cannot be made
 	 * (always, in a fault), the general path refuses them one by one */
-	if (c->srv->journal != NULL &&
-	    persist_make_room(c->srv, (size_t)n) == -1)
+	if (s->core->journal != NULL &&
+	    persist_make_room(s->core, (size_t)n) == -1)
 		return 0;
-	out = c->out.data + c->out.len;
+	out = ob->data + ob->len;
 	b = q[0].f->fast;
 	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
 		/* one filter of one slice with room for every key: each
 		 * key is one Bloom filter operation, nothing else */
-		i = answer_fast(c->srv, q[0].f, b, q, n, out, &checks,
+		i = answer_fast(s->core, q[0].f, b, q, n, out, &checks,
 		    &check_hits, &seen_hits, resp);
 	else {
 		/*
@@ -553,7 +553,7 @@ answer_batch(struct conn *c, const struct simple *q, int n, size_t off,
 		for (i = 0; i < n; i++)
 			filter_prefetch(q[i].f, q[i].h);
 		for (i = 0; i < n; i++) {
-			int r = filter_answer(c->srv, q[i].f, q[i].h,
+			int r = filter_answer(s->core, q[i].f, q[i].h,
 			    q[i].check);
 			uint64_t hit;
 
@@ -572,8 +572,8 @@ answer_batch(struct conn *c, const struct simple *q, int n, size_t off,
 				off += q[j].next;
 	}
 	n = i;
-	c->out.len += width * (size_t)n;
-	buf_consume(&c->in, off);
+	ob->len += width * (size_t)n;
+	buf_consume(in, off);
 	/* the counters command_run and cmd_seen keep, a batch at a time */
 	st->commands += (uint64_t)n;
 	st->by_cmd[CMD_CHECK] += checks;
@@ -582,21 +582,22 @@ answer_batch(struct conn *c, const struct simple *q, int n, size_t off,
 	st->check_misses += checks - check_hits;
 	st->keys_seen += seen_hits;
 	st->keys_new += (uint64_t)n - checks - seen_hits;
-	c->journaled |= (uint64_t)n - checks - seen_hits > 0;
+	s->journaled |= (uint64_t)n - checks - seen_hits > 0;
 	return n;
 }
 
 int
-command_run_simple(struct conn *c, int max)
+command_run_simple(struct session *s, struct buf *in, struct buf *out,
+    int max)
 {
 	struct simple	 q[COMMAND_SIMPLE_BATCH];
-	const struct registry *reg = c->srv->reg;
-	const char	*p = buf_head(&c->in), *key;
-	size_t		 left = buf_used(&c->in), off = 0, next, maxl;
+	const struct registry *reg = s->core->reg;
+	const char	*p = buf_head(in), *key;
+	size_t		 left = buf_used(in), off = 0, next, maxl;
 	long		 klen;
 	int		 n, uniform = 1;
 
-	maxl = c->srv->cfg->max_line;
+	maxl = s->core->cfg->max_line;
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
 	for (n = 0; n < max; n++) {
@@ -613,18 +614,18 @@ command_run_simple(struct conn *c, int max)
 		q[n].next = next;
 		off += next;
 	}
-	return answer_batch(c, q, n, off, uniform, ANSWER_LINE);
+	return answer_batch(s, in, out, q, n, off, uniform, ANSWER_LINE);
 }
 
 
 int
-command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
-    int max)
+command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
+    const struct resp_limits *lim, int max)
 {
 	struct simple	 q[COMMAND_SIMPLE_BATCH];
-	const struct registry *reg = c->srv->reg;
-	const char	*p = buf_head(&c->in), *key, *name;
-	size_t		 left = buf_used(&c->in), off = 0, next, keyl, namel;
+	const struct registry *reg = s->core->reg;
+	const char	*p = buf_head(in), *key, *name;
+	size_t		 left = buf_used(in), off = 0, next, keyl, namel;
 	size_t		 head = 0, prev = 0;
 	struct filter	*f = NULL;
 	enum resp_hot	 cmd = RESP_HOT_NONE;
@@ -644,8 +645,8 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 			/* one batch, one kind of answer: in RESP3 BF.ADD's
 			 * are booleans, SETNX's and SADD's integers */
 			if (bools == -1)
-				bools = c->resp3 && cmd == RESP_HOT_BFADD;
-			else if (bools != (c->resp3 && cmd == RESP_HOT_BFADD))
+				bools = s->resp3 && cmd == RESP_HOT_BFADD;
+			else if (bools != (s->resp3 && cmd == RESP_HOT_BFADD))
 				break;
 			if (cmd != RESP_HOT_SETNX)
 				f = registry_find(reg, name, namel);
@@ -663,21 +664,21 @@ command_run_resp_simple(struct conn *c, const struct resp_limits *lim,
 		off += next;
 	}
 	if (bools == 1)
-		return answer_batch(c, q, n, off, uniform, ANSWER_BOOL);
-	return answer_batch(c, q, n, off, uniform, ANSWER_INT);
+		return answer_batch(s, in, out, q, n, off, uniform, ANSWER_BOOL);
+	return answer_batch(s, in, out, q, n, off, uniform, ANSWER_INT);
 }
 
 /* The filter a RESP command names in argv[1]; creates it (with the
  * new_filter_* settings) when create is set and create_filters is on.
  * NULL: missing, with r set if that is an error. */
 struct filter *
-command_named_filter(struct conn *c, struct op *op, int create, struct result *r)
+command_named_filter(struct session *s, struct op *op, int create, struct result *r)
 {
-	const struct config	*cfg = c->srv->cfg;
+	const struct config	*cfg = s->core->cfg;
 	struct filter		*f;
 	char			 err[400];
 
-	f = registry_find(c->srv->reg, op->argv[1], op->argl[1]);
+	f = registry_find(s->core->reg, op->argv[1], op->argl[1]);
 	if (f != NULL || !create)
 		return f;
 	if (!cfg->create_filters) {
@@ -686,7 +687,7 @@ command_named_filter(struct conn *c, struct op *op, int create, struct result *r
 		    op->argv[1]);
 		return NULL;
 	}
-	f = registry_create(c->srv->reg, cfg, op->argv[1], op->argl[1],
+	f = registry_create(s->core->reg, cfg, op->argv[1], op->argl[1],
 	    cfg->new_filter_capacity, cfg->new_filter_error_rate,
 	    cfg->new_filter_growth, err, sizeof(err));
 	if (f == NULL) {
@@ -694,7 +695,7 @@ command_named_filter(struct conn *c, struct op *op, int create, struct result *r
 		return NULL;
 	}
 	log_info("filter %s created by client %llu (%s)", f->name,
-	    (unsigned long long)c->id, c->peer);
+	    (unsigned long long)s->id, s->peer);
 	return f;
 }
 

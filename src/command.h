@@ -6,9 +6,11 @@
  * bytes, it fills a struct result (an integer, a status, an error, an
  * array of answers...) that result_encode writes in the protocol of the
  * connection (result.h). The handlers live in cmd_*.c by what they act
- * on (handler.h). Handlers change no connection or server machinery:
- * what must happen next (close after the reply, wait for a SAVE) is a flag
- * or a wait token in the result, and the connection acts on it.
+ * on (handler.h). Handlers see a session (session.h: who the client is)
+ * and the core (core.h: config, filters, journal, counters), never a
+ * socket, a connection or the server: what must happen next (close after
+ * the reply, wait for a SAVE) is a flag or a wait token in the result,
+ * and the connection acts on it.
  *
  * A request runs in two steps so that many can be batched: command_prepare
  * parses it and, for SEEN and CHECK, routes the key, hashes it and
@@ -28,7 +30,7 @@
 #include "result.h"
 #include "stats.h"
 
-struct conn;
+struct session;
 struct filter;
 struct command;
 struct save_wait;
@@ -54,17 +56,18 @@ struct op {
 };
 
 /* Line requests. */
-void		command_prepare(struct conn *, const char *line, size_t len,
+void		command_prepare(struct session *, const char *line, size_t len,
 		    struct op *);
 /* A RESP request resp_parse returned (its arguments point into the input). */
-void		command_prepare_resp(struct conn *, const struct resp_request *,
+void		command_prepare_resp(struct session *, const struct resp_request *,
 		    struct op *);
 /* Runs a prepared request; the caller encodes r and acts on its flags. */
-void		command_run(struct conn *, struct op *, struct result *r);
+void		command_run(struct session *, struct op *, struct result *r);
 
 /*
  * Answers up to max simple requests ("SEEN <key>" and "CHECK <key>" lines,
- * see proto_simple_key) at the head of the connection's input, in order,
+ * see proto_simple_key) at the head of in, the connection's input, in
+ * order, with the replies appended to out,
  * and consumes them: every key routed and hashed, then every block
  * prefetched, then every test-and-set, with the replies written straight
  * into the output buffer. Stops at the first other line, or at one whose
@@ -72,14 +75,15 @@ void		command_run(struct conn *, struct op *, struct result *r);
  * it answered (0: the head line needs command_prepare and command_run).
  * The caller has checked that the connection may run commands.
  */
-int		command_run_simple(struct conn *, int max);
+int		command_run_simple(struct session *, struct buf *in,
+		    struct buf *out, int max);
 /*
  * The same for RESP: "SETNX <url> <v>", "SADD <filter> <member>" and
  * "BF.ADD <filter> <item>" arrays (resp_parse_hot), answered ":1" new, ":0"
  * seen. Stops at anything else, a missing filter, or a full one.
  */
-int		command_run_resp_simple(struct conn *, const struct resp_limits *,
-		    int max);
+int		command_run_resp_simple(struct session *, struct buf *in,
+		    struct buf *out, const struct resp_limits *, int max);
 /*
  * The most simple requests hashed before their blocks are prefetched and
  * answered: the first answer of a batch waits a whole memory miss, so the

@@ -10,19 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 
 #include <event2/event.h>
 
 #include "bloom.h"
 #include "command.h"
 #include "config.h"
+#include "filter.h"
 #include "conn.h"
 #include "log.h"
 #include "proto.h"
-#include "registry.h"
 #include "resp.h"
+#include "core.h"
 #include "saver.h"
-#include "server.h"
 
 /* How many requests are hashed and prefetched ahead of being answered:
  * enough to cover a memory miss, few enough to stay in L1. */
@@ -53,12 +54,12 @@ conn_clock_ms(void)
 int
 conn_strike(struct conn *c)
 {
-	if (c->authed)
+	if (c->s.authed)
 		return 0;
-	if (++c->strikes < AUTH_STRIKES)
+	if (++c->s.strikes < AUTH_STRIKES)
 		return 0;
 	log_info("client %llu (%s): closed after %u refused requests "
-	    "without AUTH", (unsigned long long)c->id, c->peer, c->strikes);
+	    "without AUTH", (unsigned long long)c->s.id, c->s.peer, c->s.strikes);
 	return 1;
 }
 
@@ -86,26 +87,35 @@ set_writing(struct conn *c, int on)
 	}
 }
 
-struct conn *
-conn_new(struct server *srv, int fd, int is_unix, const char *peer,
-    conn_closed_cb closed, void *arg)
+/* Keeps stats.conn_bytes current: what c holds now, less what it held. */
+static void
+account(struct conn *c)
 {
-	struct conn *c;
+	size_t now = sizeof(*c) + c->in.cap + c->out.cap;
+
+	c->set->core->stats.conn_bytes += now - c->counted;
+	c->counted = now;
+}
+
+struct conn *
+conn_new(struct conns *set, int fd, int is_unix, const char *peer)
+{
+	struct conn	*c;
+	struct core	*core = set->core;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
-	c->srv = srv;
-	c->closed = closed;
-	c->closed_arg = arg;
+	c->set = set;
+	c->s.core = core;
 	c->fd = fd;
-	c->id = ++srv->next_conn_id;
+	c->s.id = ++set->next_id;
 	c->is_unix = is_unix ? 1 : 0;
 	/* Unix-socket clients are vouched for by the socket's permissions */
-	c->authed = (srv->cfg->auth_token == NULL || is_unix) ? 1 : 0;
-	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->s.authed = (core->cfg->auth_token == NULL || is_unix) ? 1 : 0;
+	snprintf(c->s.peer, sizeof(c->s.peer), "%s", peer);
 	c->last_active = conn_clock_ms();
-	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST, on_read, c);
-	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, on_write,
+	c->ev_read = event_new(set->base, fd, EV_READ | EV_PERSIST, on_read, c);
+	c->ev_write = event_new(set->base, fd, EV_WRITE | EV_PERSIST, on_write,
 	    c);
 	if (c->ev_read == NULL || c->ev_write == NULL) {
 		if (c->ev_read)
@@ -115,6 +125,12 @@ conn_new(struct server *srv, int fd, int is_unix, const char *peer,
 		free(c);
 		return NULL;
 	}
+	c->next = set->head;
+	if (set->head != NULL)
+		set->head->prev = c;
+	set->head = c;
+	core->stats.clients++;
+	account(c);
 	set_reading(c, 1);
 	return c;
 }
@@ -124,24 +140,30 @@ conn_close(struct conn *c, const char *why)
 {
 	if (why != NULL)
 		log_debug("client %llu (%s) closed: %s",
-		    (unsigned long long)c->id, c->peer, why);
+		    (unsigned long long)c->s.id, c->s.peer, why);
 	if (c->wait != NULL)
-		c->wait->conn = NULL;	/* the SAVE goes on without us */
+		c->wait->owner = NULL;	/* the SAVE goes on without us */
 	if (c->queued)
-		for (struct conn **pp = &c->srv->turn; *pp != NULL;
+		for (struct conn **pp = &c->set->turn; *pp != NULL;
 		    pp = &(*pp)->tnext)
 			if (*pp == c) {
 				*pp = c->tnext;
 				break;
 			}
-	if (c->closed != NULL)
-		c->closed(c->closed_arg, c);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		c->set->head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->set->core->stats.clients--;
+	c->set->core->stats.conn_bytes -= c->counted;
 	event_free(c->ev_read);
 	event_free(c->ev_write);
 	close(c->fd);
 	buf_free(&c->in);
 	buf_free(&c->out);
-	free(c->name);
+	free(c->s.name);
 	free(c);
 }
 
@@ -162,8 +184,8 @@ may_read(const struct conn *c)
 	/* and not while complete requests still wait for an answer: more
 	 * input would only pile up behind them */
 	return !c->eof && !c->quitting && c->wait == NULL &&
-	    !c->srv->stopping &&
-	    buf_used(&c->out) < c->srv->cfg->output_buffer_limit &&
+	    !c->set->core->stopping &&
+	    buf_used(&c->out) < c->set->core->cfg->output_buffer_limit &&
 	    !has_work(c);
 }
 
@@ -176,7 +198,7 @@ conn_kick(struct conn *c)
 static void
 reply_error(struct conn *c, const char *msg)
 {
-	c->srv->stats.errors++;
+	c->set->core->stats.errors++;
 	buf_printf(&c->out, "ERR %s\r\n", msg);
 }
 
@@ -205,9 +227,9 @@ refuse_long_line(struct conn *c)
 {
 	char msg[96];
 
-	c->srv->stats.lines_too_long++;
+	c->set->core->stats.lines_too_long++;
 	snprintf(msg, sizeof(msg), "line too long (max %zu bytes)",
-	    c->srv->cfg->max_line);
+	    c->set->core->cfg->max_line);
 	reply_error(c, msg);
 	c->discarding = 1;
 	if (conn_strike(c))
@@ -223,10 +245,10 @@ static int
 conn_reply(struct conn *c, int proto, const struct result *r)
 {
 	if (result_encode(&c->out, proto == COMMAND_LINE ? REPLY_LINE :
-	    c->resp3 ? REPLY_RESP3 : REPLY_RESP2, r) == -1)
+	    c->s.resp3 ? REPLY_RESP3 : REPLY_RESP2, r) == -1)
 		c->quitting = 1;	/* out of memory: nothing sane to send */
 	if (r->kind == RESULT_ERROR) {
-		c->srv->stats.errors++;
+		c->set->core->stats.errors++;
 		/* before AUTH every refusal counts: a scanner or a
 		 * misconfigured worker gets a few clear answers, no more */
 		if (conn_strike(c))
@@ -234,8 +256,10 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 	}
 	if (r->close)
 		c->quitting = 1;
-	if (r->kind == RESULT_WAIT)
+	if (r->kind == RESULT_WAIT) {
 		c->wait = r->wait;
+		c->wait->owner = c;
+	}
 	return c->quitting || c->wait != NULL;
 }
 
@@ -251,7 +275,7 @@ static size_t		 resp_argl[RESP_MAX_ARGS];
 static size_t
 resp_max_request(const struct conn *c)
 {
-	size_t twice = 2 * c->srv->cfg->max_line + 4096;
+	size_t twice = 2 * c->set->core->cfg->max_line + 4096;
 
 	return twice > ((size_t)1 << 20) ? twice : (size_t)1 << 20;
 }
@@ -259,10 +283,10 @@ resp_max_request(const struct conn *c)
 static void
 resp_limits_for(const struct conn *c, struct resp_limits *lim)
 {
-	lim->max_bulk = c->srv->cfg->max_line;
+	lim->max_bulk = c->set->core->cfg->max_line;
 	lim->max_request = resp_max_request(c);
 	lim->max_args = RESP_MAX_ARGS;
-	lim->unauth = !c->authed;
+	lim->unauth = !c->s.authed;
 }
 
 /*
@@ -281,8 +305,9 @@ process_resp(struct conn *c)
 	resp_limits_for(c, &lim);
 	if (buf_used(&c->in) < c->resp_need)
 		return 0;
-	if (c->authed &&
-	    command_run_resp_simple(c, &lim, COMMAND_SIMPLE_BATCH) > 0) {
+	if (c->s.authed &&
+	    command_run_resp_simple(&c->s, &c->in, &c->out, &lim,
+	    COMMAND_SIMPLE_BATCH) > 0) {
 		c->resp_need = 0;
 		return 1;
 	}
@@ -293,11 +318,11 @@ process_resp(struct conn *c)
 		c->resp_need = req.used;
 		return 0;
 	case RESP_ERROR:
-		c->srv->stats.errors++;
-		c->srv->stats.commands++;
+		c->set->core->stats.errors++;
+		c->set->core->stats.commands++;
 		resp_add_error(&c->out, "ERR", req.error, strlen(req.error));
-		log_debug("client %llu (%s): %s", (unsigned long long)c->id,
-		    c->peer, req.error);
+		log_debug("client %llu (%s): %s", (unsigned long long)c->s.id,
+		    c->s.peer, req.error);
 		/* the rest of the stream cannot be framed */
 		c->quitting = 1;
 		return 0;
@@ -307,8 +332,8 @@ process_resp(struct conn *c)
 		return 1;
 	case RESP_TOO_MANY:
 		c->resp_need = 0;
-		c->srv->stats.errors++;
-		c->srv->stats.commands++;
+		c->set->core->stats.errors++;
+		c->set->core->stats.commands++;
 		resp_add_errorf(&c->out, "ERR", "too many arguments for "
 		    "'%.*s' command (max %d)", (int)(resp_argl[0] < 64 ?
 		    resp_argl[0] : 64), resp_argv[0], RESP_MAX_ARGS);
@@ -318,8 +343,8 @@ process_resp(struct conn *c)
 		break;
 	}
 	c->resp_need = 0;
-	command_prepare_resp(c, &req, &op);
-	command_run(c, &op, &r);
+	command_prepare_resp(&c->s, &req, &op);
+	command_run(&c->s, &op, &r);
 	/* the arguments point into the input: consumed once answered */
 	if (conn_reply(c, COMMAND_RESP, &r)) {
 		buf_consume(&c->in, req.used);
@@ -351,16 +376,16 @@ static void
 process_input(struct conn *c)
 {
 	struct op	 ops[BATCH];
-	size_t		 len[BATCH], maxl = c->srv->cfg->max_line;
+	size_t		 len[BATCH], maxl = c->set->core->cfg->max_line;
 	int		 n, i;
 
 	/* windows are decided on one reading of the clock per pass */
 	filter_clock_update();
 	/* at shutdown the final snapshot is already queued: a key answered
 	 * now could miss it, so no new request is answered */
-	while (!c->quitting && c->wait == NULL && !c->srv->stopping &&
+	while (!c->quitting && c->wait == NULL && !c->set->core->stopping &&
 	    buf_used(&c->in) > 0) {
-		if (buf_used(&c->out) >= c->srv->cfg->output_buffer_limit)
+		if (buf_used(&c->out) >= c->set->core->cfg->output_buffer_limit)
 			break;
 		if (c->discarding && !skip_long_line(c))
 			break;
@@ -372,8 +397,9 @@ process_input(struct conn *c)
 			continue;
 		}
 		/* plain SEEN/CHECK lines, nearly all traffic, in one pass */
-		if (c->authed &&
-		    command_run_simple(c, COMMAND_SIMPLE_BATCH) > 0)
+		if (c->s.authed &&
+		    command_run_simple(&c->s, &c->in, &c->out,
+		    COMMAND_SIMPLE_BATCH) > 0)
 			continue;
 		const char *p = buf_head(&c->in);
 		size_t left = buf_used(&c->in), off = 0, next;
@@ -387,7 +413,7 @@ process_input(struct conn *c)
 				break;
 			if ((size_t)ll > maxl)
 				break;	/* answered below, in order */
-			command_prepare(c, p + off, (size_t)ll, &ops[n]);
+			command_prepare(&c->s, p + off, (size_t)ll, &ops[n]);
 			len[n] = next;
 			off += next;
 		}
@@ -400,9 +426,9 @@ process_input(struct conn *c)
 			struct result r;
 
 			/* over the limit by at most one reply */
-			if (buf_used(&c->out) >= c->srv->cfg->output_buffer_limit)
+			if (buf_used(&c->out) >= c->set->core->cfg->output_buffer_limit)
 				break;
-			command_run(c, &ops[i], &r);
+			command_run(&c->s, &ops[i], &r);
 			buf_consume(&c->in, len[i]);
 			if (conn_reply(c, COMMAND_LINE, &r))
 				break;
@@ -436,7 +462,7 @@ process_input(struct conn *c)
 static int
 read_input(struct conn *c)
 {
-	size_t	bound = c->srv->cfg->max_line + 2 + READ_CHUNK;
+	size_t	bound = c->set->core->cfg->max_line + 2 + READ_CHUNK;
 	size_t	used = buf_used(&c->in), room;
 
 	/* a RESP request is held whole: resp_parse never asks for more */
@@ -511,13 +537,13 @@ static int
 has_work(const struct conn *c)
 {
 	if (resp_next(c))
-		return !c->quitting && c->wait == NULL && !c->srv->stopping &&
+		return !c->quitting && c->wait == NULL && !c->set->core->stopping &&
 		    buf_used(&c->in) >= c->resp_need;
-	return !c->quitting && c->wait == NULL && !c->srv->stopping &&
+	return !c->quitting && c->wait == NULL && !c->set->core->stopping &&
 	    buf_used(&c->in) > 0 &&
 	    (c->discarding ||
 	    memchr(buf_head(&c->in), '\n', buf_used(&c->in)) != NULL ||
-	    buf_used(&c->in) > c->srv->cfg->max_line + 1);
+	    buf_used(&c->in) > c->set->core->cfg->max_line + 1);
 }
 
 /*
@@ -528,13 +554,14 @@ has_work(const struct conn *c)
 static void
 conn_finish(struct conn *c, int r)
 {
+	account(c);
 	if (r == 0 && c->wait == NULL) {
 		if (c->quitting) {
 			conn_close(c, "QUIT");
 			return;
 		}
 		/* after EOF or at shutdown, a partial line never completes */
-		if ((c->eof || c->srv->stopping) && !has_work(c)) {
+		if ((c->eof || c->set->core->stopping) && !has_work(c)) {
 			conn_close(c, c->eof ? "end of input" : "shutdown");
 			return;
 		}
@@ -550,11 +577,12 @@ static void
 conn_defer(struct conn *c)
 {
 	process_input(c);
+	account(c);
 	c->unreleased = buf_used(&c->out);
 	if (!c->queued) {
 		c->queued = 1;
-		c->tnext = c->srv->turn;
-		c->srv->turn = c;
+		c->tnext = c->set->turn;
+		c->set->turn = c;
 	}
 	set_reading(c, may_read(c));
 }
@@ -569,7 +597,7 @@ conn_service(struct conn *c)
 {
 	int r;
 
-	if (c->srv->journal != NULL || c->held) {
+	if (c->set->core->journal != NULL || c->held) {
 		conn_defer(c);
 		return;
 	}
@@ -581,23 +609,29 @@ conn_service(struct conn *c)
 	conn_finish(c, r);
 }
 
+int
+conn_turn_pending(const struct conns *set)
+{
+	return set->turn != NULL;
+}
+
 void
-conn_release_turn(struct server *srv, int hold)
+conn_release_turn(struct conns *set, int hold)
 {
 	struct conn	*c, *next;
 	int		 r;
 
-	c = srv->turn;
-	srv->turn = NULL;
+	c = set->turn;
+	set->turn = NULL;
 	for (; c != NULL; c = next) {
 		/* c may be closed or queued again below */
 		next = c->tnext;
 		c->queued = 0;
-		if (c->held || (hold && c->journaled)) {
+		if (c->held || (hold && c->s.journaled)) {
 			c->held = 1;	/* stays unreleased */
 			continue;
 		}
-		c->journaled = 0;
+		c->s.journaled = 0;
 		c->unreleased = 0;
 		if ((r = flush_output(c)) == -1)
 			continue;
@@ -611,15 +645,100 @@ conn_release_turn(struct server *srv, int hold)
 }
 
 void
-conn_release_held(struct server *srv)
+conn_release_held(struct conns *set)
 {
-	for (struct conn *c = srv->conns; c != NULL; c = c->next)
+	for (struct conn *c = set->head; c != NULL; c = c->next)
 		if (c->held) {
 			c->held = 0;
-			c->journaled = 0;
+			c->s.journaled = 0;
 			c->unreleased = 0;
 			conn_service(c);
 		}
+}
+
+/* ---- the set ---- */
+
+/*
+ * 1 if the client's input is waiting to be read: it is not idle, the loop
+ * has not got to it yet. Its last activity becomes now.
+ */
+static int
+input_pending(struct conn *c, uint64_t now_ms)
+{
+	int n = 0;
+
+	if (c->fd < 0 || ioctl(c->fd, FIONREAD, &n) == -1 || n <= 0)
+		return 0;
+	c->last_active = now_ms;
+	return 1;
+}
+
+void
+conn_sweep(struct conns *set, unsigned idle_timeout)
+{
+	struct conn	*c, *next;
+	uint64_t	 now_ms = conn_clock_ms();
+	uint64_t	 limit = (uint64_t)idle_timeout * 1000;
+
+	/* a time when the daemon did not run (SIGSTOP, a frozen VM) is not
+	 * its clients' idleness: a sweep that comes late moves every
+	 * client's last activity forward by the delay */
+	if (set->last_sweep_ms != 0 && now_ms - set->last_sweep_ms > 2000)
+		for (c = set->head; c != NULL; c = c->next)
+			c->last_active += now_ms - set->last_sweep_ms - 1000;
+	set->last_sweep_ms = now_ms;
+	if (limit == 0)
+		return;
+	for (c = set->head; c != NULL; c = next) {
+		next = c->next;
+		if (c->wait == NULL && now_ms - c->last_active >= limit &&
+		    !input_pending(c, now_ms)) {
+			set->core->stats.idle_closed++;
+			conn_close(c, "idle timeout");
+		}
+	}
+}
+
+void
+conn_set_auth(struct conns *set, int required)
+{
+	for (struct conn *c = set->head; c != NULL; c = c->next)
+		if (!c->is_unix)
+			c->s.authed = !required;
+}
+
+void
+conn_kick_all(struct conns *set)
+{
+	for (struct conn *c = set->head, *next; c != NULL; c = next) {
+		next = c->next;
+		conn_kick(c);
+	}
+}
+
+void
+conn_stop_reading_all(struct conns *set)
+{
+	for (struct conn *c = set->head, *next; c != NULL; c = next) {
+		next = c->next;
+		conn_stop_reading(c);
+	}
+}
+
+int
+conn_output_pending(const struct conns *set)
+{
+	for (const struct conn *c = set->head; c != NULL; c = c->next)
+		if (buf_used(&c->out) > 0 || c->wait != NULL)
+			return 1;
+	return 0;
+}
+
+void
+conn_close_all(struct conns *set)
+{
+	while (set->head != NULL)
+		conn_close(set->head, NULL);
 }
 
 static void

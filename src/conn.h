@@ -14,47 +14,50 @@
 #include <time.h>
 
 #include "buf.h"
+#include "session.h"
 
-struct server;
+struct event_base;
+struct core;
 struct save_wait;
 struct conn;
 
-/* Called once from conn_close, before the conn is freed: its owner forgets
- * it (the server keeps the list of its connections). */
-typedef void	(*conn_closed_cb)(void *arg, struct conn *);
+/* The set of connections: the server owns one, conn.c keeps it. */
+struct conns {
+	struct event_base *base;
+	struct core	*core;
+	struct conn	*head;
+	/* the connections whose replies wait for the turn's end (with a
+	 * journal: persist_turn_end, then conn_release_turn) */
+	struct conn	*turn;
+	uint64_t	 next_id;
+	uint64_t	 last_sweep_ms;
+};
 
 struct conn {
-	struct server	*srv;
-	conn_closed_cb	 closed;
-	void		*closed_arg;
+	struct session	 s;		/* what commands see of it */
+	struct conns	*set;
 	int		 fd;
-	uint64_t	 id;
-	char		 peer[80];
 	struct event	*ev_read;
 	struct event	*ev_write;
 	struct buf	 in, out;
 	unsigned	 is_unix:1;
-	unsigned	 authed:1;
-	unsigned	 resp3:1;	/* HELLO 3: RESP replies in RESP3 */
 	unsigned	 reading:1;	/* ev_read is added */
 	unsigned	 writing:1;	/* ev_write is added */
 	unsigned	 discarding:1;	/* skipping the rest of an over-long line */
 	unsigned	 eof:1;		/* the client shut down its side */
 	unsigned	 quitting:1;	/* QUIT: flush, then close */
-	unsigned	 queued:1;	/* on srv->turn: replies not yet released */
-	unsigned	 journaled:1;	/* its replies of this turn have a 0 */
-	unsigned	 held:1;	/* those 0s wait for a snapshot */
-	unsigned	 strikes;	/* commands refused before AUTH */
+	unsigned	 queued:1;	/* on set->turn: replies not yet released */
+	unsigned	 held:1;	/* its 0s wait for a snapshot */
 	size_t		 resp_need;	/* a partial RESP request needs this
 					 * many bytes of input at least */
-	char		*name;		/* CLIENT SETNAME, or NULL */
 	struct save_wait *wait;		/* a SAVE it is waiting on */
 	uint64_t	 last_active;	/* conn_clock_ms() of the last read or write */
 	struct conn	*prev, *next;
 	/* with a journal, replies leave at the end of the loop turn that
 	 * made them (persist.c): the last unreleased bytes of out wait */
 	size_t		 unreleased;
-	struct conn	*tnext;		/* srv->turn */
+	struct conn	*tnext;		/* set->turn */
+	size_t		 counted;	/* its bytes in stats.conn_bytes */
 };
 
 /* Monotonic milliseconds, for idle timeouts (a wall-clock step must not
@@ -64,10 +67,9 @@ uint64_t	 conn_clock_ms(void);
  * once it has had its last chance (the caller closes after the reply). */
 int		 conn_strike(struct conn *);
 
-/* Takes ownership of fd (non-blocking); returns NULL if out of memory.
- * closed(arg, conn) is called when it closes. */
-struct conn	*conn_new(struct server *, int fd, int is_unix, const char *peer,
-		    conn_closed_cb closed, void *arg);
+/* Takes ownership of fd (non-blocking) and adds the connection to the
+ * set; returns NULL if out of memory. */
+struct conn	*conn_new(struct conns *, int fd, int is_unix, const char *peer);
 void		 conn_close(struct conn *, const char *why);
 /* A SAVE it waited on has finished: reply and go on with its input. */
 void		 conn_save_done(struct conn *, int ok, const char *err);
@@ -75,10 +77,25 @@ void		 conn_save_done(struct conn *, int ok, const char *err);
 void		 conn_stop_reading(struct conn *);
 /* Re-evaluates what to read and write (after a limit changed). */
 void		 conn_kick(struct conn *);
+/* Whether some connection's replies wait for the turn's end. */
+int		 conn_turn_pending(const struct conns *);
 /* The end of a loop turn (the journal is written): sends the replies the
  * turn made, except, if hold, those of connections that got a 0 from it,
  * which wait for conn_release_held. */
-void		 conn_release_turn(struct server *, int hold);
-void		 conn_release_held(struct server *);
+void		 conn_release_turn(struct conns *, int hold);
+void		 conn_release_held(struct conns *);
+
+/* Every second: closes clients idle for idle_timeout seconds (0: never);
+ * a sweep that comes late (the process was stopped) is no one's idleness. */
+void		 conn_sweep(struct conns *, unsigned idle_timeout);
+/* After a reload: TCP clients must AUTH (required) or need not. */
+void		 conn_set_auth(struct conns *, int required);
+/* Re-evaluates every connection (after a reload changed limits). */
+void		 conn_kick_all(struct conns *);
+/* Shutdown: stop reading every client; replies still go. */
+void		 conn_stop_reading_all(struct conns *);
+/* Whether some client has replies unsent or waits for a SAVE. */
+int		 conn_output_pending(const struct conns *);
+void		 conn_close_all(struct conns *);
 
 #endif

@@ -26,7 +26,7 @@
 #define PACKAGE_VERSION "0.1.0"
 #endif
 
-typedef void (*command_fn)(struct conn *, struct op *, struct result *);
+typedef void (*command_fn)(struct session *, struct op *, struct result *);
 
 struct command {
 	const char	*name;		/* upper case */
@@ -44,50 +44,50 @@ struct command {
 #define BOTH	(COMMAND_LINE | COMMAND_RESP)
 
 /* command.c */
-void	cmd_seen(struct conn *, struct op *, struct result *);
+void	cmd_seen(struct session *, struct op *, struct result *);
 /* cmd_connection.c */
-void	cmd_ping(struct conn *, struct op *, struct result *);
-void	cmd_echo(struct conn *, struct op *, struct result *);
-void	cmd_auth(struct conn *, struct op *, struct result *);
-void	cmd_select(struct conn *, struct op *, struct result *);
-void	cmd_client(struct conn *, struct op *, struct result *);
-void	cmd_command(struct conn *, struct op *, struct result *);
-void	cmd_config(struct conn *, struct op *, struct result *);
-void	cmd_hello(struct conn *, struct op *, struct result *);
-void	cmd_readonly(struct conn *, struct op *, struct result *);
-void	cmd_quit(struct conn *, struct op *, struct result *);
+void	cmd_ping(struct session *, struct op *, struct result *);
+void	cmd_echo(struct session *, struct op *, struct result *);
+void	cmd_auth(struct session *, struct op *, struct result *);
+void	cmd_select(struct session *, struct op *, struct result *);
+void	cmd_client(struct session *, struct op *, struct result *);
+void	cmd_command(struct session *, struct op *, struct result *);
+void	cmd_config(struct session *, struct op *, struct result *);
+void	cmd_hello(struct session *, struct op *, struct result *);
+void	cmd_readonly(struct session *, struct op *, struct result *);
+void	cmd_quit(struct session *, struct op *, struct result *);
 /* cmd_keys.c */
-void	cmd_setnx(struct conn *, struct op *, struct result *);
-void	cmd_set(struct conn *, struct op *, struct result *);
-void	cmd_get(struct conn *, struct op *, struct result *);
-void	cmd_mget(struct conn *, struct op *, struct result *);
-void	cmd_exists(struct conn *, struct op *, struct result *);
-void	cmd_sadd(struct conn *, struct op *, struct result *);
-void	cmd_sismember(struct conn *, struct op *, struct result *);
-void	cmd_scard(struct conn *, struct op *, struct result *);
+void	cmd_setnx(struct session *, struct op *, struct result *);
+void	cmd_set(struct session *, struct op *, struct result *);
+void	cmd_get(struct session *, struct op *, struct result *);
+void	cmd_mget(struct session *, struct op *, struct result *);
+void	cmd_exists(struct session *, struct op *, struct result *);
+void	cmd_sadd(struct session *, struct op *, struct result *);
+void	cmd_sismember(struct session *, struct op *, struct result *);
+void	cmd_scard(struct session *, struct op *, struct result *);
 /* cmd_bloom.c */
-void	cmd_bf_add(struct conn *, struct op *, struct result *);
-void	cmd_bf_madd(struct conn *, struct op *, struct result *);
-void	cmd_bf_exists(struct conn *, struct op *, struct result *);
-void	cmd_bf_mexists(struct conn *, struct op *, struct result *);
-void	cmd_bf_reserve(struct conn *, struct op *, struct result *);
-void	cmd_bf_insert(struct conn *, struct op *, struct result *);
-void	cmd_bf_info(struct conn *, struct op *, struct result *);
+void	cmd_bf_add(struct session *, struct op *, struct result *);
+void	cmd_bf_madd(struct session *, struct op *, struct result *);
+void	cmd_bf_exists(struct session *, struct op *, struct result *);
+void	cmd_bf_mexists(struct session *, struct op *, struct result *);
+void	cmd_bf_reserve(struct session *, struct op *, struct result *);
+void	cmd_bf_insert(struct session *, struct op *, struct result *);
+void	cmd_bf_info(struct session *, struct op *, struct result *);
 /* cmd_keyspace.c */
-void	cmd_del(struct conn *, struct op *, struct result *);	/* DEL UNLINK */
-void	cmd_reset(struct conn *, struct op *, struct result *);
-void	cmd_type(struct conn *, struct op *, struct result *);
-void	cmd_keys(struct conn *, struct op *, struct result *);
-void	cmd_scan(struct conn *, struct op *, struct result *);
+void	cmd_del(struct session *, struct op *, struct result *);	/* DEL UNLINK */
+void	cmd_reset(struct session *, struct op *, struct result *);
+void	cmd_type(struct session *, struct op *, struct result *);
+void	cmd_keys(struct session *, struct op *, struct result *);
+void	cmd_scan(struct session *, struct op *, struct result *);
 /* EXPIRE PEXPIRE EXPIREAT PEXPIREAT */
-void	cmd_expire(struct conn *, struct op *, struct result *);
-void	cmd_ttl(struct conn *, struct op *, struct result *);	/* TTL PTTL */
-void	cmd_persist(struct conn *, struct op *, struct result *);
+void	cmd_expire(struct session *, struct op *, struct result *);
+void	cmd_ttl(struct session *, struct op *, struct result *);	/* TTL PTTL */
+void	cmd_persist(struct session *, struct op *, struct result *);
 /* cmd_info.c */
-void	cmd_info(struct conn *, struct op *, struct result *);
-void	cmd_filters(struct conn *, struct op *, struct result *);
-void	cmd_save(struct conn *, struct op *, struct result *);
-void	cmd_dbsize(struct conn *, struct op *, struct result *);
+void	cmd_info(struct session *, struct op *, struct result *);
+void	cmd_filters(struct session *, struct op *, struct result *);
+void	cmd_save(struct session *, struct op *, struct result *);
+void	cmd_dbsize(struct session *, struct op *, struct result *);
 
 /* The table, for COMMAND COUNT and INFO's counters. */
 const struct command *command_table(size_t *n);
@@ -100,14 +100,14 @@ const char	*command_printable(const char *tok, size_t len, char *out,
 		    size_t outlen);
 /* SEEN (check 0) or CHECK of one key of a RESP command in f: the answer,
  * or FILTER_FULL with the error in r. */
-int		 command_dedup_key(struct conn *, struct filter *,
+int		 command_dedup_key(struct session *, struct filter *,
 		    const char *key, size_t len, int check, struct result *r);
 /* The error of a key no filter takes. */
-void		 command_no_route(struct conn *, struct result *r);
+void		 command_no_route(struct session *, struct result *r);
 /* The filter a RESP command names in argv[1]; creates it (with the
  * new_filter_* settings) when create is set and create_filters is on.
  * NULL: missing, with r set if that is an error. */
-struct filter	*command_named_filter(struct conn *, struct op *, int create,
+struct filter	*command_named_filter(struct session *, struct op *, int create,
 		    struct result *r);
 /* Numbers as Redis and RedisBloom read them (integers as string2ll:
  * the whole text, no '+', spaces or leading zeros): 0, or -1. */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-struct server;
+struct core;
 struct filter;
 
 /*
@@ -18,7 +18,7 @@ struct filter;
  * runtime filter is forgotten. Returns 0, or -1 after logging why (a
  * damaged file: it is left as it is).
  */
-int	keyspace_load(struct server *);
+int	keyspace_load(struct core *);
 /*
  * The periodic sweep (about once a second, now_ms the wall clock in
  * milliseconds): drops the runtime filters whose deadline has come,
@@ -26,13 +26,13 @@ int	keyspace_load(struct server *);
  * retries a deadline file that could not be written (or whose data_dir a
  * reload moved).
  */
-void	keyspace_expire_due(struct server *, int64_t now_ms);
+void	keyspace_expire_due(struct core *, int64_t now_ms);
 /*
  * Drops runtime filter f as DEL does: out of the registry, its snapshot
  * file removed (a snapshot in flight too), its deadline forgotten; why
  * goes into the log line ("by client 7 (127.0.0.1:5000)").
  */
-void	keyspace_drop_filter(struct server *, struct filter *,
+void	keyspace_drop_filter(struct core *, struct filter *,
 	    const char *why);
 
 #endif

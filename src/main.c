@@ -176,18 +176,18 @@ main(int argc, char **argv)
 		return 1;
 	}
 	memset(&srv, 0, sizeof(srv));
-	if (load_config(path, &srv.cfg) == -1) {
+	if (load_config(path, &srv.core.cfg) == -1) {
 		if (test_only)
 			fprintf(stderr, "seend: %s: invalid\n", path);
 		return 1;
 	}
 	if (test_only) {
 		printf("seend: %s: ok (%zu filter(s))\n", path,
-		    srv.cfg->nfilters);
-		config_free(srv.cfg);
+		    srv.core.cfg->nfilters);
+		config_free(srv.core.cfg);
 		return 0;
 	}
-	log_set_level(srv.cfg->log_level);
+	log_set_level(srv.core.cfg->log_level);
 	if ((fault = getenv("SEEND_FAULT_WRITE_LIMIT")) != NULL)
 		snapshot_fault_write_limit = strtoull(fault, NULL, 10);
 	if ((fault = getenv("SEEND_FAULT_JOURNAL_LIMIT")) != NULL)
@@ -195,50 +195,50 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	srv.config_path = (char *)path;
 	log_info("seend %s starting, config %s", PACKAGE_VERSION, path);
-	server_ensure_data_dir(srv.cfg->data_dir);
+	server_ensure_data_dir(srv.core.cfg->data_dir);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	filter_memory_limit = srv.cfg->max_memory;
-	if ((srv.reg = registry_build(srv.cfg, NULL, NULL, err,
+	filter_memory_limit = srv.core.cfg->max_memory;
+	if ((srv.core.reg = registry_build(srv.core.cfg, NULL, NULL, err,
 	    sizeof(err))) == NULL ||
 	    /* runtime filters (BF.RESERVE, SADD...) come back from the
 	     * snapshots no section names */
-	    registry_load_runtime(srv.reg, srv.cfg, warn_line, err,
+	    registry_load_runtime(srv.core.reg, srv.core.cfg, warn_line, err,
 	    sizeof(err)) == -1) {
-		registry_free(srv.reg);
+		registry_free(srv.core.reg);
 		log_error("%s", err);
 		log_error("not starting: the snapshot is left as it is; see "
 		    "seend(8), SNAPSHOTS, for what to do");
-		config_free(srv.cfg);
+		config_free(srv.core.cfg);
 		return 1;
 	}
 	/* EXPIRE deadlines: a filter past its own is dropped before the
 	 * journal is replayed */
-	if (keyspace_load(&srv) == -1) {
-		registry_free(srv.reg);
-		config_free(srv.cfg);
+	if (keyspace_load(&srv.core) == -1) {
+		registry_free(srv.core.reg);
+		config_free(srv.core.cfg);
 		return 1;
 	}
-	log_filters(srv.reg);
+	log_filters(srv.core.reg);
 	log_info("filters loaded in %.3f s", elapsed(&t0));
 	/* the journal's keys on top of the snapshots, before listening */
-	if (persist_open(&srv) == -1) {
-		registry_free(srv.reg);
-		config_free(srv.cfg);
+	if (persist_open(&srv.core) == -1) {
+		registry_free(srv.core.reg);
+		config_free(srv.core.cfg);
 		return 1;
 	}
 
 	if ((srv.base = event_base_new()) == NULL)
 		fatal("cannot create the event loop");
 	if (server_start(&srv) == -1) {
-		persist_abort(&srv);
+		persist_abort(&srv.core);
 		server_free(&srv);
 		event_base_free(srv.base);
 		return 1;
 	}
-	persist_start(&srv);
+	persist_start(&srv.core);
 	notify_send("READY=1\nSTATUS=serving %zu filter(s)\nMAINPID=%ld",
-	    srv.reg->nfilters, (long)getpid());
+	    srv.core.reg->nfilters, (long)getpid());
 	log_info("ready");
 	status = server_run(&srv);
 	server_free(&srv);

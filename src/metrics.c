@@ -34,7 +34,8 @@
 #include "persist.h"
 #include "registry.h"
 #include "saver.h"
-#include "server.h"
+#include "core.h"
+#include "stats.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -46,7 +47,7 @@
 #define ACCEPT_PAUSE_USEC	100000	/* after EMFILE, as the main listener */
 
 struct metrics {
-	struct server			*srv;
+	struct core			*core;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*sock;
 	struct event			*ev_retry;
@@ -203,15 +204,15 @@ open_fds(void)
 }
 
 static void
-process(struct evbuffer *out, const struct server *srv)
+process(struct evbuffer *out, const struct core *core)
 {
 	struct rlimit rl;
 
 	one(out, "process_start_time_seconds", "gauge",
 	    "Start time of the process since the Unix epoch in seconds.",
-	    (double)srv->started);
+	    (double)core->stats.started);
 	one_u(out, "process_resident_memory_bytes", "gauge",
-	    "Resident memory size in bytes.", server_rss_bytes());
+	    "Resident memory size in bytes.", stats_rss_bytes());
 	one_u(out, "process_open_fds", "gauge",
 	    "Number of open file descriptors.", open_fds());
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
@@ -221,13 +222,13 @@ process(struct evbuffer *out, const struct server *srv)
 }
 
 static void
-journal_figures(struct evbuffer *out, struct server *srv)
+journal_figures(struct evbuffer *out, struct core *core)
 {
 	uint64_t	 bytes, segs;
 	double		 age;
 	int		 ok;
 
-	persist_figures(srv, &bytes, &segs, &age, &ok);
+	persist_figures(core, &bytes, &segs, &age, &ok);
 	one_u(out, "seend_journal_bytes", "gauge",
 	    "Bytes of the journal: its segments and its buffer.", bytes);
 	one_u(out, "seend_journal_segments", "gauge",
@@ -241,10 +242,10 @@ journal_figures(struct evbuffer *out, struct server *srv)
 }
 
 static void
-server_figures(struct evbuffer *out, struct server *srv)
+server_figures(struct evbuffer *out, struct core *core)
 {
-	const struct stats	*st = &srv->stats;
-	const struct registry	*reg = srv->reg;
+	const struct stats	*st = &core->stats;
+	const struct registry	*reg = core->reg;
 	time_t			 now = time(NULL);
 	uint64_t		 filter_bytes = 0;
 
@@ -259,21 +260,21 @@ server_figures(struct evbuffer *out, struct server *srv)
 	evbuffer_add_printf(out, "seend_build_info{version=\"%s\"} 1\n",
 	    PACKAGE_VERSION);
 	one_u(out, "seend_uptime_seconds", "gauge",
-	    "Seconds since the daemon started.", (uint64_t)(now - srv->started));
+	    "Seconds since the daemon started.", (uint64_t)(now - core->stats.started));
 	requests(out, st);
 	one_u(out, "seend_commands_total", "counter",
 	    "Requests that got a reply, every command.", st->commands);
 	one_u(out, "seend_errors_total", "counter",
 	    "ERR replies.", st->errors);
 	one_u(out, "seend_connections", "gauge",
-	    "Clients connected now.", srv->nconns);
+	    "Clients connected now.", core->stats.clients);
 	one_u(out, "seend_connections_total", "counter",
 	    "Clients accepted.", st->conns_total);
 	one_u(out, "seend_connections_refused_total", "counter",
 	    "Clients refused: over max_clients.", st->conns_refused);
 	one_u(out, "seend_max_clients", "gauge",
 	    "The client limit in force (max_clients, lowered to fit the "
-	    "descriptor limit if need be).", srv->cfg->max_clients);
+	    "descriptor limit if need be).", core->cfg->max_clients);
 	one_u(out, "seend_lines_too_long_total", "counter",
 	    "Request lines refused for being longer than max_line.",
 	    st->lines_too_long);
@@ -288,17 +289,17 @@ server_figures(struct evbuffer *out, struct server *srv)
 	    "Bytes of every filter's bits together.", filter_bytes);
 	one_u(out, "seend_connection_memory_bytes", "gauge",
 	    "Bytes held by connections and their buffers.",
-	    server_conn_memory(srv));
+	    core->stats.conn_bytes);
 	one_u(out, "seend_snapshots_in_progress", "gauge",
 	    "Snapshot jobs queued or being written.",
-	    (uint64_t)saver_busy(srv->saver));
+	    (uint64_t)saver_busy(core->saver));
 	one_u(out, "seend_last_reload_timestamp_seconds", "gauge",
 	    "Time of the last SIGHUP reload, 0 if none.",
-	    (uint64_t)srv->last_reload);
+	    (uint64_t)core->stats.last_reload);
 	one_u(out, "seend_last_reload_success", "gauge",
 	    "1 if the last reload was applied (or there was none), 0 if it "
-	    "failed.", srv->last_reload_ok != 0);
-	journal_figures(out, srv);
+	    "failed.", core->stats.last_reload_ok != 0);
+	journal_figures(out, core);
 }
 
 /* One family, one sample per filter. */
@@ -365,9 +366,9 @@ ff_value(const struct filter_figures *ff, enum ff_field which, time_t now,
 }
 
 static void
-filter_figures(struct evbuffer *out, const struct server *srv)
+filter_figures(struct evbuffer *out, const struct core *core)
 {
-	const struct registry	*reg = srv->reg;
+	const struct registry	*reg = core->reg;
 	struct filter_figures	*ffs;
 	char			(*labels)[CONFIG_NAME_MAX * 2 + 1];
 	time_t			 now = time(NULL);
@@ -391,7 +392,7 @@ filter_figures(struct evbuffer *out, const struct server *srv)
 
 			evbuffer_add_printf(out, "%s{filter=\"%s\"} %s\n",
 			    ff_family[k].name, labels[i], num(n, sizeof(n),
-			    ff_value(&ffs[i], k, now, srv->started)));
+			    ff_value(&ffs[i], k, now, core->stats.started)));
 		}
 	}
 	family(out, "seend_filter_requests_total", "counter",
@@ -413,11 +414,11 @@ out:
 }
 
 int
-metrics_render(struct server *srv, struct evbuffer *out)
+metrics_render(struct core *core, struct evbuffer *out)
 {
-	server_figures(out, srv);
-	filter_figures(out, srv);
-	process(out, srv);
+	server_figures(out, core);
+	filter_figures(out, core);
+	process(out, core);
 	return 0;
 }
 
@@ -468,7 +469,7 @@ on_request(struct evhttp_request *req, void *arg)
 		    "HEAD only\n");
 		evhttp_send_reply(req, 405, "Method Not Allowed", body);
 	} else {
-		metrics_render(m->srv, body);
+		metrics_render(m->core, body);
 		evhttp_add_header(hdrs, "Content-Type",
 		    "text/plain; version=0.0.4; charset=utf-8");
 		evhttp_send_reply(req, HTTP_OK, "OK", body);
@@ -547,7 +548,8 @@ split_spec(const char *spec, char *host, size_t hlen, unsigned *port)
 }
 
 struct metrics *
-metrics_open(struct server *srv, const char *spec)
+metrics_open(struct event_base *base, struct core *core,
+    const char *spec)
 {
 	struct metrics	*m;
 	char		 host[256];
@@ -560,13 +562,13 @@ metrics_open(struct server *srv, const char *spec)
 	}
 	if ((m = calloc(1, sizeof(*m))) == NULL ||
 	    (m->spec = strdup(spec)) == NULL ||
-	    (m->http = evhttp_new(srv->base)) == NULL ||
-	    (m->ev_retry = evtimer_new(srv->base, on_retry, m)) == NULL) {
+	    (m->http = evhttp_new(base)) == NULL ||
+	    (m->ev_retry = evtimer_new(base, on_retry, m)) == NULL) {
 		log_error("metrics_listen %s: out of memory", spec);
 		metrics_free(m);
 		return NULL;
 	}
-	m->srv = srv;
+	m->core = core;
 	/* every method reaches on_request, which answers 405 itself (evhttp
 	 * would answer 501 for the ones it was not told about) */
 	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |

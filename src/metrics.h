@@ -14,7 +14,8 @@
 #include <stdint.h>
 #include <time.h>
 
-struct server;
+struct core;
+struct event_base;
 struct filter;
 struct metrics;
 
@@ -45,7 +46,8 @@ void		 metrics_filter_figures(const struct filter *,
  * Listens on spec ("host:port" or "[v6]:port") and serves srv's figures.
  * Returns NULL after logging why (the address cannot be bound).
  */
-struct metrics	*metrics_open(struct server *srv, const char *spec);
+struct metrics	*metrics_open(struct event_base *, struct core *,
+		    const char *spec);
 void		 metrics_free(struct metrics *);
 /* The address it listens on, as configured. */
 const char	*metrics_spec(const struct metrics *);
@@ -53,6 +55,6 @@ const char	*metrics_spec(const struct metrics *);
 /* The page itself, appended to out (an evbuffer); for tests and the
  * handler. Returns 0, or -1 if out of memory. */
 struct evbuffer;
-int		 metrics_render(struct server *, struct evbuffer *out);
+int		 metrics_render(struct core *, struct evbuffer *out);
 
 #endif

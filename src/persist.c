@@ -45,15 +45,14 @@
 #include "bloom.h"
 #include "buf.h"
 #include "config.h"
+#include "core.h"
 #include "fileio.h"
-#include "conn.h"
 #include "filter.h"
 #include "journal.h"
 #include "log.h"
 #include "persist.h"
 #include "registry.h"
 #include "saver.h"
-#include "server.h"
 #include "snapshot.h"
 
 /* Skipped journal names reported by name at the end of a replay. */
@@ -189,14 +188,14 @@ seg_file(char *buf, size_t len, const char *dir, uint64_t seq)
 }
 
 int
-persist_open(struct server *srv)
+persist_open(struct core *core)
 {
 	struct persist			*p;
 	struct journal_replay_info	 info;
 	struct replay			*r;
 	struct timespec			 t0, t1;
 	char				 err[1024];
-	const char			*dir = srv->cfg->data_dir;
+	const char			*dir = core->cfg->data_dir;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
 	    (r = calloc(1, sizeof(*r))) == NULL) {
@@ -204,9 +203,9 @@ persist_open(struct server *srv)
 		log_error("journal: out of memory");
 		return -1;
 	}
-	srv->persist = p;
-	p->mode = srv->cfg->journal;
-	r->reg = srv->reg;
+	core->persist = p;
+	p->mode = core->cfg->journal;
+	r->reg = core->reg;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* with journal = off too: a journal left by a run with it on holds
 	 * acknowledged keys */
@@ -217,7 +216,7 @@ persist_open(struct server *srv)
 		    "seend(8), JOURNAL, for what to do");
 		free(r);
 		free(p);
-		srv->persist = NULL;
+		core->persist = NULL;
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -256,24 +255,24 @@ persist_open(struct server *srv)
 		log_error("not starting: cannot open the journal "
 		    "(journal = off starts without it)");
 		free(p);
-		srv->persist = NULL;
+		core->persist = NULL;
 		return -1;
 	}
 	p->seg_start = time(NULL);
 	if (p->mode != JOURNAL_OFF)
-		srv->journal = p->j;
+		core->journal = p->j;
 	return 0;
 }
 
 void
-persist_start(struct server *srv)
+persist_start(struct core *core)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	char		 err[512];
 
 	if (p == NULL || p->j == NULL)
 		return;
-	saver_set_journal(srv->saver, p->j);
+	saver_set_journal(core->saver, p->j);
 	if (p->mode == JOURNAL_EVERYSEC &&
 	    journal_everysec_start(p->j, 1000, err, sizeof(err)) == -1)
 		log_error("journal: %s: syncing at each snapshot only", err);
@@ -282,9 +281,9 @@ persist_start(struct server *srv)
 /* ---- faults ---- */
 
 static void
-enter_fault(struct server *srv, const char *why)
+enter_fault(struct core *core, const char *why)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	time_t		 now = time(NULL);
 
 	if (!p->fault || now - p->logged >= 60) {
@@ -299,26 +298,26 @@ enter_fault(struct server *srv, const char *why)
 		snprintf(p->reason, sizeof(p->reason), "%s", why);
 	p->fault = 1;
 	p->recover_seq = 0;
-	srv->journal_refuse = p->mode == JOURNAL_ALWAYS;
+	core->journal_refuse = p->mode == JOURNAL_ALWAYS;
 }
 
 const char *
-persist_reason(const struct server *srv)
+persist_reason(const struct core *core)
 {
-	return srv->persist != NULL && srv->persist->fault ?
-	    srv->persist->reason : "";
+	return core->persist != NULL && core->persist->fault ?
+	    core->persist->reason : "";
 }
 
 int
-persist_has_journal(const struct server *srv)
+persist_has_journal(const struct core *core)
 {
-	return srv->persist != NULL && srv->persist->j != NULL;
+	return core->persist != NULL && core->persist->j != NULL;
 }
 
 const char *
-persist_status(const struct server *srv)
+persist_status(const struct core *core)
 {
-	struct persist *p = srv->persist;
+	struct persist *p = core->persist;
 
 	if (p == NULL || p->mode == JOURNAL_OFF)
 		return "off";
@@ -333,10 +332,10 @@ persist_status(const struct server *srv)
  * journal_max (a rotation's new segment header counted in).
  */
 static int
-fits(const struct server *srv)
+fits(const struct core *core)
 {
-	return journal_bytes(srv->persist->j) + JOURNAL_HEADER_SIZE <=
-	    srv->cfg->journal_max;
+	return journal_bytes(core->persist->j) + JOURNAL_HEADER_SIZE <=
+	    core->cfg->journal_max;
 }
 
 /*
@@ -346,44 +345,44 @@ fits(const struct server *srv)
  * room (wait_for_room). Returns 0 if there is room.
  */
 static int
-room_for(struct server *srv, size_t need)
+room_for(struct core *core, size_t need)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	char		 err[600];
 
 	if (journal_room(p->j) >= need)
 		return 0;
-	if (!fits(srv) && journal_reserve(p->j, need) == 0)
+	if (!fits(core) && journal_reserve(p->j, need) == 0)
 		return 0;
 	if (journal_write(p->j, err, sizeof(err)) == -1)
-		enter_fault(srv, err);
+		enter_fault(core, err);
 	return journal_room(p->j) >= need ? 0 : -1;
 }
 
 int
-persist_make_room(struct server *srv, size_t n)
+persist_make_room(struct core *core, size_t n)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 
-	if (srv->journal_refuse)
+	if (core->journal_refuse)
 		return -1;
-	if (room_for(srv, n * JOURNAL_APPEND_MAX) == 0)
+	if (room_for(core, n * JOURNAL_APPEND_MAX) == 0)
 		return 0;
 	return p->mode == JOURNAL_ALWAYS ? -1 : 0;
 }
 
 void
-persist_append_failed(struct server *srv, struct filter *f, uint64_t h)
+persist_append_failed(struct core *core, struct filter *f, uint64_t h)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 
-	if (errno == ENOBUFS && room_for(srv, JOURNAL_APPEND_MAX) == 0 &&
+	if (errno == ENOBUFS && room_for(core, JOURNAL_APPEND_MAX) == 0 &&
 	    journal_append(p->j, f->name, strlen(f->name), f->seed, h,
 	    (uint64_t)filter_now_ms) == 0)
 		return;
 	p->lost++;
 	if (!p->fault)
-		enter_fault(srv, "the journal's buffer is full");
+		enter_fault(core, "the journal's buffer is full");
 }
 
 /* ---- emptying a filter ---- */
@@ -395,13 +394,13 @@ persist_append_failed(struct server *srv, struct filter *f, uint64_t h)
  * queued now.
  */
 static int
-reset_without_journal(struct server *srv, struct filter *f, uint64_t seed,
+reset_without_journal(struct core *core, struct filter *f, uint64_t seed,
     char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 
 	if (!f->runtime) {
-		if (snapshot_path(path, sizeof(path), srv->cfg->data_dir,
+		if (snapshot_path(path, sizeof(path), core->cfg->data_dir,
 		    f->name) == -1) {
 			snprintf(err, errlen, "filter %s: data_dir path too "
 			    "long", f->name);
@@ -412,26 +411,26 @@ reset_without_journal(struct server *srv, struct filter *f, uint64_t seed,
 			    strerror(errno));
 			return -1;
 		}
-		if (fileio_sync_dir(srv->cfg->data_dir) == -1)
+		if (fileio_sync_dir(core->cfg->data_dir) == -1)
 			log_warn("filter %s: fsync the directory %s: %s",
-			    f->name, srv->cfg->data_dir, strerror(errno));
+			    f->name, core->cfg->data_dir, strerror(errno));
 	}
 	filter_reset(f, seed);
 	/* a job captured before the reset would write the old keys back:
 	 * one still queued takes the empty filter instead (the saver
 	 * coalesces), one being written is followed by this one */
-	if ((f->runtime || f->saving) && srv->saver != NULL &&
-	    saver_submit(srv->saver, f, srv->cfg->data_dir, NULL) == -1)
+	if ((f->runtime || f->saving) && core->saver != NULL &&
+	    saver_submit(core->saver, f, core->cfg->data_dir, NULL) == -1)
 		log_error("filter %s: cannot queue a snapshot: out of memory",
 		    f->name);
 	return 0;
 }
 
 int
-persist_filter_reset(struct server *srv, struct filter *f, char *err,
+persist_filter_reset(struct core *core, struct filter *f, char *err,
     size_t errlen)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	uint64_t	 old = f->seed, seed;
 	char		 why[600];
 
@@ -440,17 +439,17 @@ persist_filter_reset(struct server *srv, struct filter *f, char *err,
 		seed = bloom_random_seed();
 	while (seed == old);
 	if (p == NULL || p->j == NULL) {
-		if (reset_without_journal(srv, f, seed, err, errlen) == -1)
+		if (reset_without_journal(core, f, seed, err, errlen) == -1)
 			return -1;
 		log_debug("filter %s emptied (journal off: its snapshot "
 		    "removed)", f->name);
 		return 0;
 	}
-	if (srv->journal_refuse) {
+	if (core->journal_refuse) {
 		snprintf(err, errlen, "journal %s", p->reason);
 		return -1;
 	}
-	if (room_for(srv, JOURNAL_RESET_SIZE) == -1 &&
+	if (room_for(core, JOURNAL_RESET_SIZE) == -1 &&
 	    p->mode == JOURNAL_ALWAYS) {
 		snprintf(err, errlen, "journal %s", p->fault ? p->reason :
 		    "buffer full");
@@ -463,7 +462,7 @@ persist_filter_reset(struct server *srv, struct filter *f, char *err,
 		 * holds it empty */
 		p->lost++;
 		if (!p->fault)
-			enter_fault(srv, "the journal's buffer is full");
+			enter_fault(core, "the journal's buffer is full");
 	}
 	filter_reset(f, seed);
 	/* everysec and always: written (always: and fsynced) at the turn's
@@ -471,7 +470,7 @@ persist_filter_reset(struct server *srv, struct filter *f, char *err,
 	 * holds the reply with always (the caller marks it journaled).
 	 * journal = off with segments left: replies do not wait for the
 	 * turn's end, so it is written now */
-	if (p->mode == JOURNAL_OFF && fits(srv) &&
+	if (p->mode == JOURNAL_OFF && fits(core) &&
 	    journal_write(p->j, why, sizeof(why)) == -1)
 		log_warn("journal: %s: the emptied filter is safe once its "
 		    "next snapshot is written", why);
@@ -482,16 +481,16 @@ persist_filter_reset(struct server *srv, struct filter *f, char *err,
 
 /* ---- the turn ---- */
 
-static uint64_t	min_covered(struct server *);
-static int	rotate(struct server *, const char *);
+static uint64_t	min_covered(struct core *);
+static int	rotate(struct core *, const char *);
 
 static void
-drop_covered(struct server *srv, uint64_t covered)
+drop_covered(struct core *core, uint64_t covered)
 {
 	char err[600];
 
 	if (covered > 1 && covered != UINT64_MAX &&
-	    journal_drop_upto(srv->persist->j, covered - 1, err,
+	    journal_drop_upto(core->persist->j, covered - 1, err,
 	    sizeof(err)) == -1)
 		log_warn("journal: %s", err);
 }
@@ -519,40 +518,40 @@ drop_covered(struct server *srv, uint64_t covered)
  *     the journal in fault (new keys refused) at the next tick.
  */
 static void
-early_round(struct server *srv)
+early_round(struct core *core)
 {
-	struct persist *p = srv->persist;
+	struct persist *p = core->persist;
 
 	log_info("journal: %llu bytes, past half of journal_max (%llu): "
 	    "snapshotting early", (unsigned long long)journal_bytes(p->j),
-	    (unsigned long long)srv->cfg->journal_max);
-	if (rotate(srv, "journal_max") == -1)
+	    (unsigned long long)core->cfg->journal_max);
+	if (rotate(core, "journal_max") == -1)
 		return;
 	p->early_seq = journal_seq(p->j);
 	p->early_at = time(NULL);
-	server_snapshot_dirty(srv, 1);
+	core_snapshot_dirty(core, 1);
 }
 
 /* After a successful write (nothing buffered): the round's progress, and
  * a new round past half of journal_max. */
 static void
-check_size(struct server *srv)
+check_size(struct core *core)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	uint64_t	 covered;
 
 	if (journal_disk_bytes(p->j) > p->peak)
 		p->peak = journal_disk_bytes(p->j);
 	if (p->early_seq != 0) {
-		covered = min_covered(srv);
-		drop_covered(srv, covered);
+		covered = min_covered(core);
+		drop_covered(core, covered);
 		if (covered < p->early_seq)
 			return;
 		p->early_seq = 0;
 	}
-	if (p->fault || journal_bytes(p->j) <= srv->cfg->journal_max / 2)
+	if (p->fault || journal_bytes(p->j) <= core->cfg->journal_max / 2)
 		return;
-	early_round(srv);
+	early_round(core);
 }
 
 /*
@@ -564,33 +563,33 @@ check_size(struct server *srv)
  * written after.
  */
 static void
-wait_for_room(struct server *srv)
+wait_for_room(struct core *core)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	struct timespec	 t0, t1;
 	uint64_t	 covered;
 	time_t		 now = time(NULL);
 	int		 waited = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int i = 0; i < 2 && !fits(srv) && !p->fault; i++) {
+	for (int i = 0; i < 2 && !fits(core) && !p->fault; i++) {
 		if (p->early_seq == 0) {
 			if (journal_segments(p->j) < 2)
 				break;	/* only the current one: no round helps */
 			p->early_seq = journal_seq(p->j);
 			p->early_at = now;
-			server_snapshot_dirty(srv, 1);
-		} else if (!saver_busy(srv->saver) && now - p->early_at >= 5) {
+			core_snapshot_dirty(core, 1);
+		} else if (!saver_busy(core->saver) && now - p->early_at >= 5) {
 			/* the round failed: try again, not in a loop */
 			p->early_at = now;
-			server_snapshot_dirty(srv, 0);
+			core_snapshot_dirty(core, 0);
 		}
-		if (saver_busy(srv->saver) > 0) {
-			saver_drain(srv->saver);
+		if (saver_busy(core->saver) > 0) {
+			saver_drain(core->saver);
 			waited = 1;
 		}
-		covered = min_covered(srv);
-		drop_covered(srv, covered);
+		covered = min_covered(core);
+		drop_covered(core, covered);
 		if (covered < p->early_seq)
 			break;		/* a snapshot of the round failed */
 		p->early_seq = 0;
@@ -600,12 +599,12 @@ wait_for_room(struct server *srv)
 		p->waits++;
 	if (now - p->max_logged < 60)
 		return;
-	if (!fits(srv)) {
+	if (!fits(core)) {
 		p->max_logged = now;
 		log_warn("journal: %llu bytes would pass journal_max (%llu): "
 		    "written anyway, since no snapshot can make room now%s",
 		    (unsigned long long)journal_bytes(p->j),
-		    (unsigned long long)srv->cfg->journal_max,
+		    (unsigned long long)core->cfg->journal_max,
 		    p->fault ? " (the journal is in fault)" : "");
 	} else if (waited) {
 		p->max_logged = now;
@@ -614,53 +613,49 @@ wait_for_room(struct server *srv)
 		    "disk takes snapshots slower than keys come",
 		    (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-		    (unsigned long long)srv->cfg->journal_max);
+		    (unsigned long long)core->cfg->journal_max);
 	}
 }
 
-void
-persist_turn_end(struct server *srv)
+int
+persist_turn_end(struct core *core)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	char		 err[600];
 	int		 ok = 1;
 
-	if (p == NULL) {
-		conn_release_turn(srv, 0);
-		return;
-	}
+	if (p == NULL)
+		return 0;
 	if (p->j != NULL && journal_pending(p->j) > 0) {
 		p->seg_used = 1;
-		if (!fits(srv))
-			wait_for_room(srv);
+		if (!fits(core))
+			wait_for_room(core);
 		if (journal_write(p->j, err, sizeof(err)) == -1) {
-			enter_fault(srv, err);
+			enter_fault(core, err);
 			ok = 0;
 		} else if (p->mode == JOURNAL_ALWAYS &&
 		    journal_sync(p->j, err, sizeof(err)) == -1) {
-			enter_fault(srv, err);
+			enter_fault(core, err);
 			ok = 0;
 		}
 		if (ok)
-			check_size(srv);
+			check_size(core);
 	}
 	/* always: a 0 whose record is not durable waits for the snapshot
 	 * that ends the fault */
-	if (srv->turn != NULL)
-		conn_release_turn(srv, !ok && p->mode == JOURNAL_ALWAYS);
+	return !ok && p->mode == JOURNAL_ALWAYS;
 }
 
 /* ---- once a second ---- */
 
 /* The smallest journal_covered of every filter, live or retired. */
 static uint64_t
-min_covered(struct server *srv)
+min_covered(struct core *core)
 {
-	uint64_t seq = journal_seq(srv->persist->j), m = UINT64_MAX;
+	uint64_t seq = journal_seq(core->persist->j), m = UINT64_MAX;
 
-	for (size_t i = 0; i < srv->reg->nfilters + srv->nretired; i++) {
-		struct filter *f = i < srv->reg->nfilters ?
-		    srv->reg->filters[i] : srv->retired[i - srv->reg->nfilters];
+	for (size_t i = 0; i < core_nfilters_all(core); i++) {
+		struct filter *f = core_filter_at(core, i);
 
 		/* a filter a snapshot holds whole needs no segment */
 		if (!filter_dirty(f) && !f->saving)
@@ -672,14 +667,14 @@ min_covered(struct server *srv)
 }
 
 static int
-rotate(struct server *srv, const char *why)
+rotate(struct core *core, const char *why)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	uint64_t	 closed;
 	char		 err[600];
 
 	if (journal_rotate(p->j, &closed, err, sizeof(err)) == -1) {
-		enter_fault(srv, err);
+		enter_fault(core, err);
 		return -1;
 	}
 	log_debug("journal: segment %llu closed (%s)",
@@ -691,10 +686,11 @@ rotate(struct server *srv, const char *why)
 	return 0;
 }
 
-static void
-recover(struct server *srv, uint64_t covered, time_t now)
+/* Returns 1 when the fault ends: the replies it held may go. */
+static int
+recover(struct core *core, uint64_t covered, time_t now)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	char		 err[600];
 
 	if (journal_pending(p->j) > 0 &&
@@ -703,82 +699,84 @@ recover(struct server *srv, uint64_t covered, time_t now)
 			log_error("journal: still failing: %s", err);
 			p->logged = now;
 		}
-		return;
+		return 0;
 	}
 	if (p->recover_seq == 0) {
-		if (rotate(srv, "recovering") == -1)
-			return;
+		if (rotate(core, "recovering") == -1)
+			return 0;
 		p->fault = 1;	/* rotate may have re-entered it */
 		p->recover_seq = journal_seq(p->j);
 		p->recover_at = now;
-		server_snapshot_dirty(srv, 1);
-		return;
+		core_snapshot_dirty(core, 1);
+		return 0;
 	}
 	if (covered >= p->recover_seq) {
 		p->fault = 0;
 		p->recover_seq = 0;
-		srv->journal_refuse = 0;
+		core->journal_refuse = 0;
 		log_info("journal: recovered: a snapshot holds every key "
 		    "acknowledged during the fault (%llu lost to the journal "
 		    "were in it)", (unsigned long long)p->lost);
 		p->lost = 0;
-		conn_release_held(srv);
-		return;
+		return 1;
 	}
 	/* a snapshot of the round failed: try again, not in a loop */
 	if (now - p->recover_at >= 5) {
 		p->recover_at = now;
-		server_snapshot_dirty(srv, 0);
+		core_snapshot_dirty(core, 0);
 	}
+	return 0;
 }
 
-void
-persist_tick(struct server *srv)
+int
+persist_tick(struct core *core)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	time_t		 now = time(NULL);
-	unsigned	 half = srv->cfg->snapshot_interval / 2;
+	unsigned	 half = core->cfg->snapshot_interval / 2;
 	uint64_t	 covered;
 	char		 err[600];
+	int		 recovered = 0;
 
 	if (p == NULL || p->j == NULL)
-		return;
+		return 0;
 	if (p->mode != JOURNAL_OFF && !p->fault &&
 	    journal_status(p->j, err, sizeof(err)) == -1)
-		enter_fault(srv, err);
-	covered = min_covered(srv);
+		enter_fault(core, err);
+	covered = min_covered(core);
 	if (p->fault)
-		recover(srv, covered, now);
-	drop_covered(srv, covered);
+		recovered = recover(core, covered, now);
+	drop_covered(core, covered);
 	if (p->fault || p->mode == JOURNAL_OFF)
-		return;
+		return recovered;
 	if (p->seg_used && now - p->seg_start >= (half > 0 ? half : 1))
-		(void)rotate(srv, "half an interval");
-	if (journal_bytes(p->j) <= srv->cfg->journal_max ||
+		(void)rotate(core, "half an interval");
+	if (journal_bytes(p->j) <= core->cfg->journal_max ||
 	    p->mode != JOURNAL_ALWAYS)
-		return;
+		return recovered;
 	/* past journal_max, so the early round did not cover it: its
 	 * snapshots fail (everysec keeps journalling: the keys come first,
 	 * then the size) */
-	for (size_t i = 0; i < srv->reg->nfilters; i++) {
-		struct filter *f = srv->reg->filters[i];
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter *f = core->reg->filters[i];
 
 		if (f->last_save_ok == 0 && !f->saving) {
 			snprintf(err, sizeof(err), "journal_max reached and "
 			    "snapshots failing: %s", f->last_save_error);
-			enter_fault(srv, err);
-			return;
+			enter_fault(core, err);
+			return recovered;
 		}
 	}
+	return recovered;
 }
 
 /* ---- reload and close ---- */
 
 int
-persist_reload(struct server *srv, char *err, size_t errlen)
+persist_reload(struct core *core, char *err, size_t errlen)
 {
-	struct persist		*p = srv->persist;
-	enum journal_mode	 want = srv->cfg->journal;
+	struct persist		*p = core->persist;
+	enum journal_mode	 want = core->cfg->journal;
 
 	if (want == p->mode)
 		return 0;
@@ -787,12 +785,12 @@ persist_reload(struct server *srv, char *err, size_t errlen)
 
 		/* off until now: nothing of ours is there; what an earlier
 		 * run left was replayed at start */
-		if (journal_replay(srv->cfg->data_dir, NULL, NULL, &info, err,
-		    errlen) == -1 || (p->j = journal_open(srv->cfg->data_dir,
+		if (journal_replay(core->cfg->data_dir, NULL, NULL, &info, err,
+		    errlen) == -1 || (p->j = journal_open(core->cfg->data_dir,
 		    &info, 0, err, errlen)) == NULL)
 			return -1;
 		p->seg_start = time(NULL);
-		saver_set_journal(srv->saver, p->j);
+		saver_set_journal(core->saver, p->j);
 	}
 	if (p->mode == JOURNAL_EVERYSEC)
 		journal_everysec_stop(p->j);
@@ -805,17 +803,17 @@ persist_reload(struct server *srv, char *err, size_t errlen)
 	    "everysec");
 	p->mode = want;
 	/* off: what is journalled stays until snapshots cover it */
-	srv->journal = want == JOURNAL_OFF ? NULL : p->j;
-	srv->journal_refuse = p->fault && want == JOURNAL_ALWAYS;
+	core->journal = want == JOURNAL_OFF ? NULL : p->j;
+	core->journal_refuse = p->fault && want == JOURNAL_ALWAYS;
 	if (want == JOURNAL_OFF)
-		server_snapshot_dirty(srv, 0);
+		core_snapshot_dirty(core, 0);
 	return 0;
 }
 
 void
-persist_close(struct server *srv)
+persist_close(struct core *core)
 {
-	struct persist	*p = srv->persist;
+	struct persist	*p = core->persist;
 	char		 err[600], path[4200];
 	uint64_t	 seq;
 	int		 all = 1;
@@ -828,9 +826,8 @@ persist_close(struct server *srv)
 	if (journal_write(p->j, err, sizeof(err)) == -1 ||
 	    journal_sync(p->j, err, sizeof(err)) == -1)
 		log_error("journal: at exit: %s", err);
-	for (size_t i = 0; i < srv->reg->nfilters + srv->nretired; i++) {
-		struct filter *f = i < srv->reg->nfilters ?
-		    srv->reg->filters[i] : srv->retired[i - srv->reg->nfilters];
+	for (size_t i = 0; i < core_nfilters_all(core); i++) {
+		struct filter *f = core_filter_at(core, i);
 
 		if (filter_dirty(f))
 			all = 0;
@@ -847,7 +844,7 @@ persist_close(struct server *srv)
 	if (journal_drop_upto(p->j, seq - 1, err, sizeof(err)) == -1)
 		log_warn("journal: %s", err);
 	if (p->mode == JOURNAL_OFF) {
-		seg_file(path, sizeof(path), srv->cfg->data_dir, seq);
+		seg_file(path, sizeof(path), core->cfg->data_dir, seq);
 		journal_close(p->j);
 		p->j = NULL;
 		(void)unlink(path);
@@ -855,34 +852,34 @@ persist_close(struct server *srv)
 out:
 	if (p->j != NULL)
 		journal_close(p->j);
-	srv->journal = NULL;
+	core->journal = NULL;
 	free(p);
-	srv->persist = NULL;
+	core->persist = NULL;
 }
 
 void
-persist_abort(struct server *srv)
+persist_abort(struct core *core)
 {
-	if (srv->persist == NULL)
+	if (core->persist == NULL)
 		return;
-	if (srv->persist->j != NULL)
-		journal_close(srv->persist->j);
-	free(srv->persist);
-	srv->persist = NULL;
-	srv->journal = NULL;
+	if (core->persist->j != NULL)
+		journal_close(core->persist->j);
+	free(core->persist);
+	core->persist = NULL;
+	core->journal = NULL;
 }
 
 /* ---- INFO and metrics ---- */
 
 void
-persist_info(const struct server *srv, struct buf *out)
+persist_info(const struct core *core, struct buf *out)
 {
-	const struct persist	*p = srv->persist;
+	const struct persist	*p = core->persist;
 	uint64_t		 bytes, segs;
 	double			 age;
 	int			 ok;
 
-	persist_figures(srv, &bytes, &segs, &age, &ok);
+	persist_figures(core, &bytes, &segs, &age, &ok);
 	buf_printf(out,
 	    "journal_mode %s\r\n"
 	    "journal_status %s\r\n"
@@ -895,18 +892,18 @@ persist_info(const struct server *srv, struct buf *out)
 	    "filters_retired %zu\r\n",
 	    p == NULL || p->mode == JOURNAL_OFF ? "off" :
 	    p->mode == JOURNAL_ALWAYS ? "always" : "everysec",
-	    persist_status(srv), (unsigned long long)bytes,
+	    persist_status(core), (unsigned long long)bytes,
 	    (unsigned long long)segs, age,
 	    (unsigned long long)(p ? p->lost : 0),
 	    (unsigned long long)(p ? p->peak : 0),
-	    (unsigned long long)(p ? p->waits : 0), srv->nretired);
+	    (unsigned long long)(p ? p->waits : 0), core->nretired);
 }
 
 void
-persist_figures(const struct server *srv, uint64_t *bytes, uint64_t *segs,
+persist_figures(const struct core *core, uint64_t *bytes, uint64_t *segs,
     double *age, int *ok)
 {
-	const struct persist *p = srv->persist;
+	const struct persist *p = core->persist;
 
 	*bytes = *segs = 0;
 	*age = 0;

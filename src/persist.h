@@ -11,31 +11,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct server;
+struct core;
 struct filter;
 struct buf;
 
 /*
  * After the snapshots are loaded, before listening: replays the journal
- * in data_dir into srv->reg and opens it for appending (journal != off,
+ * in data_dir into core->reg and opens it for appending (journal != off,
  * or segments left by an earlier run). Returns 0, or -1 after logging why
  * (damage: the file, the offset and the way out; nothing is changed).
  */
-int	persist_open(struct server *);
+int	persist_open(struct core *);
 /* Once the saver runs: starts the everysec thread and tells the saver. */
-void	persist_start(struct server *);
-/* The end of a loop turn: writes (always: and fsyncs) the turn's records,
- * then lets the replies of the turn go (conn_release_turn). */
-void	persist_turn_end(struct server *);
-/* Once a second: faults and recovery, dropping covered segments,
- * rotation and journal_max. */
-void	persist_tick(struct server *);
+void	persist_start(struct core *);
+/*
+ * The end of a loop turn, before any reply of the turn leaves: writes
+ * (always: and fsyncs) the turn's records - one write and one fsync for
+ * every client of the turn (group commit). Returns what the server must
+ * do with the turn's replies: 0 let them go, 1 (always, the write or
+ * fsync failed) hold those of connections that got a 0 this turn until
+ * persist_tick says the fault is over.
+ */
+int	persist_turn_end(struct core *);
+/*
+ * Once a second: faults and recovery, dropping covered segments,
+ * rotation and journal_max. Returns 1 when a fault has ended (a snapshot
+ * holds every key acknowledged during it): the held replies may go.
+ */
+int	persist_tick(struct core *);
 /* A reload's new journal mode; returns 0, or -1 with a message. */
-int	persist_reload(struct server *, char *err, size_t errlen);
+int	persist_reload(struct core *, char *err, size_t errlen);
 /* After the final snapshots: writes, syncs, drops what they cover. */
-void	persist_close(struct server *);
+void	persist_close(struct core *);
 /* A start that failed after persist_open: frees, touches no file. */
-void	persist_abort(struct server *);
+void	persist_abort(struct core *);
 
 /*
  * Empties filter f durably and keeps its config: DEL of a config-file
@@ -63,32 +72,32 @@ void	persist_abort(struct server *);
  * always while the journal is in fault ("journal <reason>", the words a
  * refused SEEN gets), or the snapshot file cannot be removed.
  */
-int	persist_filter_reset(struct server *, struct filter *, char *err,
+int	persist_filter_reset(struct core *, struct filter *, char *err,
 	    size_t errlen);
 
 /* Makes room for n appends before a batch sets its keys. Returns 0 if the
  * keys may be set (and acknowledged), -1 if they must be refused. */
-int	persist_make_room(struct server *, size_t n);
+int	persist_make_room(struct core *, size_t n);
 /* journal_append failed after a key was set (everysec): write and retry,
  * else count it as lost to the journal. */
-void	persist_append_failed(struct server *, struct filter *, uint64_t h);
+void	persist_append_failed(struct core *, struct filter *, uint64_t h);
 /* Whether a journal is open in data_dir: always when it is on (it cannot
  * start or be turned on otherwise), and when off with segments snapshots
  * do not cover yet (then it reopens there if turned on). */
-int	persist_has_journal(const struct server *);
+int	persist_has_journal(const struct core *);
 /* Why the journal is in fault ("" if it is not). */
-const char *persist_reason(const struct server *);
+const char *persist_reason(const struct core *);
 /* "ok", "off" or "error <reason>", for INFO and metrics. */
-const char *persist_status(const struct server *);
+const char *persist_status(const struct core *);
 /* INFO's journal fields: journal_mode, journal_status, journal_bytes,
  * journal_segments, journal_sync_age_seconds, journal_lost,
  * journal_bytes_peak (the most bytes the live segments have held since
  * the start: at most journal_max unless the log says otherwise),
  * journal_max_waits (loop turns that waited for snapshots to stay within
  * journal_max), filters_retired. */
-void	persist_info(const struct server *, struct buf *);
+void	persist_info(const struct core *, struct buf *);
 /* For metrics: bytes, segments, seconds since the last sync, 1 if ok. */
-void	persist_figures(const struct server *, uint64_t *bytes,
+void	persist_figures(const struct core *, uint64_t *bytes,
 	    uint64_t *segments, double *age, int *ok);
 
 #endif

@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "log.h"
 #include "filter.h"
 #include "journal.h"
@@ -55,7 +53,6 @@ struct saver {
 	int			 stop;
 	int			 pending;	/* submitted, not yet completed */
 	int			 pipe[2];	/* worker -> loop: "jobs are done" */
-	struct event		*ev;
 	saver_done_fn		 done_fn;	/* a SAVE's last job is done */
 	void			*done_arg;
 	struct journal		*journal;	/* or NULL */
@@ -198,19 +195,24 @@ process_done(struct saver *sv)
 	}
 }
 
-static void
-on_pipe(evutil_socket_t fd, short what, void *arg)
+int
+saver_fd(const struct saver *sv)
+{
+	return sv->pipe[0];
+}
+
+void
+saver_complete(struct saver *sv)
 {
 	char buf[256];
 
-	(void)what;
-	while (read(fd, buf, sizeof(buf)) > 0)
+	while (read(sv->pipe[0], buf, sizeof(buf)) > 0)
 		;
-	process_done(arg);
+	process_done(sv);
 }
 
 struct saver *
-saver_start(struct event_base *base, saver_done_fn done_fn, void *done_arg)
+saver_start(saver_done_fn done_fn, void *done_arg)
 {
 	struct saver *sv;
 
@@ -226,17 +228,11 @@ saver_start(struct event_base *base, saver_done_fn done_fn, void *done_arg)
 	sv->pipe[0] = sv->pipe[1] = -1;
 	if (pipe2(sv->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
 		goto fail;
-	sv->ev = event_new(base, sv->pipe[0], EV_READ | EV_PERSIST, on_pipe,
-	    sv);
-	if (sv->ev == NULL || event_add(sv->ev, NULL) == -1)
-		goto fail;
 	if ((errno = pthread_create(&sv->thread, NULL, worker, sv)) != 0)
 		goto fail;
 	return sv;
 fail:
 	log_error("cannot start the snapshot thread: %s", strerror(errno));
-	if (sv->ev != NULL)
-		event_free(sv->ev);
 	if (sv->pipe[0] != -1) {
 		close(sv->pipe[0]);
 		close(sv->pipe[1]);
@@ -413,7 +409,6 @@ saver_stop(struct saver *sv)
 	pthread_cond_signal(&sv->cond);
 	pthread_mutex_unlock(&sv->mtx);
 	pthread_join(sv->thread, NULL);
-	event_free(sv->ev);
 	close(sv->pipe[0]);
 	close(sv->pipe[1]);
 	pthread_mutex_destroy(&sv->mtx);

@@ -4,31 +4,35 @@
  *
  * The event loop submits jobs (a filter, the data_dir, the bit count at that
  * moment); one worker thread writes them in order with snapshot_write; the
- * loop learns of each finished job through a pipe and updates the filter's
- * status and any SAVE waiting for it. Only the loop thread touches filters'
+ * loop learns of each finished job through a pipe (the server watches
+ * saver_fd and calls saver_complete: the saver knows no event loop) and
+ * updates the filter's status and any SAVE waiting for it. Only the loop thread touches filters'
  * bookkeeping and reference counts; the worker only reads the bit array.
  */
 #ifndef SEEND_SAVER_H
 #define SEEND_SAVER_H
 
-struct event_base;
 struct filter;
-struct conn;
 struct saver;
 
-/* A SAVE request waiting for its jobs; conn is NULL once it has gone. */
+/* A SAVE request waiting for its jobs; owner (the waiting connection) is
+ * NULL once it has gone. */
 struct save_wait {
-	struct conn	*conn;
+	void		*owner;
 	int		 pending;
 	int		 failed;
 	char		 err[600];
 };
 
 /* Called on the loop thread when the last job of a SAVE's wait is done
- * (w->conn NULL: the client has gone); w is freed after it returns. */
+ * (w->owner NULL: the client has gone); w is freed after it returns. */
 typedef void	(*saver_done_fn)(void *arg, struct save_wait *w);
 
-struct saver	*saver_start(struct event_base *, saver_done_fn, void *arg);
+struct saver	*saver_start(saver_done_fn, void *arg);
+/* The descriptor that becomes readable when jobs are done; then the loop
+ * calls saver_complete, which runs their completions. */
+int		 saver_fd(const struct saver *);
+void		 saver_complete(struct saver *);
 /* Queues a snapshot of f (a reference is held until it is done). */
 int		 saver_submit(struct saver *, struct filter *, const char *dir,
 		    struct save_wait *);

@@ -312,7 +312,7 @@ refuse(struct server *srv, int fd, const char *peer)
 	static const char	msg[] = "ERR max clients reached\r\n";
 	char			sink[4096], more[64];
 
-	srv->stats.conns_refused++;
+	srv->core.stats.conns_refused++;
 	(void)!write(fd, msg, sizeof(msg) - 1);
 	shutdown(fd, SHUT_WR);
 	for (int i = 0; i < 16 && read(fd, sink, sizeof(sink)) > 0; i++)
@@ -320,7 +320,7 @@ refuse(struct server *srv, int fd, const char *peer)
 	close(fd);
 	if (log_limit_ok(&srv->refuse_log))
 		log_warn("refused %s: max clients reached (max_clients "
-		    "%u)%s", peer, srv->cfg->max_clients,
+		    "%u)%s", peer, srv->core.cfg->max_clients,
 		    log_limit_take(&srv->refuse_log, more, sizeof(more)));
 }
 
@@ -346,21 +346,6 @@ describe_peer(const struct sockaddr_storage *ss, int is_unix, char *out,
 		snprintf(out, len, "[%s]:%u", host, ntohs(sin6->sin6_port));
 	} else
 		snprintf(out, len, "?");
-}
-
-/* A connection closed (conn_close): off the server's list. */
-static void
-conn_closed(void *arg, struct conn *c)
-{
-	struct server *srv = arg;
-
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		srv->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	srv->nconns--;
 }
 
 static void
@@ -398,25 +383,20 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		describe_peer(&ss, l->is_unix, peer, sizeof(peer));
-		if (srv->nconns >= srv->cfg->max_clients) {
+		if (srv->core.stats.clients >= srv->core.cfg->max_clients) {
 			refuse(srv, fd, peer);
 			continue;
 		}
 		if (!l->is_unix)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on,
 			    sizeof(on));
-		if ((c = conn_new(srv, fd, l->is_unix, peer, conn_closed,
-		    srv)) == NULL) {
+		if ((c = conn_new(&srv->conns, fd, l->is_unix, peer)) ==
+		    NULL) {
 			log_warn("accept %s: out of memory", peer);
 			close(fd);
 			continue;
 		}
-		c->next = srv->conns;
-		if (srv->conns != NULL)
-			srv->conns->prev = c;
-		srv->conns = c;
-		srv->nconns++;
-		srv->stats.conns_total++;
+		srv->core.stats.conns_total++;
 	}
 }
 
@@ -454,116 +434,66 @@ server_fit_fd_limit(struct config *cfg)
 	    (unsigned long long)rl.rlim_max, cfg->max_clients);
 }
 
-/* ---- connections ---- */
-
-size_t
-server_rss_bytes(void)
-{
-	FILE		*fp = fopen("/proc/self/statm", "r");
-	unsigned long	 size, res = 0;
-
-	if (fp == NULL)
-		return 0;
-	if (fscanf(fp, "%lu %lu", &size, &res) != 2)
-		res = 0;
-	fclose(fp);
-	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-size_t
-server_conn_memory(const struct server *srv)
-{
-	size_t n = 0;
-
-	for (const struct conn *c = srv->conns; c != NULL; c = c->next)
-		n += sizeof(*c) + c->in.cap + c->out.cap;
-	return n;
-}
-
 #define STATUS_EVERY	10	/* seconds between systemd STATUS= updates */
 
-static void	release_retired(struct server *);
-static void	snapshot_due(struct server *, time_t);
 
 /* The figures "systemctl status seend" shows. */
 static void
 send_status(struct server *srv)
 {
 	static uint64_t	last_cmds;
-	uint64_t	cmds = srv->stats.commands;
+	uint64_t	cmds = srv->core.stats.commands;
 
 	notify_send("STATUS=%u client(s), %zu filter(s), %llu keys new, "
-	    "%llu seen, %.0f req/s", srv->nconns, srv->reg->nfilters,
-	    (unsigned long long)srv->stats.keys_new,
-	    (unsigned long long)srv->stats.keys_seen,
+	    "%llu seen, %.0f req/s", srv->core.stats.clients, srv->core.reg->nfilters,
+	    (unsigned long long)srv->core.stats.keys_new,
+	    (unsigned long long)srv->core.stats.keys_seen,
 	    (double)(cmds - last_cmds) / STATUS_EVERY);
 	last_cmds = cmds;
 }
 
-/*
- * 1 if the client's input is waiting to be read: it is not idle, the loop
- * has not got to it yet (this timer can run before its read event in the
- * same turn). Its last activity becomes now.
- */
-static int
-input_pending(struct conn *c, uint64_t now_ms)
-{
-	int n = 0;
-
-	if (c->fd < 0 || ioctl(c->fd, FIONREAD, &n) == -1 || n <= 0)
-		return 0;
-	c->last_active = now_ms;
-	return 1;
-}
-
-/*
- * Every second: close connections idle longer than idle_timeout; every
- * STATUS_EVERY seconds, tell systemd how we are doing.
- */
+/* The once-a-second timer only says the tick is due: the turn runs it
+ * last (server_turn), after the replies of the turn have gone. */
 static void
-on_sweep(evutil_socket_t fd, short what, void *arg)
+on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	struct server	*srv = arg;
-	struct conn	*c, *next;
-	time_t		 now = time(NULL);
-	uint64_t	 now_ms = conn_clock_ms();
-	uint64_t	 limit = (uint64_t)srv->cfg->idle_timeout * 1000;
-	static time_t	 last_status;
+	struct server *srv = arg;
 
 	(void)fd;
 	(void)what;
-	if (now - last_status >= STATUS_EVERY && !srv->stopping) {
+	srv->tick_due = 1;
+}
+
+/*
+ * Once a second: retired filters released, periodic snapshots, the
+ * journal's faults and rotation, windows and EXPIRE deadlines, idle
+ * clients; every STATUS_EVERY seconds, tell systemd how we are doing.
+ */
+static void
+server_tick(struct server *srv)
+{
+	struct core	*core = &srv->core;
+	time_t		 now = time(NULL);
+	static time_t	 last_status;
+
+	if (now - last_status >= STATUS_EVERY && !core->stopping) {
 		last_status = now;
 		send_status(srv);
 	}
-	release_retired(srv);
-	snapshot_due(srv, now);
-	persist_tick(srv);
+	core_release_retired(core);
+	core_snapshot_due(core, now);
+	/* a fault that ended: the replies it held go now */
+	if (persist_tick(core))
+		conn_release_held(&srv->conns);
 	/* windows drop their old slices even without traffic */
 	filter_clock_update();
-	for (size_t i = 0; i < srv->reg->nfilters; i++) {
-		filter_expire(srv->reg->filters[i], filter_now_ms);
-		filter_retry(srv->reg->filters[i]);
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		filter_expire(core->reg->filters[i], filter_now_ms);
+		filter_retry(core->reg->filters[i]);
 	}
 	/* runtime filters whose EXPIRE deadline has come are dropped */
-	keyspace_expire_due(srv, filter_now_ms);
-	/* a time when the daemon did not run (SIGSTOP, a frozen VM) is not
-	 * its clients' idleness: a sweep that comes late moves every
-	 * client's last activity forward by the delay */
-	if (srv->last_sweep_ms != 0 && now_ms - srv->last_sweep_ms > 2000)
-		for (c = srv->conns; c != NULL; c = c->next)
-			c->last_active += now_ms - srv->last_sweep_ms - 1000;
-	srv->last_sweep_ms = now_ms;
-	if (limit == 0)
-		return;
-	for (c = srv->conns; c != NULL; c = next) {
-		next = c->next;
-		if (c->wait == NULL && now_ms - c->last_active >= limit &&
-		    !input_pending(c, now_ms)) {
-			srv->stats.idle_closed++;
-			conn_close(c, "idle timeout");
-		}
-	}
+	keyspace_expire_due(core, filter_now_ms);
+	conn_sweep(&srv->conns, core->cfg->idle_timeout);
 }
 
 /* ---- snapshots ---- */
@@ -585,80 +515,6 @@ server_ensure_data_dir(const char *dir)
 	}
 	log_warn("data_dir %s: %s: snapshots will fail until it exists",
 	    dir, strerror(errno));
-}
-
-static void
-snapshot_if_dirty(struct server *srv, struct filter *f, int all)
-{
-	/* a job already queued will pick up these bits next time; at
-	 * shutdown (all) a fresh job is needed regardless */
-	if (!filter_dirty(f) || (f->saving && !all))
-		return;
-	if (saver_submit(srv->saver, f, srv->cfg->data_dir, NULL) == -1)
-		log_error("filter %s: cannot queue a snapshot: out of memory",
-		    f->name);
-}
-
-void
-server_snapshot_dirty(struct server *srv, int all)
-{
-	for (size_t i = 0; i < srv->reg->nfilters; i++)
-		snapshot_if_dirty(srv, srv->reg->filters[i], all);
-	for (size_t i = 0; i < srv->nretired; i++)
-		snapshot_if_dirty(srv, srv->retired[i], all);
-}
-
-/* Releases retired filters whose last snapshot is written. */
-static void
-release_retired(struct server *srv)
-{
-	size_t i = 0;
-
-	while (i < srv->nretired) {
-		struct filter *f = srv->retired[i];
-
-		if (f->saving || filter_dirty(f)) {
-			i++;
-			continue;
-		}
-		log_debug("filter %s: released", f->name);
-		srv->retired[i] = srv->retired[--srv->nretired];
-		filter_unref(f);
-	}
-}
-
-/*
- * Each filter's periodic snapshot is due snapshot_interval after its own
- * last one (or after it was first seen here: a start counts as just after
- * a snapshot), checked by the 1 s sweep: no timer that a reload re-arms,
- * so reloads never postpone one.
- */
-static void
-due_one(struct server *srv, struct filter *f, time_t now)
-{
-	time_t base = f->snap_attempt > f->last_save ? f->snap_attempt :
-	    f->last_save;
-
-	if (f->snap_attempt == 0) {
-		f->snap_attempt = now;
-		return;
-	}
-	if (now - base < (time_t)srv->cfg->snapshot_interval ||
-	    !filter_dirty(f) || f->saving)
-		return;
-	f->snap_attempt = now;
-	snapshot_if_dirty(srv, f, 0);
-}
-
-static void
-snapshot_due(struct server *srv, time_t now)
-{
-	if (srv->cfg->snapshot_interval == 0 || srv->stopping)
-		return;
-	for (size_t i = 0; i < srv->reg->nfilters; i++)
-		due_one(srv, srv->reg->filters[i], now);
-	for (size_t i = 0; i < srv->nretired; i++)
-		due_one(srv, srv->retired[i], now);
 }
 
 /* ---- reload ---- */
@@ -683,7 +539,7 @@ static int
 swap_listeners(struct server *srv, const struct config *ncfg,
     struct listener **ntcp, struct listener **nunx)
 {
-	const struct config *ocfg = srv->cfg;
+	const struct config *ocfg = srv->core.cfg;
 
 	*ntcp = srv->tcp;
 	*nunx = srv->unx;
@@ -744,10 +600,10 @@ swap_metrics(struct server *srv, const struct config *ncfg,
     struct metrics **nmet)
 {
 	*nmet = srv->metrics;
-	if (!str_differs(srv->cfg->metrics_listen, ncfg->metrics_listen))
+	if (!str_differs(srv->core.cfg->metrics_listen, ncfg->metrics_listen))
 		return 0;
 	*nmet = NULL;
-	if (ncfg->metrics_listen != NULL && (*nmet = metrics_open(srv,
+	if (ncfg->metrics_listen != NULL && (*nmet = metrics_open(srv->base, &srv->core,
 	    ncfg->metrics_listen)) == NULL)
 		return -1;
 	return 0;
@@ -760,13 +616,11 @@ swap_metrics(struct server *srv, const struct config *ncfg,
 static void
 apply_auth(struct server *srv, const struct config *ncfg)
 {
-	const struct config *ocfg = srv->cfg;
+	const struct config *ocfg = srv->core.cfg;
 
 	if (!str_differs(ocfg->auth_token, ncfg->auth_token))
 		return;
-	for (struct conn *c = srv->conns; c != NULL; c = c->next)
-		if (!c->is_unix)
-			c->authed = ncfg->auth_token == NULL;
+	conn_set_auth(&srv->conns, ncfg->auth_token != NULL);
 	log_info("auth_token %s: TCP clients must AUTH%s",
 	    ncfg->auth_token ? "changed" : "removed",
 	    ncfg->auth_token ? " again" : " no more");
@@ -785,98 +639,20 @@ static void
 move_data_dir(struct server *srv)
 {
 	log_info("data_dir changed to %s: saving every filter there",
-	    srv->cfg->data_dir);
-	server_ensure_data_dir(srv->cfg->data_dir);
-	for (size_t i = 0; i < srv->reg->nfilters; i++)
-		srv->reg->filters[i]->dir_gen++;
-	for (size_t i = 0; i < srv->nretired; i++)
-		srv->retired[i]->dir_gen++;
-	server_snapshot_dirty(srv, 1);
-}
-
-/*
- * registry_build over the running filters and the retired ones, so a name
- * that comes back gets its live bits, not its last (older) snapshot.
- */
-static struct registry *
-build_with_retired(struct server *srv, const struct config *ncfg,
-    const struct prebuild *pb, char *err, size_t errlen)
-{
-	struct registry	 known = { 0 }, *nreg;
-	size_t		 n = srv->reg->nfilters;
-	size_t		 extra = pb != NULL ? pb->nmade : 0;
-
-	known.filters = calloc(n + srv->nretired + extra + 1,
-	    sizeof(*known.filters));
-	if (known.filters == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	if (n > 0)
-		memcpy(known.filters, srv->reg->filters,
-		    n * sizeof(*known.filters));
-	if (srv->nretired > 0)
-		memcpy(known.filters + n, srv->retired,
-		    srv->nretired * sizeof(*known.filters));
-	known.nfilters = n + srv->nretired;
-	/* the filters the reload's thread opened: nothing is read here */
-	for (size_t i = 0; i < extra; i++)
-		known.filters[known.nfilters++] = pb->made[i];
-	nreg = registry_build(ncfg, &known, log_warning_line, err, errlen);
-	free(known.filters);
-	return nreg;
-}
-
-/*
- * Filters the new registry dropped move to the retired list; retired
- * filters it took back leave it. Returns the index of the first filter
- * retired now (they are at the end of the list).
- */
-static size_t
-retire_removed(struct server *srv, const struct registry *oreg,
-    const struct registry *nreg)
-{
-	struct filter	**grown;
-	size_t		  i = 0, first;
-
-	while (i < srv->nretired) {
-		if (registry_contains(nreg, srv->retired[i])) {
-			log_info("filter %s is back", srv->retired[i]->name);
-			filter_unref(srv->retired[i]);
-			srv->retired[i] = srv->retired[--srv->nretired];
-		} else
-			i++;
-	}
-	first = srv->nretired;
-	for (i = 0; i < oreg->nfilters; i++) {
-		struct filter *f = oreg->filters[i];
-
-		if (registry_contains(nreg, f))
-			continue;
-		log_info("filter %s removed; saving its last snapshot",
-		    f->name);
-		grown = realloc(srv->retired,
-		    (srv->nretired + 1) * sizeof(*srv->retired));
-		if (grown == NULL) {
-			/* not kept for a comeback, but its keys are still
-			 * saved: the saver holds its own reference */
-			log_error("filter %s: out of memory retiring it",
-			    f->name);
-			snapshot_if_dirty(srv, f, 1);
-			continue;
-		}
-		srv->retired = grown;
-		filter_ref(f);
-		srv->retired[srv->nretired++] = f;
-	}
-	return first;
+	    srv->core.cfg->data_dir);
+	server_ensure_data_dir(srv->core.cfg->data_dir);
+	for (size_t i = 0; i < srv->core.reg->nfilters; i++)
+		srv->core.reg->filters[i]->dir_gen++;
+	for (size_t i = 0; i < srv->core.nretired; i++)
+		srv->core.retired[i]->dir_gen++;
+	core_snapshot_dirty(&srv->core, 1);
 }
 
 static void
 reload_failed(struct server *srv, const char *why)
 {
-	srv->last_reload = time(NULL);
-	srv->last_reload_ok = 0;
+	srv->core.stats.last_reload = time(NULL);
+	srv->core.stats.last_reload_ok = 0;
 	snprintf(srv->last_reload_msg, sizeof(srv->last_reload_msg), "%s",
 	    why);
 	log_error("reload failed, the running config is unchanged: %s", why);
@@ -886,8 +662,8 @@ static void
 reload_done(struct server *srv)
 {
 	notify_send("READY=1\nSTATUS=serving %zu filter(s), %u client(s); "
-	    "last reload %s", srv->reg->nfilters, srv->nconns,
-	    srv->last_reload_ok ? "ok" : "FAILED");
+	    "last reload %s", srv->core.reg->nfilters, srv->core.stats.clients,
+	    srv->core.stats.last_reload_ok ? "ok" : "FAILED");
 }
 
 static void	reload_apply(struct server *, struct config *,
@@ -901,7 +677,7 @@ on_prebuilt(struct prebuild *pb, void *arg)
 	struct config	*ncfg = pb->cfg;
 
 	srv->prebuild = NULL;
-	if (srv->stopping) {
+	if (srv->core.stopping) {
 		prebuild_free(pb);
 		return;
 	}
@@ -914,7 +690,7 @@ on_prebuilt(struct prebuild *pb, void *arg)
 		reload_apply(srv, ncfg, pb);
 	}
 	prebuild_free(pb);
-	if (srv->reload_again && !srv->stopping) {
+	if (srv->reload_again && !srv->core.stopping) {
 		srv->reload_again = 0;
 		server_reload(srv);
 	}
@@ -932,12 +708,12 @@ static int
 data_dir_move_refused(const struct server *srv, const struct config *ncfg,
     char *err, size_t errlen)
 {
-	if (strcmp(srv->cfg->data_dir, ncfg->data_dir) == 0 ||
-	    !persist_has_journal(srv))
+	if (strcmp(srv->core.cfg->data_dir, ncfg->data_dir) == 0 ||
+	    !persist_has_journal(&srv->core))
 		return 0;
 	snprintf(err, errlen, "data_dir cannot change by a reload while a "
 	    "journal is open (it stays in %s, which the next start would not "
-	    "read): restart to move it", srv->cfg->data_dir);
+	    "read): restart to move it", srv->core.cfg->data_dir);
 	return -1;
 }
 
@@ -990,10 +766,10 @@ server_reload(struct server *srv)
 	}
 	for (size_t i = 0; i < ncfg->nfilters; i++) {
 		const char *name = ncfg->filters[i].name;
-		int known = registry_find(srv->reg, name, strlen(name)) != NULL;
+		int known = registry_find(srv->core.reg, name, strlen(name)) != NULL;
 
-		for (size_t k = 0; k < srv->nretired && !known; k++)
-			known = strcmp(srv->retired[k]->name, name) == 0;
+		for (size_t k = 0; k < srv->core.nretired && !known; k++)
+			known = strcmp(srv->core.retired[k]->name, name) == 0;
 		if (!known)
 			todo[ntodo++] = &ncfg->filters[i];
 	}
@@ -1009,7 +785,7 @@ server_reload(struct server *srv)
 static void
 reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 {
-	struct registry		*nreg, *oreg = srv->reg;
+	struct registry		*nreg, *oreg = srv->core.reg;
 	struct listener		*ntcp, *nunx;
 	struct metrics		*nmet;
 	char			 err[512];
@@ -1022,8 +798,8 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 		    "no unix_socket is set");
 		goto out;
 	}
-	if ((nreg = build_with_retired(srv, ncfg, pb, err, sizeof(err))) ==
-	    NULL) {
+	if ((nreg = core_build_registry(&srv->core, ncfg, pb ? pb->made : NULL,
+	    pb ? pb->nmade : 0, log_warning_line, err, sizeof(err))) == NULL) {
 		config_free(ncfg);
 		reload_failed(srv, err);
 		goto out;
@@ -1059,32 +835,29 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 			    nreg->filters[i]->name, (unsigned long long)
 			    filter_bytes(nreg->filters[i]),
 			    nreg->filters[i]->nslices);
-	srv->reg = nreg;
+	srv->core.reg = nreg;
 	filter_memory_limit = ncfg->max_memory;
 	registry_apply_settings(nreg, ncfg, log_info_line);
 	apply_auth(srv, ncfg);
-	moved = strcmp(srv->cfg->data_dir, ncfg->data_dir) != 0;
-	config_free(srv->cfg);
-	srv->cfg = ncfg;
+	moved = strcmp(srv->core.cfg->data_dir, ncfg->data_dir) != 0;
+	config_free(srv->core.cfg);
+	srv->core.cfg = ncfg;
 	/* the config is swapped first, so that the last snapshots of the
 	 * filters it dropped go to the data_dir they would come back from */
-	first = retire_removed(srv, oreg, nreg);
+	first = core_retire_removed(&srv->core, oreg, nreg);
 	registry_free(oreg);
 	if (moved)
 		move_data_dir(srv);
 	else
-		for (size_t i = first; i < srv->nretired; i++)
-			snapshot_if_dirty(srv, srv->retired[i], 1);
+		for (size_t i = first; i < srv->core.nretired; i++)
+			core_snapshot_filter(&srv->core, srv->core.retired[i], 1);
 	log_set_level(ncfg->log_level);
-	if (persist_reload(srv, err, sizeof(err)) == -1)
+	if (persist_reload(&srv->core, err, sizeof(err)) == -1)
 		log_error("journal: the new mode is not applied: %s", err);
 	/* new limits and auth apply to existing clients from now on */
-	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
-		next = c->next;
-		conn_kick(c);
-	}
-	srv->last_reload = time(NULL);
-	srv->last_reload_ok = 1;
+	conn_kick_all(&srv->conns);
+	srv->core.stats.last_reload = time(NULL);
+	srv->core.stats.last_reload_ok = 1;
 	srv->last_reload_msg[0] = '\0';
 	log_info("reloaded %s: %zu filter(s)", srv->config_path,
 	    nreg->nfilters);
@@ -1099,16 +872,13 @@ static void
 on_stop_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct server	*srv = arg;
-	int		 pending_out = 0;
 
 	(void)fd;
 	(void)what;
-	for (struct conn *c = srv->conns; c != NULL; c = c->next)
-		if (buf_used(&c->out) > 0 || c->wait != NULL)
-			pending_out = 1;
-	if (saver_busy(srv->saver))
+	if (saver_busy(srv->core.saver))
 		return;		/* never cut a snapshot short */
-	if (pending_out && time(NULL) < srv->stop_deadline)
+	if (conn_output_pending(&srv->conns) &&
+	    time(NULL) < srv->stop_deadline)
 		return;
 	srv->done = 1;
 	event_base_loopbreak(srv->base);
@@ -1119,9 +889,9 @@ server_shutdown(struct server *srv)
 {
 	struct timeval tv = { 0, 20000 };
 
-	if (srv->stopping)
+	if (srv->core.stopping)
 		return;
-	srv->stopping = 1;
+	srv->core.stopping = 1;
 	srv->stop_deadline = time(NULL) + SHUTDOWN_FLUSH_SECS;
 	notify_send("STOPPING=1\nSTATUS=saving and stopping");
 	log_info("shutting down: saving dirty filters");
@@ -1131,11 +901,8 @@ server_shutdown(struct server *srv)
 	metrics_free(srv->metrics);
 	srv->metrics = NULL;
 	/* no more input: the keys acknowledged so far are all we save */
-	for (struct conn *c = srv->conns, *next; c != NULL; c = next) {
-		next = c->next;
-		conn_stop_reading(c);
-	}
-	server_snapshot_dirty(srv, 1);
+	conn_stop_reading_all(&srv->conns);
+	core_snapshot_dirty(&srv->core, 1);
 	srv->ev_stop = event_new(srv->base, -1, EV_PERSIST, on_stop_tick, srv);
 	event_add(srv->ev_stop, &tv);
 }
@@ -1150,12 +917,12 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	switch (sig) {
 	case SIGHUP:
-		if (!srv->stopping)
+		if (!srv->core.stopping)
 			server_reload(srv);
 		break;
 	case SIGUSR1:
 		log_info("SIGUSR1: saving dirty filters");
-		server_snapshot_dirty(srv, 0);
+		core_snapshot_dirty(&srv->core, 0);
 		break;
 	default:
 		log_info("%s received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -1172,8 +939,19 @@ static void
 save_done(void *arg, struct save_wait *w)
 {
 	(void)arg;
-	if (w->conn != NULL)
-		conn_save_done(w->conn, !w->failed, w->err);
+	if (w->owner != NULL)
+		conn_save_done(w->owner, !w->failed, w->err);
+}
+
+/* The saver's worker has finished jobs: their completions run here. */
+static void
+on_saver(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	saver_complete(srv->core.saver);
 }
 
 int
@@ -1181,11 +959,18 @@ server_start(struct server *srv)
 {
 	static const int sigs[4] = { SIGHUP, SIGTERM, SIGINT, SIGUSR1 };
 	struct timeval	 one = { 1, 0 };
+	struct core	*core = &srv->core;
 
-	srv->started = time(NULL);
-	srv->last_reload_ok = -1;
-	server_fit_fd_limit(srv->cfg);
-	if ((srv->saver = saver_start(srv->base, save_done, srv)) == NULL)
+	core->stats.started = time(NULL);
+	core->stats.last_reload_ok = -1;
+	srv->conns.base = srv->base;
+	srv->conns.core = core;
+	server_fit_fd_limit(core->cfg);
+	if ((core->saver = saver_start(save_done, srv)) == NULL)
+		return -1;
+	srv->ev_saver = event_new(srv->base, saver_fd(core->saver),
+	    EV_READ | EV_PERSIST, on_saver, srv);
+	if (srv->ev_saver == NULL || event_add(srv->ev_saver, NULL) == -1)
 		return -1;
 	/* handlers before listeners: a client (or systemd) that sees the
 	 * port open may send SIGHUP at once, whose default action kills */
@@ -1196,46 +981,82 @@ server_start(struct server *srv)
 		    event_add(srv->ev_signals[i], NULL) == -1)
 			return -1;
 	}
-	if (srv->cfg->listen != NULL && (srv->tcp = listener_open_tcp(srv,
-	    srv->cfg->listen, srv->cfg->auth_token)) == NULL)
+	if (core->cfg->listen != NULL && (srv->tcp = listener_open_tcp(srv,
+	    core->cfg->listen, core->cfg->auth_token)) == NULL)
 		return -1;
-	if (srv->cfg->unix_socket != NULL && (srv->unx = listener_open_unix(srv,
-	    srv->cfg->unix_socket, srv->cfg->unix_socket_mode,
-	    srv->cfg->unix_socket_group)) == NULL)
+	if (core->cfg->unix_socket != NULL && (srv->unx =
+	    listener_open_unix(srv, core->cfg->unix_socket,
+	    core->cfg->unix_socket_mode, core->cfg->unix_socket_group)) == NULL)
 		return -1;
 	if (srv->tcp == NULL && srv->unx == NULL) {
 		log_error("nothing to listen on: listen is off and no "
 		    "unix_socket is set");
 		return -1;
 	}
-	if (srv->cfg->metrics_listen != NULL && (srv->metrics =
-	    metrics_open(srv, srv->cfg->metrics_listen)) == NULL)
+	if (core->cfg->metrics_listen != NULL && (srv->metrics =
+	    metrics_open(srv->base, core, core->cfg->metrics_listen)) == NULL)
 		return -1;
-	srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
-	if (srv->ev_sweep == NULL || event_add(srv->ev_sweep, &one) == -1)
+	srv->ev_tick = event_new(srv->base, -1, EV_PERSIST, on_tick, srv);
+	if (srv->ev_tick == NULL || event_add(srv->ev_tick, &one) == -1)
 		return -1;
 	return 0;
+}
+
+/*
+ * One turn of the loop, in this order:
+ *   1. input: libevent runs what is ready - sockets are read, and saver
+ *      completions, signals and metrics scrapes are taken;
+ *   2. commands: each connection answers its complete requests as soon
+ *      as they are read (conn.c), into its output buffer; with a journal
+ *      the replies stay there, unreleased, and the keys answered new are
+ *      appended to the journal's buffer;
+ *   3. the journal: the turn's records are written, and fsynced with
+ *      journal = always, once for every client of the turn (group
+ *      commit: persist_turn_end);
+ *   4. replies released: only now do the turn's replies leave, so a
+ *      client never holds an acknowledgement the journal does not; if
+ *      the write failed with always, the replies that acknowledged a new
+ *      key are held until the fault ends (step 5 lets them go);
+ *   5. timers: the once-a-second work (server_tick).
+ * As Redis's beforeSleep writes the AOF and then flushes clients. A turn
+ * that leaves requests unanswered (a batch limit) does not wait for
+ * events: the next turn answers them.
+ */
+static void
+server_turn(struct server *srv)
+{
+	int hold;
+
+	/* 1 and 2 */
+	if (event_base_loop(srv->base, EVLOOP_ONCE |
+	    (conn_turn_pending(&srv->conns) ? EVLOOP_NONBLOCK : 0)) == -1) {
+		srv->done = 1;
+		return;
+	}
+	/* 3 */
+	hold = persist_turn_end(&srv->core);
+	/* 4 */
+	conn_release_turn(&srv->conns, hold);
+	/* 5 */
+	if (srv->tick_due) {
+		srv->tick_due = 0;
+		server_tick(srv);
+	}
 }
 
 int
 server_run(struct server *srv)
 {
-	/* one turn at a time: its end writes the journal, then lets the
-	 * turn's replies go (persist.c); a turn with replies still to
-	 * answer does not wait for events */
-	while (!srv->done) {
-		if (event_base_loop(srv->base, EVLOOP_ONCE |
-		    (srv->turn != NULL ? EVLOOP_NONBLOCK : 0)) == -1)
-			break;
-		persist_turn_end(srv);
-	}
+	struct core *core = &srv->core;
+
+	while (!srv->done)
+		server_turn(srv);
 	/* a loop that ended without a shutdown still saves */
-	if (!srv->stopping)
-		server_snapshot_dirty(srv, 1);
-	saver_drain(srv->saver);
-	for (size_t i = 0; i < srv->reg->nfilters + srv->nretired; i++) {
-		struct filter *f = i < srv->reg->nfilters ?
-		    srv->reg->filters[i] : srv->retired[i - srv->reg->nfilters];
+	if (!core->stopping)
+		core_snapshot_dirty(core, 1);
+	saver_drain(core->saver);
+	for (size_t i = 0; i < core_nfilters_all(core); i++) {
+		struct filter *f = core_filter_at(core, i);
 
 		if (filter_dirty(f)) {
 			log_error("filter %s: its last snapshot failed (%s); "
@@ -1245,32 +1066,28 @@ server_run(struct server *srv)
 			srv->final_save_failed = 1;
 		}
 	}
-	persist_close(srv);
+	persist_close(core);
 	return srv->final_save_failed ? 1 : 0;
 }
 
 void
 server_free(struct server *srv)
 {
-	while (srv->conns != NULL)
-		conn_close(srv->conns, NULL);
-	saver_stop(srv->saver);
+	conn_close_all(&srv->conns);
+	/* the saver's descriptor is still open: its event goes first */
+	if (srv->ev_saver)
+		event_free(srv->ev_saver);
+	saver_stop(srv->core.saver);
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
 	metrics_free(srv->metrics);
 	for (int i = 0; i < 4; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);
-	if (srv->ev_sweep)
-		event_free(srv->ev_sweep);
-	if (srv->ev_snapshot)
-		event_free(srv->ev_snapshot);
+	if (srv->ev_tick)
+		event_free(srv->ev_tick);
 	if (srv->ev_stop)
 		event_free(srv->ev_stop);
 	prebuild_free(srv->prebuild);
-	registry_free(srv->reg);
-	for (size_t i = 0; i < srv->nretired; i++)
-		filter_unref(srv->retired[i]);
-	free(srv->retired);
-	config_free(srv->cfg);
+	core_free(&srv->core);
 }

@@ -7,14 +7,12 @@
 
 #include <time.h>
 
-#include "stats.h"
+#include "conn.h"
+#include "core.h"
 
 struct event_base;
 struct event;
 struct config;
-struct registry;
-struct conn;
-struct saver;
 
 struct listener {
 	int		 fd;
@@ -37,40 +35,23 @@ struct log_limit {
 struct server {
 	struct event_base	*base;
 	char			*config_path;
-	struct config		*cfg;
-	struct registry		*reg;
-	/* filters a reload removed, kept (with a reference) until their last
-	 * snapshot is written; a reload that brings the name back takes the
-	 * live filter from here instead of an older file from disk */
-	struct filter		**retired;
-	size_t			 nretired;
+	/* what handlers and persist.c share: config, filters, saver,
+	 * journal, counters, retired filters */
+	struct core		 core;
+	struct conns		 conns;
 	struct listener		*tcp;
 	struct listener		*unx;
-	struct conn		*conns;
-	unsigned		 nconns;
-	uint64_t		 next_conn_id;
-	struct stats		 stats;
-	struct saver		*saver;
-	struct event		*ev_sweep;	/* 1 s: idle timeouts */
-	struct event		*ev_snapshot;	/* snapshot_interval */
+	struct event		*ev_tick;	/* 1 s: sets tick_due */
+	struct event		*ev_saver;	/* the saver's jobs are done */
 	struct event		*ev_stop;	/* polls for the end of shutdown */
 	struct event		*ev_signals[4];
-	time_t			 started;
-	time_t			 last_reload;
-	int			 last_reload_ok;	/* -1 never */
+	int			 tick_due;	/* the turn's last step runs the
+						 * once-a-second work */
 	char			 last_reload_msg[512];
-	int			 stopping;
 	time_t			 stop_deadline;
 	int			 final_save_failed;
 	struct metrics		*metrics;	/* metrics_listen, or NULL */
 	struct log_limit	 refuse_log, accept_log;
-	uint64_t		 last_sweep_ms;
-	/* the journal (persist.c): appended to when not NULL; refuse: new
-	 * keys get ERR journal (always, in fault) */
-	struct journal		*journal;
-	int			 journal_refuse;
-	struct persist		*persist;
-	struct conn		*turn;		/* replies to release */
 	int			 done;		/* the loop ends */
 	struct prebuild		*prebuild;	/* a reload's filters opening */
 	int			 reload_again;	/* SIGHUP meanwhile */
@@ -87,14 +68,7 @@ void	server_reload(struct server *);
 void	server_shutdown(struct server *);
 /* Creates data_dir if it is missing (one level); logs what fails. */
 void	server_ensure_data_dir(const char *dir);
-/* Snapshots every dirty filter (the periodic timer and SIGUSR1). */
-void	server_snapshot_dirty(struct server *, int all);
 void	server_free(struct server *);
-/* Approximate heap held by connections' buffers, for INFO. */
-size_t	server_conn_memory(const struct server *);
-/* The process's resident set size from /proc, in bytes; 0 if unknown
- * (INFO and metrics). */
-size_t	server_rss_bytes(void);
 /*
  * Raises RLIMIT_NOFILE (soft, up to hard) to fit cfg->max_clients plus
  * SERVER_RESERVED_FDS; if the hard limit is too low, lowers

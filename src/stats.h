@@ -1,10 +1,18 @@
 /*
- * stats.h - server-wide counters for INFO and the systemd STATUS line.
+ * stats.h - server-wide counters and gauges for INFO, metrics and the
+ * systemd STATUS line.
+ *
+ * Counters are bumped by whoever does the counted thing; gauges are kept
+ * current by their owners (the connections count themselves and their
+ * buffers, the server its start and reloads), so that the layers that
+ * read them (INFO in cmd_info.c, metrics.c) never reach up for them.
  */
 #ifndef SEEND_STATS_H
 #define SEEND_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 enum cmd_id {
 	CMD_SEEN,
@@ -31,6 +39,17 @@ struct stats {
 	uint64_t	lines_too_long;
 	uint64_t	idle_closed;
 	uint64_t	auth_failures;
+
+	/* gauges: conn.c keeps these two current */
+	unsigned	clients;	/* connected now */
+	uint64_t	conn_bytes;	/* connections and their buffers */
+	/* server.c: its start and its last reload */
+	time_t		started;
+	time_t		last_reload;	/* 0: never */
+	int		last_reload_ok;	/* -1: never */
 };
+
+/* The process's resident set size from /proc, in bytes; 0 if unknown. */
+size_t	stats_rss_bytes(void);
 
 #endif
