@@ -75,11 +75,12 @@ void	persist_abort(struct core *);
 int	persist_filter_reset(struct core *, struct filter *, char *err,
 	    size_t errlen);
 
-/* Makes room for n appends before a batch sets its keys. Returns 0 if the
- * keys may be set (and acknowledged), -1 if they must be refused. */
+/* Makes room for n appends before a batch sets its keys (only while
+ * core->journal is not NULL). Returns 0 if the keys may be set (and
+ * acknowledged), -1 if they must be refused. */
 int	persist_make_room(struct core *, size_t n);
-/* journal_append failed after a key was set (everysec): write and retry,
- * else count it as lost to the journal. */
+/* journal_append into core->journal failed after a key was set
+ * (everysec): write and retry, else count it as lost to the journal. */
 void	persist_append_failed(struct core *, struct filter *, uint64_t h);
 /* Whether a journal is open in data_dir: always when it is on (it cannot
  * start or be turned on otherwise), and when off with segments snapshots
