@@ -79,19 +79,18 @@ splitmix64(uint64_t *x)
 static void
 time_slices(size_t nslices, uint64_t mib, uint64_t batch)
 {
-	struct filter_config	 fc;
+	struct filter_shape	 shape;
 	struct filter		*f;
 	char			 err[256];
 	uint64_t		 per, x = 42, *h, timed, hits = 0;
 	double			 t0, t_seen, t_check;
 
 	per = mib * 1024 * 1024 * 8 / 20 / nslices;
-	memset(&fc, 0, sizeof(fc));
-	snprintf(fc.name, sizeof(fc.name), "bench");
-	fc.capacity = per;
-	fc.error_rate = 0.001;
-	fc.growth = 1;		/* equal slices, each tighter than the last */
-	if ((f = filter_create(&fc, err, sizeof(err))) == NULL) {
+	memset(&shape, 0, sizeof(shape));
+	shape.capacity = per;
+	shape.error_rate = 0.001;
+	shape.growth = 1;	/* equal slices, each tighter than the last */
+	if ((f = filter_create("bench", &shape, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "growth_bench: %s\n", err);
 		exit(1);
 	}

@@ -425,7 +425,7 @@ get_number(struct parser *p, const char *key, const char *value, enum unit u,
 int
 config_valid_filter_name(const char *name, size_t len)
 {
-	if (name == NULL || len == 0 || len > CONFIG_NAME_MAX)
+	if (name == NULL || len == 0 || len > FILTER_NAME_MAX)
 		return 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
@@ -691,7 +691,7 @@ key_default_filter(struct parser *p, const char *key, const char *v)
 	if (!config_valid_filter_name(v, strlen(v))) {
 		perror_at(p, p->lineno, "%s: \"%s\" is not a valid filter name "
 		    "(letters, digits, \"_\", \"-\" and, not first, \".\"; "
-		    "at most %d)", key, SHOW(v), CONFIG_NAME_MAX);
+		    "at most %d)", key, SHOW(v), FILTER_NAME_MAX);
 		return;
 	}
 	set_string(p, &p->cfg->default_filter, v);
@@ -939,7 +939,7 @@ key_capacity(struct parser *p, const char *key, const char *v)
 	uint64_t n;
 
 	if (get_number(p, key, v, UNIT_COUNT, 1, 1000000000000ULL, &n) == 0)
-		cur_filter(p)->capacity = n;
+		cur_filter(p)->shape.capacity = n;
 	else
 		p->filter_bad = 1;
 }
@@ -974,7 +974,7 @@ bad:
 static void
 key_error_rate(struct parser *p, const char *key, const char *v)
 {
-	if (parse_rate(p, key, v, &cur_filter(p)->error_rate) == -1)
+	if (parse_rate(p, key, v, &cur_filter(p)->shape.error_rate) == -1)
 		p->filter_bad = 1;
 }
 
@@ -997,7 +997,7 @@ parse_growth(struct parser *p, const char *key, const char *v, unsigned *out)
 static void
 key_growth(struct parser *p, const char *key, const char *v)
 {
-	if (parse_growth(p, key, v, &cur_filter(p)->growth) == -1)
+	if (parse_growth(p, key, v, &cur_filter(p)->shape.growth) == -1)
 		p->filter_bad = 1;
 }
 
@@ -1007,11 +1007,11 @@ key_expire(struct parser *p, const char *key, const char *v)
 	uint64_t n;
 
 	if (is_off(v)) {
-		cur_filter(p)->expire = 0;
+		cur_filter(p)->shape.expire = 0;
 		return;
 	}
 	if (get_number(p, key, v, UNIT_SECONDS, 1, MAX_SECONDS * 10, &n) == 0)
-		cur_filter(p)->expire = n;
+		cur_filter(p)->shape.expire = n;
 	else
 		p->filter_bad = 1;
 }
@@ -1070,9 +1070,9 @@ static void
 key_normalize(struct parser *p, const char *key, const char *v)
 {
 	if (strcasecmp(v, "off") == 0)
-		cur_filter(p)->normalize = CONFIG_NORMALIZE_OFF;
+		cur_filter(p)->shape.normalize = FILTER_NORMALIZE_OFF;
 	else if (strcasecmp(v, "standard") == 0)
-		cur_filter(p)->normalize = CONFIG_NORMALIZE_STANDARD;
+		cur_filter(p)->shape.normalize = FILTER_NORMALIZE_STANDARD;
 	else
 		perror_at(p, p->lineno, "%s: \"%s\" is not one of off, standard",
 		    key, SHOW(v));
@@ -1135,8 +1135,8 @@ close_section(struct parser *p)
 	if (p->kind != SEC_FILTER || p->filter_bad)
 		return;
 	f = cur_filter(p);
-	filter_first_shape(f->capacity, f->error_rate, f->growth,
-	    (int64_t)f->expire * 1000, &cap, &rate);
+	filter_first_shape(f->shape.capacity, f->shape.error_rate,
+	    f->shape.growth, (int64_t)f->shape.expire * 1000, &cap, &rate);
 	if (bloom_plan(cap, rate, &nblocks, &hashes) == 0)
 		return;
 	line = p->filter_keys[FK_CAPACITY] ? p->filter_keys[FK_CAPACITY] :
@@ -1144,7 +1144,7 @@ close_section(struct parser *p)
 	    f->line;
 	perror_at(p, line, "[filter.%s]: capacity %llu at error_rate %g needs "
 	    "more than 1 TiB of memory", f->name,
-	    (unsigned long long)f->capacity, f->error_rate);
+	    (unsigned long long)f->shape.capacity, f->shape.error_rate);
 }
 
 static void
@@ -1160,7 +1160,7 @@ open_filter(struct parser *p, const char *name, size_t len)
 		perror_at(p, p->lineno, "[filter.%s]: invalid filter name "
 		    "(letters, digits, \"_\", \"-\" and, not first, \".\"; at "
 		    "most %d)", shown(namebuf, shownbuf, sizeof(shownbuf)),
-		    CONFIG_NAME_MAX);
+		    FILTER_NAME_MAX);
 		return;
 	}
 	for (size_t i = 0; i < cfg->nfilters; i++)
@@ -1188,9 +1188,9 @@ open_filter(struct parser *p, const char *name, size_t len)
 	memset(f, 0, sizeof(*f));
 	memcpy(f->name, name, len);
 	f->line = p->lineno;
-	f->capacity = DEFAULT_CAPACITY;
-	f->error_rate = DEFAULT_ERROR_RATE;
-	f->growth = DEFAULT_GROWTH;
+	f->shape.capacity = DEFAULT_CAPACITY;
+	f->shape.error_rate = DEFAULT_ERROR_RATE;
+	f->shape.growth = DEFAULT_GROWTH;
 	p->cur = cfg->nfilters++;
 	p->kind = SEC_FILTER;
 	p->filter_bad = 0;

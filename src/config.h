@@ -12,28 +12,28 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "filter.h"
 #include "log.h"
 
-#define CONFIG_NAME_MAX		64	/* filter names become file names */
+/* deadline.h and metrics.c size names by it */
+#define CONFIG_NAME_MAX		FILTER_NAME_MAX
 #define CONFIG_MAX_FILTERS	1024
 
+/*
+ * A [filter.NAME] section: the filter's shape (defaults: capacity 1000000,
+ * error_rate 0.001, growth 2 of 1..16 or 0 = off, expire 0, normalize off)
+ * and the keys routed to it.
+ */
 struct filter_config {
-	char		 name[CONFIG_NAME_MAX + 1];
+	char		 name[FILTER_NAME_MAX + 1];
 	int		 line;		/* of its [filter.NAME] header */
-	uint64_t	 capacity;	/* default 1000000 */
-	double		 error_rate;	/* default 0.001 */
-	unsigned	 growth;	/* 1..16, 0 = off; default 2 */
-	uint64_t	 expire;	/* seconds, 0 = never; default 0 */
+	struct filter_shape shape;
 	char		**hosts;	/* lower-cased; "*.x.com" or "x.com" */
 	size_t		 nhosts;
 	char		**prefixes;
 	size_t		 nprefixes;
-	int		 normalize;	/* CONFIG_NORMALIZE_*; default off */
 };
 
-/* [filter.NAME] normalize: keys as given, or url_normalize()d first. */
-#define CONFIG_NORMALIZE_OFF		0
-#define CONFIG_NORMALIZE_STANDARD	1
 enum journal_mode {
 	JOURNAL_OFF,
 	JOURNAL_EVERYSEC,

@@ -493,19 +493,19 @@ filter_hash_normalized(const struct filter *f, const char *key, size_t len)
 /* ---- the filter ---- */
 
 static struct filter *
-filter_alloc(const struct filter_config *fc)
+filter_alloc(const char *name, const struct filter_shape *shape)
 {
 	struct filter *f;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return NULL;
-	snprintf(f->name, sizeof(f->name), "%s", fc->name);
+	snprintf(f->name, sizeof(f->name), "%s", name);
 	f->namelen = strlen(f->name);
-	f->capacity = fc->capacity;
-	f->error_rate = fc->error_rate;
-	f->growth = fc->growth;
-	f->expire_ms = (int64_t)fc->expire * 1000;
-	f->normalize = fc->normalize == CONFIG_NORMALIZE_STANDARD;
+	f->capacity = shape->capacity;
+	f->error_rate = shape->error_rate;
+	f->growth = shape->growth;
+	f->expire_ms = (int64_t)shape->expire * 1000;
+	f->normalize = shape->normalize == FILTER_NORMALIZE_STANDARD;
 	f->refs = 1;
 	f->last_save_ok = -1;
 	f->drop_at_ms = INT64_MAX;
@@ -513,13 +513,14 @@ filter_alloc(const struct filter_config *fc)
 }
 
 struct filter *
-filter_create(const struct filter_config *fc, char *err, size_t errlen)
+filter_create(const char *name, const struct filter_shape *shape, char *err,
+    size_t errlen)
 {
 	struct filter	*f;
 	char		 why[256];
 
-	if ((f = filter_alloc(fc)) == NULL) {
-		snprintf(err, errlen, "filter %s: out of memory", fc->name);
+	if ((f = filter_alloc(name, shape)) == NULL) {
+		snprintf(err, errlen, "filter %s: out of memory", name);
 		return NULL;
 	}
 	f->seed = bloom_random_seed();
@@ -530,7 +531,7 @@ filter_create(const struct filter_config *fc, char *err, size_t errlen)
 	}
 	if (add_slice(f, now_ms(), why, sizeof(why)) == -1 ||
 	    bloom_populate(&f->head->bloom) == -1) {
-		snprintf(err, errlen, "filter %s: %s", fc->name,
+		snprintf(err, errlen, "filter %s: %s", name,
 		    f->head ? strerror(errno) : why);
 		filter_unref(f);
 		return NULL;
@@ -607,8 +608,8 @@ adopt(struct filter *f, const struct snapshot_info *info,
 }
 
 struct filter *
-filter_open(const struct filter_config *fc, const char *dir, char *err,
-    size_t errlen)
+filter_open(const char *name, const struct filter_shape *shape,
+    const char *dir, char *err, size_t errlen)
 {
 	struct filter		*f;
 	struct snapshot_info	 info;
@@ -616,25 +617,25 @@ filter_open(const struct filter_config *fc, const char *dir, char *err,
 	char			 path[PATH_MAX], msg[512];
 	int			 r;
 
-	if (snapshot_path(path, sizeof(path), dir, fc->name) == -1) {
+	if (snapshot_path(path, sizeof(path), dir, name) == -1) {
 		snprintf(err, errlen, "filter %s: data_dir path too long",
-		    fc->name);
+		    name);
 		return NULL;
 	}
-	r = snapshot_load_slices(path, fc->capacity, fc->error_rate, &info, &ss, err,
-	    errlen);
+	r = snapshot_load_slices(path, shape->capacity, shape->error_rate,
+	    &info, &ss, err, errlen);
 	if (r == -1)
 		return NULL;
 	if (r == 0)
-		return filter_create(fc, err, errlen);
-	if ((f = filter_alloc(fc)) == NULL ||
+		return filter_create(name, shape, err, errlen);
+	if ((f = filter_alloc(name, shape)) == NULL ||
 	    adopt(f, &info, ss, err, errlen) == -1) {
 		snapshot_slices_free(ss, info.nslices);
 		if (f != NULL)
 			filter_unref(f);
 		else
 			snprintf(err, errlen, "filter %s: out of memory",
-			    fc->name);
+			    name);
 		return NULL;
 	}
 	snapshot_slices_free(ss, info.nslices);
@@ -645,7 +646,7 @@ filter_open(const struct filter_config *fc, const char *dir, char *err,
 	f->last_save = (time_t)info.created;
 	f->last_save_ok = 1;
 	f->reshapes = 0;
-	filter_reconfigure(f, fc, msg, sizeof(msg));
+	filter_reconfigure(f, shape, msg, sizeof(msg));
 	if (msg[0] != '\0')
 		log_info("filter %s: the config changes %s since its snapshot",
 		    f->name, msg);
@@ -661,10 +662,10 @@ filter_open(const struct filter_config *fc, const char *dir, char *err,
 }
 
 void
-filter_reconfigure(struct filter *f, const struct filter_config *fc,
+filter_reconfigure(struct filter *f, const struct filter_shape *shape,
     char *msg, size_t msglen)
 {
-	int64_t	 expire = (int64_t)fc->expire * 1000;
+	int64_t	 expire = (int64_t)shape->expire * 1000;
 	size_t	 n = 0;
 
 	msg[0] = '\0';
@@ -672,23 +673,23 @@ filter_reconfigure(struct filter *f, const struct filter_config *fc,
 	if (n < msglen)							\
 		n += (size_t)snprintf(msg + n, msglen - n, __VA_ARGS__);	\
 } while (0)
-	if (f->capacity != fc->capacity)
+	if (f->capacity != shape->capacity)
 		SAID("%scapacity %llu -> %llu", n ? ", " : "",
 		    (unsigned long long)f->capacity,
-		    (unsigned long long)fc->capacity);
-	if (f->error_rate != fc->error_rate)
+		    (unsigned long long)shape->capacity);
+	if (f->error_rate != shape->error_rate)
 		SAID("%serror_rate %g -> %g", n ? ", " : "", f->error_rate,
-		    fc->error_rate);
-	if (f->growth != fc->growth)
+		    shape->error_rate);
+	if (f->growth != shape->growth)
 		SAID("%sgrowth %u -> %u", n ? ", " : "", f->growth,
-		    fc->growth);
+		    shape->growth);
 	if (f->expire_ms != expire)
 		SAID("%sexpire %llds -> %llds", n ? ", " : "",
 		    (long long)(f->expire_ms / 1000),
 		    (long long)(expire / 1000));
-	if (f->normalize != (fc->normalize == CONFIG_NORMALIZE_STANDARD)) {
+	if (f->normalize != (shape->normalize == FILTER_NORMALIZE_STANDARD)) {
 		/* keys already recorded keep the form they were hashed in */
-		f->normalize = fc->normalize == CONFIG_NORMALIZE_STANDARD;
+		f->normalize = shape->normalize == FILTER_NORMALIZE_STANDARD;
 		SAID("%snormalize %s (keys recorded before keep their "
 		    "spelling)", n ? ", " : "", f->normalize ? "standard" :
 		    "off");
@@ -708,9 +709,9 @@ filter_reconfigure(struct filter *f, const struct filter_config *fc,
 			if (f->slices[i]->start_ms < t)
 				f->slices[i]->start_ms = t;
 	}
-	f->capacity = fc->capacity;
-	f->error_rate = fc->error_rate;
-	f->growth = fc->growth;
+	f->capacity = shape->capacity;
+	f->error_rate = shape->error_rate;
+	f->growth = shape->growth;
 	f->expire_ms = expire;
 	f->drop_at_ms = f->nslices && expire > 0 ? f->slices[0]->start_ms +
 	    period_ms(f) * FILTER_LIVE_PERIODS : INT64_MAX;
@@ -850,20 +851,19 @@ int
 filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
     int64_t expire_ms, uint64_t keys, struct filter_plan *plan)
 {
-	struct filter_config	 fc;
+	struct filter_shape	 shape;
 	struct filter		*f;
 	double			 miss = 1.0;
 	uint64_t		 left = keys, per;
 	int			 periods = 1;
 
-	memset(&fc, 0, sizeof(fc));
+	memset(&shape, 0, sizeof(shape));
 	memset(plan, 0, sizeof(*plan));
-	snprintf(fc.name, sizeof(fc.name), "plan");
-	fc.capacity = capacity;
-	fc.error_rate = error_rate;
-	fc.growth = growth;
-	fc.expire = (uint64_t)(expire_ms / 1000);
-	if ((f = filter_alloc(&fc)) == NULL)
+	shape.capacity = capacity;
+	shape.error_rate = error_rate;
+	shape.growth = growth;
+	shape.expire = (uint64_t)(expire_ms / 1000);
+	if ((f = filter_alloc("plan", &shape)) == NULL)
 		return -1;
 	f->expire_ms = expire_ms;
 	/* a steady stream: keys per window spread over its live periods */

@@ -43,7 +43,6 @@
 #include <time.h>
 
 #include "bloom.h"
-#include "config.h"
 
 /* r: each grown slice is planned for this times the previous one's rate. */
 #ifndef FILTER_TIGHTENING
@@ -54,6 +53,25 @@
 #define FILTER_LIVE_PERIODS	(FILTER_PERIODS + 1)
 /* A limit no real filter reaches: 64 doublings of any capacity. */
 #define FILTER_MAX_SLICES	4096
+
+/* Filter names become file names in data_dir. */
+#define FILTER_NAME_MAX		64
+
+/* normalize: keys hashed as given, or url_normalize()d first. */
+#define FILTER_NORMALIZE_OFF		0
+#define FILTER_NORMALIZE_STANDARD	1
+
+/*
+ * What a filter is asked to be: a [filter.NAME] section's settings (config.h
+ * embeds it), a runtime filter's (BF.RESERVE, SADD...) or a snapshot's.
+ */
+struct filter_shape {
+	uint64_t	 capacity;
+	double		 error_rate;
+	unsigned	 growth;	/* 0 = off */
+	uint64_t	 expire;	/* seconds, 0 = never */
+	int		 normalize;	/* FILTER_NORMALIZE_* */
+};
 
 /* What seend_seen answers besides 0 (new) and 1 (seen). */
 #define FILTER_FULL		(-1)
@@ -73,7 +91,7 @@ struct slice {
 };
 
 struct filter {
-	char		 name[CONFIG_NAME_MAX + 1];
+	char		 name[FILTER_NAME_MAX + 1];
 	size_t		 namelen;	/* strlen(name), for the journal */
 	/* what the config asks for now: new slices are planned from it */
 	uint64_t	 capacity;
@@ -140,11 +158,12 @@ extern uint64_t	 filter_memory_used;
 extern uint64_t	 filter_memory_limit;
 
 /*
- * A filter for fc: its snapshot in dir if there is one, else a new empty
- * one. Returns NULL with a message in err.
+ * The filter name (at most FILTER_NAME_MAX bytes) of that shape: its
+ * snapshot in dir if there is one, else a new empty one. Returns NULL with
+ * a message in err.
  */
-struct filter	*filter_open(const struct filter_config *fc, const char *dir,
-		    char *err, size_t errlen);
+struct filter	*filter_open(const char *name, const struct filter_shape *,
+		    const char *dir, char *err, size_t errlen);
 /*
  * Gives a filter that holds no key and was not loaded from a snapshot the
  * hash seed its journalled keys were hashed with. Returns 0, or -1 if it
@@ -163,17 +182,17 @@ int		 filter_reseed(struct filter *, uint64_t seed);
  * a window. Durability is the caller's (persist_filter_reset).
  */
 void		 filter_reset(struct filter *, uint64_t seed);
-/* A new empty filter for fc (no file is read). */
-struct filter	*filter_create(const struct filter_config *fc, char *err,
-		    size_t errlen);
+/* A new empty filter name of that shape (no file is read). */
+struct filter	*filter_create(const char *name,
+		    const struct filter_shape *, char *err, size_t errlen);
 /*
  * A reload's new settings for a running filter: every key it holds stays;
  * capacity, error_rate and growth plan the slices added from now on, and a
  * window starts counting for the slices it has. Writes what changed into
  * msg (empty if nothing did).
  */
-void		 filter_reconfigure(struct filter *, const struct filter_config *,
-		    char *msg, size_t msglen);
+void		 filter_reconfigure(struct filter *,
+		    const struct filter_shape *, char *msg, size_t msglen);
 void		 filter_ref(struct filter *);
 void		 filter_unref(struct filter *);
 void		 slice_ref(struct slice *);

@@ -39,8 +39,9 @@ work(void *arg)
 	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (size_t i = 0; i < pb->ntodo; i++) {
-		struct filter *f = filter_open(pb->todo[i], pb->cfg->data_dir,
-		    pb->err, sizeof(pb->err));
+		const struct filter_config *fc = pb->todo[i];
+		struct filter *f = filter_open(fc->name, &fc->shape,
+		    pb->cfg->data_dir, pb->err, sizeof(pb->err));
 
 		if (f == NULL) {
 			pb->failed = 1;

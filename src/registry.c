@@ -279,7 +279,7 @@ registry_find(const struct registry *reg, const char *name, size_t len)
 	uint64_t	 h;
 	size_t		 i;
 
-	if (len > CONFIG_NAME_MAX)
+	if (len > FILTER_NAME_MAX)
 		return NULL;
 	if (reg->names == NULL) {
 		/* a registry put together by hand (a reload's list of every
@@ -330,7 +330,7 @@ registry_append(struct registry *reg, struct filter *f)
 int
 registry_valid_name(const char *name, size_t len)
 {
-	if (len < 1 || len > CONFIG_NAME_MAX || name[0] == '.')
+	if (len < 1 || len > FILTER_NAME_MAX || name[0] == '.')
 		return 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)name[i];
@@ -345,8 +345,8 @@ registry_valid_name(const char *name, size_t len)
 
 /* The runtime filters count against max_filters with the others. */
 static struct filter *
-runtime_add(struct registry *reg, const struct config *cfg,
-    const struct filter_config *fc, int load, char *err, size_t errlen)
+runtime_add(struct registry *reg, const struct config *cfg, const char *name,
+    const struct filter_shape *shape, int load, char *err, size_t errlen)
 {
 	struct filter *f;
 
@@ -354,8 +354,8 @@ runtime_add(struct registry *reg, const struct config *cfg,
 		snprintf(err, errlen, "max_filters (%u) reached", cfg->max_filters);
 		return NULL;
 	}
-	f = load ? filter_open(fc, cfg->data_dir, err, errlen) :
-	    filter_create(fc, err, errlen);
+	f = load ? filter_open(name, shape, cfg->data_dir, err, errlen) :
+	    filter_create(name, shape, err, errlen);
 	if (f == NULL)
 		return NULL;
 	f->runtime = 1;
@@ -372,22 +372,23 @@ registry_create(struct registry *reg, const struct config *cfg,
     const char *name, size_t len, uint64_t capacity, double error_rate,
     unsigned growth, char *err, size_t errlen)
 {
-	struct filter_config	 fc;
+	struct filter_shape	 shape;
 	struct filter		*f;
+	char			 fname[FILTER_NAME_MAX + 1];
 
 	if (!registry_valid_name(name, len)) {
 		snprintf(err, errlen, "bad filter name (1 to %d bytes of "
 		    "letters, digits, _-.: not starting with '.')",
-		    CONFIG_NAME_MAX);
+		    FILTER_NAME_MAX);
 		return NULL;
 	}
-	memset(&fc, 0, sizeof(fc));
-	memcpy(fc.name, name, len);
-	fc.name[len] = '\0';
-	fc.capacity = capacity;
-	fc.error_rate = error_rate;
-	fc.growth = growth;
-	if ((f = runtime_add(reg, cfg, &fc, 0, err, errlen)) != NULL)
+	memcpy(fname, name, len);
+	fname[len] = '\0';
+	memset(&shape, 0, sizeof(shape));
+	shape.capacity = capacity;
+	shape.error_rate = error_rate;
+	shape.growth = growth;
+	if ((f = runtime_add(reg, cfg, fname, &shape, 0, err, errlen)) != NULL)
 		f->reshapes = 1;	/* owes a snapshot, empty or not */
 	return f;
 }
@@ -420,7 +421,8 @@ registry_load_runtime(struct registry *reg, const struct config *cfg,
 		return 0;	/* a missing data_dir holds nothing yet */
 	while ((de = readdir(d)) != NULL) {
 		struct snapshot_header	 hdr;
-		struct filter_config	 fc;
+		struct filter_shape	 shape;
+		char			 fname[FILTER_NAME_MAX + 1];
 		int			 fd;
 
 		len = strlen(de->d_name);
@@ -443,13 +445,15 @@ registry_load_runtime(struct registry *reg, const struct config *cfg,
 			continue;
 		}
 		close(fd);
-		memset(&fc, 0, sizeof(fc));
-		memcpy(fc.name, de->d_name, len - sl);
-		fc.capacity = hdr.capacity;
-		fc.error_rate = hdr.error_rate;
-		fc.growth = hdr.growth;
-		fc.expire = hdr.expire_ms / 1000;
-		if (runtime_add(reg, cfg, &fc, 1, why, sizeof(why)) == NULL) {
+		memcpy(fname, de->d_name, len - sl);
+		fname[len - sl] = '\0';
+		memset(&shape, 0, sizeof(shape));
+		shape.capacity = hdr.capacity;
+		shape.error_rate = hdr.error_rate;
+		shape.growth = hdr.growth;
+		shape.expire = hdr.expire_ms / 1000;
+		if (runtime_add(reg, cfg, fname, &shape, 1, why,
+		    sizeof(why)) == NULL) {
 			if (reg->nfilters >= cfg->max_filters) {
 				closedir(d);
 				snprintf(err, errlen, "%s: %s", path, why);
@@ -476,7 +480,7 @@ registry_apply_settings(struct registry *reg, const struct config *cfg,
 		struct filter *f = reg->filters[i];
 
 		f->runtime = 0;		/* a section names it now */
-		filter_reconfigure(f, &cfg->filters[i], changes,
+		filter_reconfigure(f, &cfg->filters[i].shape, changes,
 		    sizeof(changes));
 		if (say == NULL || changes[0] == '\0')
 			continue;
@@ -505,8 +509,8 @@ registry_build(const struct config *cfg, const struct registry *old,
 		f = old ? registry_find(old, fc->name, strlen(fc->name)) : NULL;
 		if (f != NULL)
 			filter_ref(f);
-		else if ((f = filter_open(fc, cfg->data_dir, err,
-		    errlen)) == NULL)
+		else if ((f = filter_open(fc->name, &fc->shape, cfg->data_dir,
+		    err, errlen)) == NULL)
 			goto fail;
 		if (registry_append(reg, f) == -1) {
 			filter_unref(f);

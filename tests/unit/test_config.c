@@ -148,9 +148,9 @@ test_defaults(void)
 	if (cfg != NULL) {
 		ok(cfg->nfilters == 1 && strcmp(cfg->filters[0].name, "x") == 0,
 		    "a filter section without keys still defines the filter");
-		ok(cfg->filters[0].capacity == 1000000,
+		ok(cfg->filters[0].shape.capacity == 1000000,
 		    "capacity defaults to 1000000");
-		ok(cfg->filters[0].error_rate == 0.001,
+		ok(cfg->filters[0].shape.error_rate == 0.001,
 		    "error_rate defaults to 0.001");
 		ok(cfg->filters[0].nhosts == 0 &&
 		    cfg->filters[0].nprefixes == 0,
@@ -321,32 +321,33 @@ test_filter_values(void)
 	struct config *cfg;
 
 	cfg = good_filter("capacity", "10M");
-	ok(cfg && cfg->filters[0].capacity == 10000000,
+	ok(cfg && cfg->filters[0].shape.capacity == 10000000,
 	    "capacity 10M is 10000000 (decimal)");
 	config_free(cfg);
 	cfg = good_filter("capacity", "1");
-	ok(cfg && cfg->filters[0].capacity == 1, "capacity 1");
+	ok(cfg && cfg->filters[0].shape.capacity == 1, "capacity 1");
 	config_free(cfg);
 	cfg = good_filter("capacity", "2k");
-	ok(cfg && cfg->filters[0].capacity == 2000, "capacity 2k is 2000");
+	ok(cfg && cfg->filters[0].shape.capacity == 2000,
+	    "capacity 2k is 2000");
 	config_free(cfg);
 	cfg = good_filter("capacity", "3G");
-	ok(cfg && cfg->filters[0].capacity == 3000000000ULL,
+	ok(cfg && cfg->filters[0].shape.capacity == 3000000000ULL,
 	    "capacity 3G is 3e9");
 	config_free(cfg);
 	cfg = good("[filter.f]\ncapacity = 1T\nerror_rate = 0.5\n",
 	    "capacity 1T at error_rate 0.5");
-	ok(cfg && cfg->filters[0].capacity == 1000000000000ULL,
+	ok(cfg && cfg->filters[0].shape.capacity == 1000000000000ULL,
 	    "capacity 1T is 1e12, the maximum");
 	config_free(cfg);
 	cfg = good_filter("error_rate", "1e-4");
-	ok(cfg && cfg->filters[0].error_rate == 1e-4, "error_rate 1e-4");
+	ok(cfg && cfg->filters[0].shape.error_rate == 1e-4, "error_rate 1e-4");
 	config_free(cfg);
 	cfg = good_filter("error_rate", "0.5");
-	ok(cfg && cfg->filters[0].error_rate == 0.5, "error_rate 0.5");
+	ok(cfg && cfg->filters[0].shape.error_rate == 0.5, "error_rate 0.5");
 	config_free(cfg);
 	cfg = good_filter("error_rate", "1e-9");
-	ok(cfg && cfg->filters[0].error_rate == 1e-9, "error_rate 1e-9");
+	ok(cfg && cfg->filters[0].shape.error_rate == 1e-9, "error_rate 1e-9");
 	config_free(cfg);
 
 	bad_filter("capacity", "10Q", "capacity 10Q");
@@ -474,7 +475,7 @@ test_structure(void)
 	snprintf(text, sizeof(text), "[filter.%s]\ncapacity = 5\n", name);
 	cfg = good(text, "a 64-byte filter name");
 	ok(cfg && strcmp(cfg->filters[0].name, name) == 0 &&
-	    cfg->filters[0].capacity == 5,
+	    cfg->filters[0].shape.capacity == 5,
 	    "a 64-byte filter name is kept whole (inih would cut it at 49)");
 	config_free(cfg);
 	bad("[server]\nlisten = off\n[bogus]\nx = 1\n", 3,
@@ -536,7 +537,7 @@ test_structure(void)
 	    "prefixes = x",
 	    "BOM, CRLF, comments, ':' and no final newline");
 	ok(cfg && strcmp(cfg->listen, "127.0.0.1:7") == 0 &&
-	    cfg->nfilters == 2 && cfg->filters[0].capacity == 42 &&
+	    cfg->nfilters == 2 && cfg->filters[0].shape.capacity == 42 &&
 	    cfg->filters[1].nprefixes == 1 && cfg->filters[1].line == 8,
 	    "those are parsed as intended");
 	ok(cfg && config_find_filter(cfg, "b") == &cfg->filters[1] &&
@@ -717,8 +718,8 @@ test_shipped(void)
 		    "the shipped config listens on loopback only");
 		ok(strcmp(cfg->data_dir, "/var/lib/seend") == 0,
 		    "the shipped data_dir is /var/lib/seend");
-		ok(f != NULL && f->capacity == 10000000 &&
-		    f->error_rate == 0.001,
+		ok(f != NULL && f->shape.capacity == 10000000 &&
+		    f->shape.error_rate == 0.001,
 		    "the shipped [filter.default] is 10M keys at 0.001");
 		ok(cfg->auth_token == NULL && cfg->unix_socket == NULL,
 		    "the shipped config sets no token and no unix socket");
@@ -785,26 +786,26 @@ test_normalize(void)
 	struct config	*cfg;
 
 	cfg = good("[filter.f]\ncapacity = 1000\n", "a filter without normalize");
-	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_OFF,
+	ok(cfg && cfg->filters[0].shape.normalize == FILTER_NORMALIZE_OFF,
 	    "normalize defaults to off");
 	config_free(cfg);
 	cfg = good_filter("normalize", "standard");
-	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_STANDARD,
+	ok(cfg && cfg->filters[0].shape.normalize == FILTER_NORMALIZE_STANDARD,
 	    "normalize standard");
 	config_free(cfg);
 	cfg = good_filter("normalize", "Standard");
-	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_STANDARD,
+	ok(cfg && cfg->filters[0].shape.normalize == FILTER_NORMALIZE_STANDARD,
 	    "normalize is case-insensitive");
 	config_free(cfg);
 	cfg = good_filter("normalize", "off");
-	ok(cfg && cfg->filters[0].normalize == CONFIG_NORMALIZE_OFF,
+	ok(cfg && cfg->filters[0].shape.normalize == FILTER_NORMALIZE_OFF,
 	    "normalize off");
 	config_free(cfg);
 	cfg = good("[filter.a]\nnormalize = standard\n[filter.b]\n",
 	    "normalize on one filter only");
 	ok(cfg && cfg->nfilters == 2 &&
-	    cfg->filters[0].normalize == CONFIG_NORMALIZE_STANDARD &&
-	    cfg->filters[1].normalize == CONFIG_NORMALIZE_OFF,
+	    cfg->filters[0].shape.normalize == FILTER_NORMALIZE_STANDARD &&
+	    cfg->filters[1].shape.normalize == FILTER_NORMALIZE_OFF,
 	    "normalize is per filter");
 	config_free(cfg);
 	bad_filter("normalize", "on", "normalize on");
@@ -825,24 +826,24 @@ test_growth_expire_memory(void)
 	struct config *cfg;
 
 	cfg = good("[filter.f]\ncapacity = 1000\n", "a filter, defaults");
-	ok(cfg && cfg->filters[0].growth == 2 && cfg->filters[0].expire == 0 &&
-	    cfg->max_memory == 0, "growth 2, no expire, no max_memory by "
-	    "default");
+	ok(cfg && cfg->filters[0].shape.growth == 2 &&
+	    cfg->filters[0].shape.expire == 0 && cfg->max_memory == 0,
+	    "growth 2, no expire, no max_memory by default");
 	config_free(cfg);
 	cfg = good_filter("growth", "off");
-	ok(cfg && cfg->filters[0].growth == 0, "growth = off is 0");
+	ok(cfg && cfg->filters[0].shape.growth == 0, "growth = off is 0");
 	config_free(cfg);
 	cfg = good_filter("growth", "4");
-	ok(cfg && cfg->filters[0].growth == 4, "growth = 4");
+	ok(cfg && cfg->filters[0].shape.growth == 4, "growth = 4");
 	config_free(cfg);
 	cfg = good_filter("expire", "30d");
-	ok(cfg && cfg->filters[0].expire == 30 * 86400, "expire = 30d");
+	ok(cfg && cfg->filters[0].shape.expire == 30 * 86400, "expire = 30d");
 	config_free(cfg);
 	cfg = good_filter("expire", "3s");
-	ok(cfg && cfg->filters[0].expire == 3, "expire = 3s");
+	ok(cfg && cfg->filters[0].shape.expire == 3, "expire = 3s");
 	config_free(cfg);
 	cfg = good_filter("expire", "never");
-	ok(cfg && cfg->filters[0].expire == 0, "expire = never");
+	ok(cfg && cfg->filters[0].shape.expire == 0, "expire = never");
 	config_free(cfg);
 	cfg = good_server("max_memory", "64M");
 	ok(cfg && cfg->max_memory == 64ULL << 20, "max_memory = 64M");
