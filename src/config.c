@@ -28,6 +28,7 @@
 
 #include "bloom.h"
 #include "config.h"
+#include "config_parser.h"
 #include "filter.h"
 #include "url.h"
 
@@ -39,107 +40,10 @@
 #define DEFAULT_GROWTH		2
 #define MAX_GROWTH		16
 
-#define MAX_SECONDS		(86400ULL * 365)
 #define MIN_ERROR_RATE		1e-9
 #define MAX_ERROR_RATE		0.5
-#define SHOWN_VALUE_MAX		80	/* of a bad value, in a message */
 #define HOST_LABEL_MAX		63
 #define TOKEN_LINE_MAX		4096	/* auth_token_file's first line */
-
-enum section_kind {
-	SEC_NONE,	/* before the first header */
-	SEC_SERVER,
-	SEC_FILTER,
-	SEC_SKIP,	/* a bad header, already reported: ignore its keys */
-};
-
-/* How a number's suffix scales it. */
-enum unit {
-	UNIT_COUNT,	/* k M G T = 10^3, 10^6, 10^9, 10^12 */
-	UNIT_BYTES,	/* k M G T = 2^10, 2^20, 2^30, 2^40 */
-	UNIT_SECONDS,	/* s m h d */
-};
-
-enum server_key {
-	SK_LISTEN,
-	SK_UNIX_SOCKET,
-	SK_UNIX_SOCKET_MODE,
-	SK_UNIX_SOCKET_GROUP,
-	SK_DATA_DIR,
-	SK_SNAPSHOT_INTERVAL,
-	SK_DEFAULT_FILTER,
-	SK_MAX_CLIENTS,
-	SK_MAX_LINE,
-	SK_OUTPUT_BUFFER_LIMIT,
-	SK_IDLE_TIMEOUT,
-	SK_AUTH_TOKEN,
-	SK_AUTH_TOKEN_FILE,
-	SK_LOG_LEVEL,
-	SK_MAX_MEMORY,
-	SK_METRICS_LISTEN,
-	SK_CREATE_FILTERS,
-	SK_NEW_FILTER_CAPACITY,
-	SK_NEW_FILTER_ERROR_RATE,
-	SK_NEW_FILTER_GROWTH,
-	SK_MAX_FILTERS,
-	SK_JOURNAL,
-	SK_JOURNAL_MAX,
-	SK_COUNT
-};
-
-enum filter_key {
-	FK_CAPACITY,
-	FK_ERROR_RATE,
-	FK_HOSTS,
-	FK_PREFIXES,
-	FK_GROWTH,
-	FK_EXPIRE,
-	FK_NORMALIZE,
-	FK_COUNT
-};
-
-struct parser {
-	struct config		*cfg;
-	struct config_errors	*errs;
-	const char		*name;		/* the file, for messages */
-	size_t			 nerrors;
-	int			*lines;		/* of each errs->msgs[] */
-	int			 oom;
-
-	/* the input: a FILE, or a string */
-	FILE			*fp;
-	const char		*text;
-	char			*buf;		/* getline's */
-	size_t			 bufsize;
-	int			 read_errno;
-
-	/* the line inih is working on */
-	int			 lineno;
-	int			 cont;		/* a continuation line */
-	int			 have_prev;	/* inih remembers a key name */
-	int			 first_syntax;	/* our first syntax error */
-
-	/* the section it is in */
-	enum section_kind	 kind;
-	size_t			 cur;		/* cfg->filters index */
-	int			 server_line;	/* first [server] header */
-	int			 server_keys[SK_COUNT]; /* line, 0 = unset */
-	int			 filter_keys[FK_COUNT];
-	int			 filter_bad;	/* a bad capacity/error_rate */
-	int			 token_line;	/* of a non-empty auth_token */
-	int			 token_file_line; /* and auth_token_file */
-};
-
-typedef void	(*key_fn)(struct parser *, const char *, const char *);
-
-struct key_def {
-	const char	*name;
-	key_fn		 fn;
-	int		 multi;	/* may repeat and continue: appends */
-};
-
-static void	 perror_at(struct parser *, int, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
 
 /* ---- errors ---- */
 
@@ -199,7 +103,7 @@ sort_errors(struct parser *p)
 }
 
 /* Records "name:line: message" (or "name: message" for line 0). */
-static void
+void
 perror_at(struct parser *p, int line, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -232,7 +136,7 @@ perror_at(struct parser *p, int line, const char *fmt, ...)
  * with control and non-ASCII bytes shown as '?', so that a binary file given
  * by mistake cannot write escape sequences onto the operator's terminal.
  */
-static const char *
+const char *
 shown(const char *s, char *buf, size_t size)
 {
 	size_t i;
@@ -245,9 +149,7 @@ shown(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-#define SHOW(s)	shown((s), (char[SHOWN_VALUE_MAX]){ 0 }, SHOWN_VALUE_MAX)
-
-static char *
+char *
 xstrdup(struct parser *p, const char *s)
 {
 	char *d;
@@ -258,7 +160,7 @@ xstrdup(struct parser *p, const char *s)
 }
 
 /* Replaces *dst by a copy of s (or by NULL). */
-static void
+void
 set_string(struct parser *p, char **dst, const char *s)
 {
 	char *d = NULL;
@@ -270,7 +172,7 @@ set_string(struct parser *p, char **dst, const char *s)
 }
 
 /* Appends s to a string list, growing it by doubling. */
-static int
+int
 push_string(struct parser *p, char ***list, size_t *n, const char *s)
 {
 	char	**nl;
@@ -292,7 +194,7 @@ push_string(struct parser *p, char ***list, size_t *n, const char *s)
 
 /* ---- values ---- */
 
-static int
+int
 is_blank(int c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
@@ -387,7 +289,7 @@ amount(uint64_t v, enum unit u, char *buf, size_t size)
 #define AMOUNT(v, u)	amount((v), (u), (char[32]){ 0 }, 32)
 
 /* An integer key in [min, max]; reports and returns -1 if it is not. */
-static int
+int
 get_number(struct parser *p, const char *key, const char *value, enum unit u,
     uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -824,7 +726,7 @@ key_log_level(struct parser *p, const char *key, const char *v)
 	p->cfg->log_level = l;
 }
 
-static int
+int
 is_off(const char *v)
 {
 	return strcmp(v, "off") == 0 || strcmp(v, "none") == 0 ||

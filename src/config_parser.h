@@ -1,0 +1,136 @@
+/*
+ * config_parser.h - the config parser's private header.
+ *
+ * Its state, the key definitions and the helpers that report errors and
+ * read values, for the parts the parser is about to be split into.
+ *
+ * Nothing else includes it: config.h is the interface.
+ */
+#ifndef SEEND_CONFIG_PARSER_H
+#define SEEND_CONFIG_PARSER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+#define MAX_SECONDS		(86400ULL * 365)
+#define SHOWN_VALUE_MAX		80	/* of a bad value, in a message */
+
+enum section_kind {
+	SEC_NONE,	/* before the first header */
+	SEC_SERVER,
+	SEC_FILTER,
+	SEC_SKIP,	/* a bad header, already reported: ignore its keys */
+};
+
+/* How a number's suffix scales it. */
+enum unit {
+	UNIT_COUNT,	/* k M G T = 10^3, 10^6, 10^9, 10^12 */
+	UNIT_BYTES,	/* k M G T = 2^10, 2^20, 2^30, 2^40 */
+	UNIT_SECONDS,	/* s m h d */
+};
+
+enum server_key {
+	SK_LISTEN,
+	SK_UNIX_SOCKET,
+	SK_UNIX_SOCKET_MODE,
+	SK_UNIX_SOCKET_GROUP,
+	SK_DATA_DIR,
+	SK_SNAPSHOT_INTERVAL,
+	SK_DEFAULT_FILTER,
+	SK_MAX_CLIENTS,
+	SK_MAX_LINE,
+	SK_OUTPUT_BUFFER_LIMIT,
+	SK_IDLE_TIMEOUT,
+	SK_AUTH_TOKEN,
+	SK_AUTH_TOKEN_FILE,
+	SK_LOG_LEVEL,
+	SK_MAX_MEMORY,
+	SK_METRICS_LISTEN,
+	SK_CREATE_FILTERS,
+	SK_NEW_FILTER_CAPACITY,
+	SK_NEW_FILTER_ERROR_RATE,
+	SK_NEW_FILTER_GROWTH,
+	SK_MAX_FILTERS,
+	SK_JOURNAL,
+	SK_JOURNAL_MAX,
+	SK_COUNT
+};
+
+enum filter_key {
+	FK_CAPACITY,
+	FK_ERROR_RATE,
+	FK_HOSTS,
+	FK_PREFIXES,
+	FK_GROWTH,
+	FK_EXPIRE,
+	FK_NORMALIZE,
+	FK_COUNT
+};
+
+struct parser {
+	struct config		*cfg;
+	struct config_errors	*errs;
+	const char		*name;		/* the file, for messages */
+	size_t			 nerrors;
+	int			*lines;		/* of each errs->msgs[] */
+	int			 oom;
+
+	/* the input: a FILE, or a string */
+	FILE			*fp;
+	const char		*text;
+	char			*buf;		/* getline's */
+	size_t			 bufsize;
+	int			 read_errno;
+
+	/* the line inih is working on */
+	int			 lineno;
+	int			 cont;		/* a continuation line */
+	int			 have_prev;	/* inih remembers a key name */
+	int			 first_syntax;	/* our first syntax error */
+
+	/* the section it is in */
+	enum section_kind	 kind;
+	size_t			 cur;		/* cfg->filters index */
+	int			 server_line;	/* first [server] header */
+	int			 server_keys[SK_COUNT]; /* line, 0 = unset */
+	int			 filter_keys[FK_COUNT];
+	int			 filter_bad;	/* a bad capacity/error_rate */
+	int			 token_line;	/* of a non-empty auth_token */
+	int			 token_file_line; /* and auth_token_file */
+};
+
+typedef void	(*key_fn)(struct parser *, const char *, const char *);
+
+struct key_def {
+	const char	*name;
+	key_fn		 fn;
+	int		 multi;	/* may repeat and continue: appends */
+};
+
+/* ---- config.c: errors and values ---- */
+
+/* Records "name:line: message" (or "name: message" for line 0). */
+void		 perror_at(struct parser *, int, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+/* A value as it goes into a message: cut short, control and non-ASCII
+ * bytes shown as '?'. */
+const char	*shown(const char *s, char *buf, size_t size);
+#define SHOW(s)	shown((s), (char[SHOWN_VALUE_MAX]){ 0 }, SHOWN_VALUE_MAX)
+/* strdup, or NULL with p->oom set. */
+char		*xstrdup(struct parser *, const char *);
+/* Replaces *dst by a copy of s (or by NULL). */
+void		 set_string(struct parser *, char **dst, const char *s);
+/* Appends s to a string list: 0, or -1 with p->oom set. */
+int		 push_string(struct parser *, char ***list, size_t *n,
+		    const char *s);
+int		 is_blank(int c);
+/* "off", "none" or "never". */
+int		 is_off(const char *v);
+/* An integer key in [min, max]; reports and returns -1 if it is not. */
+int		 get_number(struct parser *, const char *key, const char *value,
+		    enum unit, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif
