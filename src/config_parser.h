@@ -1,8 +1,9 @@
 /*
- * config_parser.h - the config parser's private header.
+ * config_parser.h - what config.c and config_filter.c share.
  *
- * Its state, the key definitions and the helpers that report errors and
- * read values, for the parts the parser is about to be split into.
+ * Split by what each part knows: config.c the errors, the values, the
+ * [server] keys, the lines as inih reads them, loading and freeing;
+ * config_filter.c the [filter.NAME] sections (what a filter's shape is).
  *
  * Nothing else includes it: config.h is the interface.
  */
@@ -110,6 +111,9 @@ struct key_def {
 	int		 multi;	/* may repeat and continue: appends */
 };
 
+/* The keys of each section, indexed by enum server_key and filter_key. */
+extern const struct key_def filter_keys[FK_COUNT];	/* config_filter.c */
+
 /* ---- config.c: errors and values ---- */
 
 /* Records "name:line: message" (or "name: message" for line 0). */
@@ -132,5 +136,25 @@ int		 is_off(const char *v);
 /* An integer key in [min, max]; reports and returns -1 if it is not. */
 int		 get_number(struct parser *, const char *key, const char *value,
 		    enum unit, uint64_t min, uint64_t max, uint64_t *out);
+
+/* ---- config_filter.c: [filter.NAME] sections ---- */
+
+/* The filter whose section the parser is in. */
+static inline struct filter_config *
+cur_filter(struct parser *p)
+{
+	return &p->cfg->filters[p->cur];
+}
+
+/* A decimal error rate in [1e-9, 0.5]: 0, or -1 after saying why. */
+int		 parse_rate(struct parser *, const char *key, const char *v,
+		    double *out);
+/* A growth factor, or "off" (0): 0, or -1 after saying why. */
+int		 parse_growth(struct parser *, const char *key, const char *v,
+		    unsigned *out);
+/* A [filter.NAME] header: name is len bytes, not NUL-terminated. */
+void		 open_filter(struct parser *, const char *name, size_t len);
+/* The end of any section: checks a filter's size if it was one. */
+void		 close_section(struct parser *);
 
 #endif
