@@ -1,9 +1,11 @@
 /*
- * config_parser.h - what config.c and config_filter.c share.
+ * config_parser.h - what config.c, config_filter.c and config_reader.c
+ * share.
  *
  * Split by what each part knows: config.c the errors, the values, the
- * [server] keys, the lines as inih reads them, loading and freeing;
- * config_filter.c the [filter.NAME] sections (what a filter's shape is).
+ * [server] keys, loading and freeing; config_filter.c the [filter.NAME]
+ * sections (what a filter's shape is); config_reader.c the lines as inih
+ * reads them and where each key goes.
  *
  * Nothing else includes it: config.h is the interface.
  */
@@ -112,6 +114,7 @@ struct key_def {
 };
 
 /* The keys of each section, indexed by enum server_key and filter_key. */
+extern const struct key_def server_keys[SK_COUNT];	/* config.c */
 extern const struct key_def filter_keys[FK_COUNT];	/* config_filter.c */
 
 /* ---- config.c: errors and values ---- */
@@ -156,5 +159,10 @@ int		 parse_growth(struct parser *, const char *key, const char *v,
 void		 open_filter(struct parser *, const char *name, size_t len);
 /* The end of any section: checks a filter's size if it was one. */
 void		 close_section(struct parser *);
+
+/* ---- config_reader.c: inih's side ---- */
+
+/* Runs inih over p->fp or p->text: ini_parse_stream's result. */
+int		 config_read(struct parser *);
 
 #endif
