@@ -1,0 +1,136 @@
+/*
+ * dump.h - a filter as a sequence of chunks: what BF.SCANDUMP sends and
+ * BF.LOADCHUNK takes back, seend's own versioned format (INTERFACE.md,
+ * "Moving, copying and merging filters"; seend(8), DUMP FORMAT).
+ *
+ * A dump is one header chunk (index 0) and then the bits chunks (1..n-1):
+ * every byte of every slice's bit array, slices oldest first, in order,
+ * each chunk at most DUMP_CHUNK_MAX bytes with its header. Every chunk
+ * carries its own position and checksum, so a loader refuses a damaged,
+ * truncated, reordered, missing or foreign (another dump's) chunk as it
+ * arrives, not at the end.
+ *
+ * Chunk layout (all integers little-endian):
+ *
+ *   off  size  field
+ *     0     8  magic "SEENDDMP"
+ *     8     4  format version (1)
+ *    12     4  kind: 1 header, 2 bits
+ *    16     8  dump id: random, non-zero, the same in every chunk of a dump
+ *    24     4  chunk index: 0 the header chunk, then 1, 2, ...
+ *    28     4  chunk count: of the whole dump, header chunk included
+ *    32     8  offset: bits chunks: of their first byte in the slices'
+ *              arrays laid end to end; header chunk: 0
+ *    40     8  payload length (after this 64-byte header)
+ *    48     8  XXH3-64 (seed 0) of bytes 0..47 of this header and then
+ *              the payload
+ *    56     8  reserved, zero
+ *    64     -  payload
+ *
+ * Header chunk payload:
+ *
+ *     0     4  layout (BLOOM_LAYOUT_SPLIT512)
+ *     4     4  nslices (1 to SNAPSHOT_MAX_SLICES)
+ *     8     4  growth (0 = off)
+ *    12     4  normalize (0 off, 1 standard)
+ *    16     8  hash seed (one for every slice)
+ *    24     8  capacity (the filter's, for new slices)
+ *    32     8  error_rate (the filter's, IEEE-754 double)
+ *    40     8  count of keys in all slices (at the dump's start)
+ *    48     8  expire window in milliseconds (0 = never)
+ *    56     8  creation time (Unix seconds) of the dump
+ *    64     8  total bytes of the slices' arrays
+ *    72    56  reserved, zero
+ *   128  64*n  one entry per slice, oldest first, as in a snapshot
+ *              (snapshot.h): +0 nblocks, +8 hashes (u32), +12 reserved,
+ *              +16 capacity, +24 error_rate (double), +32 count,
+ *              +40 bits set, +48 start of its period (Unix ms, signed),
+ *              +56 reserved
+ *
+ * Bits chunks follow in order: chunk i starts where chunk i-1 ended, the
+ * last ends at the total; every chunk but the last has the same payload
+ * size. An image is what the slices held when the dump started: the
+ * counts are taken then, and since a slice's bits only go from 0 to 1,
+ * a chunk read later holds at least the bits of every key acknowledged
+ * before the dump began (the same argument as a snapshot's, saver.c).
+ */
+#ifndef SEEND_DUMP_H
+#define SEEND_DUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bloom.h"
+#include "snapshot.h"
+
+#define DUMP_MAGIC		"SEENDDMP"
+#define DUMP_VERSION		1
+#define DUMP_KIND_HEADER	1
+#define DUMP_KIND_BITS		2
+#define DUMP_CHUNK_HEADER	64
+/* A whole chunk, header included: the most BF.LOADCHUNK takes. */
+#define DUMP_CHUNK_MAX		(16u << 20)
+#define DUMP_HEADER_FIXED	128
+#define DUMP_SLICE_ENTRY	64
+
+/* What a dump says of its filter, and its slices. */
+struct dump_image {
+	uint64_t		 seed;
+	uint64_t		 capacity;
+	double			 error_rate;
+	uint32_t		 growth;
+	int			 normalize;
+	uint64_t		 expire_ms;
+	uint64_t		 count;		/* sum of the slices' counts */
+	uint64_t		 created;
+	uint32_t		 nslices;
+	/* writing: bloom points at the live arrays (the caller holds
+	 * them: slice_ref), count and bits_set taken at the start;
+	 * loading: arrays allocated by dump_load_start */
+	struct snapshot_slice	*slices;
+};
+
+/* ---- writing ---- */
+
+/* Total bytes of the image's arrays. */
+uint64_t	dump_bits_bytes(const struct dump_image *);
+/* How many chunks the image makes, header chunk included, with bits
+ * chunks of at most chunk_payload bytes each (0: the largest that fits
+ * DUMP_CHUNK_MAX). */
+uint32_t	dump_chunk_count(const struct dump_image *, size_t chunk_payload);
+/*
+ * Writes chunk index (0 .. dump_chunk_count - 1) of the image into out,
+ * which must hold DUMP_CHUNK_MAX bytes; returns its length. The bits
+ * are read from the live arrays now.
+ */
+size_t		dump_chunk(const struct dump_image *, uint64_t id,
+		    size_t chunk_payload, uint32_t index, unsigned char *out);
+
+/* ---- loading ---- */
+
+struct dump_load;
+
+/*
+ * Starts a load from the header chunk (index 0): checks it whole (magic,
+ * version, kind, index, checksum, lengths, every field in range, the
+ * slice table adding up to the total) and allocates the slices' arrays.
+ * Returns the load, or NULL with a message in err ("bad dump chunk: ...").
+ */
+struct dump_load *dump_load_start(const void *chunk, size_t len, char *err,
+		    size_t errlen);
+/*
+ * Takes the next bits chunk: it must be of this dump (id), the next index
+ * and offset, within the total, and its checksum right; its bytes are
+ * copied into the arrays. Returns 1 when this was the last chunk, 0 when
+ * more are due, -1 with a message in err (the load is then unusable: the
+ * caller frees it).
+ */
+int		 dump_load_add(struct dump_load *, const void *chunk, size_t len,
+		    char *err, size_t errlen);
+/* The image being loaded (complete once dump_load_add returned 1); its
+ * slices may be taken: set image->slices to NULL before dump_load_free
+ * to keep them (the taker frees them with snapshot_slices_free). */
+struct dump_image *dump_load_image(struct dump_load *);
+void		 dump_load_free(struct dump_load *);
+
+#endif
