@@ -330,6 +330,15 @@ filter_retry(struct filter *f)
 	    f->name, f->nslices, (unsigned long long)filter_bytes(f));
 }
 
+/* When the oldest slice expires (INT64_MAX: never, or no slice). */
+static void
+set_drop_at(struct filter *f)
+{
+	f->drop_at_ms = f->nslices && f->expire_ms > 0 ?
+	    f->slices[0]->start_ms + period_ms(f) * FILTER_LIVE_PERIODS :
+	    INT64_MAX;
+}
+
 /* Drops the slices whose period started FILTER_LIVE_PERIODS ago. */
 void
 filter_expire(struct filter *f, int64_t now)
@@ -357,8 +366,7 @@ filter_expire(struct filter *f, int64_t now)
 		f->warned = 0;
 		refresh(f);
 	}
-	f->drop_at_ms = f->nslices ? f->slices[0]->start_ms + live :
-	    INT64_MAX;
+	set_drop_at(f);
 }
 
 /* The slice that takes a key at time t: a new period opens one. */
@@ -642,6 +650,10 @@ filter_open(const char *name, const struct filter_shape *shape,
 	/* the file's settings are the filter's until the config's apply */
 	f->growth = info.growth;
 	f->expire_ms = (int64_t)info.expire_ms;
+	/* the oldest slice's drop time from its own period start: left
+	 * unset, it was set only by the next period's first key, and a
+	 * restart postponed every recrawl the window promised */
+	set_drop_at(f);
 	f->loaded_at = time(NULL);
 	f->last_save = (time_t)info.created;
 	f->last_save_ok = 1;
@@ -713,8 +725,7 @@ filter_reconfigure(struct filter *f, const struct filter_shape *shape,
 	f->error_rate = shape->error_rate;
 	f->growth = shape->growth;
 	f->expire_ms = expire;
-	f->drop_at_ms = f->nslices && expire > 0 ? f->slices[0]->start_ms +
-	    period_ms(f) * FILTER_LIVE_PERIODS : INT64_MAX;
+	set_drop_at(f);
 	f->reshapes++;
 	/* growth turned on frees a full filter; turned off, the head takes
 	 * what it has room for */

@@ -191,6 +191,36 @@ expire = %ds
 
 
 @test
+def a_restart_does_not_postpone_forgetting_even_with_no_other_key(t):
+    # the oldest slice's drop time comes from its own period start at
+    # load: before, it was set by the next period's first new key only,
+    # so with nothing else arriving a key outlived its window
+    window = 3 if not WRAPPER else 12
+    filters = """
+[filter.default]
+capacity = 1000
+error_rate = 0.01
+expire = %ds
+""" % window
+    s = Server(t, filters=filters).start()
+    c = s.client()
+    t.eq(c.cmd("SEEN https://a/page"), "0", "first time: new")
+    t0 = time.time()
+    time.sleep(window / 6)
+    t.eq(s.stop(), 0, "SIGTERM saves and exits 0")
+    s.start()
+    c = s.client()
+    t.eq(c.cmd("CHECK https://a/page"), "1", "seen after the restart")
+    while time.time() < t0 + window * 9 / 8 + 0.025:
+        time.sleep(0.02)
+    t.eq(c.cmd("CHECK https://a/page"), "0",
+         "CHECK: forgotten by 9/8 of the window (%.2f s), nothing else "
+         "sent" % (time.time() - t0))
+    t.eq(c.cmd("SEEN https://a/page"), "0", "SEEN: new again")
+    s.stop()
+
+
+@test
 def estimate_tracks_the_measured_rate_as_a_fixed_filter_fills(t):
     cap = n(20000)
     probes = n(40000)
