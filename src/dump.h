@@ -30,7 +30,8 @@
  * Header chunk payload:
  *
  *     0     4  layout (BLOOM_LAYOUT_SPLIT512)
- *     4     4  nslices (1 to SNAPSHOT_MAX_SLICES)
+ *     4     4  nslices (0 to SNAPSHOT_MAX_SLICES; 0: an empty window,
+ *              whose dump is its header chunk alone)
  *     8     4  growth (0 = off)
  *    12     4  normalize (0 off, 1 standard)
  *    16     8  hash seed (one for every slice)
@@ -95,14 +96,23 @@ struct dump_image {
 /* Total bytes of the image's arrays. */
 uint64_t	dump_bits_bytes(const struct dump_image *);
 /* How many chunks the image makes, header chunk included, with bits
- * chunks of at most chunk_payload bytes each (0: the largest that fits
- * DUMP_CHUNK_MAX). */
+ * chunks of at most chunk_payload bytes each (0, or more than fits: the
+ * largest that fits DUMP_CHUNK_MAX). 0 when the image cannot be dumped:
+ * no slices (nothing would end the load), more than SNAPSHOT_MAX_SLICES,
+ * no bytes, or UINT32_MAX chunks or more (tiny chunks of a huge filter). */
 uint32_t	dump_chunk_count(const struct dump_image *, size_t chunk_payload);
 /*
  * Writes chunk index (0 .. dump_chunk_count - 1) of the image into out,
- * which must hold DUMP_CHUNK_MAX bytes; returns its length. The bits
- * are read from the live arrays now.
+ * which must hold DUMP_CHUNK_MAX bytes; returns its length, or 0 if index
+ * is past the count, id is 0 or the image cannot be dumped. The bits
+ * are read from the live arrays now. The header chunk's count is the sum
+ * of the slices' (image->count is not read); its creation time is
+ * image->created as the caller set it.
  */
+/* The length of chunk index, header included (0: no such chunk), so that
+ * a reply can announce it before dump_chunk writes it in place. */
+size_t		dump_chunk_len(const struct dump_image *, size_t chunk_payload,
+		    uint32_t index);
 size_t		dump_chunk(const struct dump_image *, uint64_t id,
 		    size_t chunk_payload, uint32_t index, unsigned char *out);
 
@@ -113,11 +123,16 @@ struct dump_load;
 /*
  * Starts a load from the header chunk (index 0): checks it whole (magic,
  * version, kind, index, checksum, lengths, every field in range, the
- * slice table adding up to the total) and allocates the slices' arrays.
- * Returns the load, or NULL with a message in err ("bad dump chunk: ...").
+ * slice table adding up to the total) and allocates the slices' arrays,
+ * unless they need more than max_bytes (0: no bound; max_memory's room).
+ * Returns the load, or NULL with a message in err ("bad dump chunk: ...",
+ * or the size refused). A dump of no slice (an empty window) is complete
+ * with its header chunk: see dump_load_complete.
  */
-struct dump_load *dump_load_start(const void *chunk, size_t len, char *err,
-		    size_t errlen);
+struct dump_load *dump_load_start(const void *chunk, size_t len,
+		    uint64_t max_bytes, char *err, size_t errlen);
+/* 1 once every chunk of the dump is in. */
+int		 dump_load_complete(const struct dump_load *);
 /*
  * Takes the next bits chunk: it must be of this dump (id), the next index
  * and offset, within the total, and its checksum right; its bytes are
@@ -129,7 +144,10 @@ int		 dump_load_add(struct dump_load *, const void *chunk, size_t len,
 		    char *err, size_t errlen);
 /* The image being loaded (complete once dump_load_add returned 1); its
  * slices may be taken: set image->slices to NULL before dump_load_free
- * to keep them (the taker frees them with snapshot_slices_free). */
+ * to keep them (the taker frees them with snapshot_slices_free). Each
+ * slice's bloom.count is its count; bloom.bits_set counts the bits that
+ * arrived (a dump read while keys were added holds more than its
+ * table's bits set, which stays in the slice's bits_set). */
 struct dump_image *dump_load_image(struct dump_load *);
 void		 dump_load_free(struct dump_load *);
 

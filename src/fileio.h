@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 static inline void
@@ -55,6 +56,25 @@ get_le64(const unsigned char *p)
 	for (int i = 7; i >= 0; i--)
 		v = (v << 8) | p[i];
 	return v;
+}
+
+/* A double's IEEE-754 bits, for put_le64, and back (file formats). */
+static inline uint64_t
+double_bits(double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+static inline double
+bits_double(uint64_t v)
+{
+	double d;
+
+	memcpy(&d, &v, sizeof(d));
+	return d;
 }
 
 /*

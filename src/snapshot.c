@@ -68,24 +68,6 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 
 uint64_t snapshot_fault_write_limit;
 
-static uint64_t
-double_bits(double d)
-{
-	uint64_t v;
-
-	memcpy(&v, &d, sizeof(v));
-	return v;
-}
-
-static double
-bits_double(uint64_t v)
-{
-	double d;
-
-	memcpy(&d, &v, sizeof(d));
-	return d;
-}
-
 static void
 encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
     const struct snapshot_header *h)
