@@ -36,8 +36,6 @@
  * so the largest EXPANSION a filter created here can have. */
 #define MAX_EXPANSION	1024
 
-#define WRONGTYPE_TEXT \
-	"WRONGTYPE Operation against a key holding the wrong kind of value"
 #define FULL_TEXT	"non scaling filter is full"
 
 /* ------------------------------------------------------------------ */
@@ -88,8 +86,6 @@ arg_index(const struct op *op, const char *word)
 /* Filters as RedisBloom's keys                                        */
 /* ------------------------------------------------------------------ */
 
-enum bf_status { BF_FOUND, BF_MISSING, BF_WRONGTYPE };
-
 /*
  * 1 if f is a Bloom filter. Every filter is one today; when cuckoo filters
  * (type = cuckoo, CF.*) share the names, this is where BF.* tells them
@@ -104,10 +100,8 @@ is_bloom(const struct filter *f)
 	return 1;
 }
 
-/* The filter named by argv[1] (URL keys are another namespace: a name
- * is only ever a filter). */
-static enum bf_status
-bf_lookup(struct session *s, struct op *op, struct filter **fp)
+enum bf_status
+command_bf_lookup(struct session *s, struct op *op, struct filter **fp)
 {
 	*fp = registry_find(s->core->reg, op->argv[1], op->argl[1]);
 	if (*fp == NULL)
@@ -146,7 +140,7 @@ bf_target(struct session *s, struct op *op, struct result *r)
 {
 	struct filter *f;
 
-	switch (bf_lookup(s, op, &f)) {
+	switch (command_bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		return f;
 	case BF_WRONGTYPE:
@@ -302,7 +296,7 @@ cmd_bf_reserve(struct session *s, struct op *op, struct result *r)
 			return;
 		}
 	}
-	switch (bf_lookup(s, op, &f)) {
+	switch (command_bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		result_error(r, "ERR", "item exists");
 		return;
@@ -351,7 +345,7 @@ cmd_bf_exists(struct session *s, struct op *op, struct result *r)
 	int		 hit = 0;
 
 	/* RedisBloom answers 0 for a key of another type too */
-	if (bf_lookup(s, op, &f) == BF_FOUND)
+	if (command_bf_lookup(s, op, &f) == BF_FOUND)
 		hit = command_dedup_key(s, f, op->argv[2], op->argl[2], 1, r);
 	result_bool(r, hit);
 }
@@ -363,7 +357,7 @@ cmd_bf_mexists(struct session *s, struct op *op, struct result *r)
 	struct filter	*f;
 	size_t		 n = (size_t)(op->argc - 2);
 	uint8_t		*a;
-	int		 found = bf_lookup(s, op, &f) == BF_FOUND;
+	int		 found = command_bf_lookup(s, op, &f) == BF_FOUND;
 
 	if ((a = result_answers(r, n)) == NULL) {
 		result_error(r, "ERR", "out of memory");
@@ -445,7 +439,7 @@ cmd_bf_insert(struct session *s, struct op *op, struct result *r)
 		result_bare(r, "Bad argument received");
 		return;
 	}
-	switch (bf_lookup(s, op, &f)) {
+	switch (command_bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		break;
 	case BF_WRONGTYPE:
@@ -520,7 +514,7 @@ cmd_bf_info(struct session *s, struct op *op, struct result *r)
 	long long	 v[5];
 	int		 one = -1, from = 0, to = 5;
 
-	switch (bf_lookup(s, op, &f)) {
+	switch (command_bf_lookup(s, op, &f)) {
 	case BF_FOUND:
 		break;
 	case BF_WRONGTYPE:

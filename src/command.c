@@ -68,6 +68,10 @@ static const struct command commands[] = {
 	{ "BF.RESERVE",	"bf.reserve", CMD_COUNT, 3, 6, RESP, 0,
 	    cmd_bf_reserve },
 	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info },
+	{ "BF.SCANDUMP", "bf.scandump", CMD_COUNT, 2, 2, RESP, 0,
+	    cmd_bf_scandump },
+	{ "BF.LOADCHUNK", "bf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
+	    cmd_bf_loadchunk },
 	{ "DEL",	"del",	CMD_COUNT,	1, -1, RESP, 0, cmd_del },
 	{ "UNLINK",	"unlink", CMD_COUNT,	1, -1, RESP, 0, cmd_del },
 	{ "TYPE",	"type",	CMD_COUNT,	1, 1, RESP, 0, cmd_type },
@@ -102,6 +106,21 @@ command_table(size_t *n)
 {
 	*n = NCOMMANDS;
 	return commands;
+}
+
+void
+command_session_end(struct session *s)
+{
+	cmd_dump_session_end(s);
+	free(s->name);
+	s->name = NULL;
+}
+
+void
+command_tick(struct core *core, time_t now)
+{
+	(void)core;
+	cmd_dump_tick(now);
 }
 
 const char *

@@ -23,6 +23,7 @@
 #define SEEND_COMMAND_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "buf.h"
 #include "proto.h"
@@ -31,6 +32,7 @@
 #include "stats.h"
 
 struct session;
+struct core;
 struct filter;
 struct command;
 struct save_wait;
@@ -92,6 +94,12 @@ int		command_run_resp_simple(struct session *, struct buf *in,
  * 256: 61.
  */
 #define COMMAND_SIMPLE_BATCH	64
+/* A session ends (its connection closed): what it held goes (its name,
+ * a BF.LOADCHUNK in progress). */
+void		command_session_end(struct session *);
+/* Once a second: dumps no client has asked for in a minute are dropped
+ * (BF.SCANDUMP holds its filter's slices until its last chunk). */
+void		command_tick(struct core *, time_t now);
 /* The name of a command id, for INFO. */
 const char	*command_name(enum cmd_id);
 

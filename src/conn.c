@@ -19,6 +19,7 @@
 #include "config.h"
 #include "filter.h"
 #include "conn.h"
+#include "dump.h"
 #include "log.h"
 #include "proto.h"
 #include "resp.h"
@@ -163,7 +164,7 @@ conn_close(struct conn *c, const char *why)
 	close(c->fd);
 	buf_free(&c->in);
 	buf_free(&c->out);
-	free(c->s.name);
+	command_session_end(&c->s);
 	free(c);
 }
 
@@ -259,6 +260,7 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 	if (r->kind == RESULT_WAIT) {
 		c->wait = r->wait;
 		c->wait->owner = c;
+		c->wait_proto = proto;
 	}
 	return c->quitting || c->wait != NULL;
 }
@@ -287,6 +289,7 @@ resp_limits_for(const struct conn *c, struct resp_limits *lim)
 	lim->max_request = resp_max_request(c);
 	lim->max_args = RESP_MAX_ARGS;
 	lim->unauth = !c->s.authed;
+	lim->max_chunk = DUMP_CHUNK_MAX;
 }
 
 /*
@@ -468,11 +471,22 @@ read_input(struct conn *c)
 	/* a RESP request is held whole: resp_parse never asks for more */
 	if (resp_next(c))
 		bound = resp_max_request(c) + RESP_LINE_MAX + 2 + READ_CHUNK;
+	/* a BF.LOADCHUNK the parser has seen announce its chunk: the
+	 * request is held whole, up to DUMP_CHUNK_MAX more */
+	if (resp_next(c) && c->resp_need + READ_CHUNK > bound)
+		bound = c->resp_need + READ_CHUNK;
 	ssize_t	n;
 
 	if (used >= bound) {
 		set_reading(c, 0);
 		return 0;
+	}
+	/* a big request announced (a dump's chunk): room for all of it at
+	 * once, not a doubling (and a copy) per read */
+	if (c->resp_need > used + READ_CHUNK && c->resp_need <= bound &&
+	    buf_reserve(&c->in, c->resp_need - used) == -1) {
+		conn_close(c, "out of memory");
+		return -1;
 	}
 	if (buf_reserve(&c->in, READ_CHUNK) == -1) {
 		conn_close(c, "out of memory");
@@ -768,9 +782,14 @@ void
 conn_save_done(struct conn *c, int ok, const char *err)
 {
 	c->wait = NULL;
-	if (ok)
+	if (ok && c->wait_proto == COMMAND_RESP)
+		buf_append(&c->out, "+OK\r\n", 5);
+	else if (ok)
 		buf_append(&c->out, "OK\r\n", 4);
-	else
+	else if (c->wait_proto == COMMAND_RESP) {
+		c->set->core->stats.errors++;
+		resp_add_errorf(&c->out, "ERR", "%s", err);
+	} else
 		reply_error(c, err);
 	conn_kick(c);
 }

@@ -51,6 +51,7 @@ struct conn {
 	size_t		 resp_need;	/* a partial RESP request needs this
 					 * many bytes of input at least */
 	struct save_wait *wait;		/* a SAVE it is waiting on */
+	int		 wait_proto;	/* the protocol its reply is due in */
 	uint64_t	 last_active;	/* conn_clock_ms() of the last read or write */
 	struct conn	*prev, *next;
 	/* with a journal, replies leave at the end of the loop turn that

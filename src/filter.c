@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dump.h"
 #include "filter.h"
 #include "log.h"
 #include "snapshot.h"
@@ -615,30 +616,22 @@ adopt(struct filter *f, const struct snapshot_info *info,
 	return 0;
 }
 
-struct filter *
-filter_open(const char *name, const struct filter_shape *shape,
-    const char *dir, char *err, size_t errlen)
+/*
+ * A filter holding slices ss as info describes them (a snapshot's or a
+ * dump's), then taking shape's settings as a reload would. Returns it, or
+ * NULL with a message; ss is freed either way.
+ */
+static struct filter *
+filter_from_slices(const char *name, const struct filter_shape *shape,
+    const struct snapshot_info *info, struct snapshot_slice *ss, char *err,
+    size_t errlen)
 {
-	struct filter		*f;
-	struct snapshot_info	 info;
-	struct snapshot_slice	*ss = NULL;
-	char			 path[PATH_MAX], msg[512];
-	int			 r;
+	struct filter	*f;
+	char		 msg[512];
 
-	if (snapshot_path(path, sizeof(path), dir, name) == -1) {
-		snprintf(err, errlen, "filter %s: data_dir path too long",
-		    name);
-		return NULL;
-	}
-	r = snapshot_load_slices(path, shape->capacity, shape->error_rate,
-	    &info, &ss, err, errlen);
-	if (r == -1)
-		return NULL;
-	if (r == 0)
-		return filter_create(name, shape, err, errlen);
 	if ((f = filter_alloc(name, shape)) == NULL ||
-	    adopt(f, &info, ss, err, errlen) == -1) {
-		snapshot_slices_free(ss, info.nslices);
+	    adopt(f, info, ss, err, errlen) == -1) {
+		snapshot_slices_free(ss, info->nslices);
 		if (f != NULL)
 			filter_unref(f);
 		else
@@ -646,16 +639,16 @@ filter_open(const char *name, const struct filter_shape *shape,
 			    name);
 		return NULL;
 	}
-	snapshot_slices_free(ss, info.nslices);
+	snapshot_slices_free(ss, info->nslices);
 	/* the file's settings are the filter's until the config's apply */
-	f->growth = info.growth;
-	f->expire_ms = (int64_t)info.expire_ms;
+	f->growth = info->growth;
+	f->expire_ms = (int64_t)info->expire_ms;
 	/* the oldest slice's drop time from its own period start: left
 	 * unset, it was set only by the next period's first key, and a
 	 * restart postponed every recrawl the window promised */
 	set_drop_at(f);
 	f->loaded_at = time(NULL);
-	f->last_save = (time_t)info.created;
+	f->last_save = (time_t)info->created;
 	f->last_save_ok = 1;
 	f->reshapes = 0;
 	filter_reconfigure(f, shape, msg, sizeof(msg));
@@ -670,6 +663,67 @@ filter_open(const char *name, const struct filter_shape *shape,
 	    f->head->start_ms >= period_start(f, now_ms())))
 		filter_head_filled(f);
 	f->saved = filter_mutations(f);
+	return f;
+}
+
+struct filter *
+filter_open(const char *name, const struct filter_shape *shape,
+    const char *dir, char *err, size_t errlen)
+{
+	struct snapshot_info	 info;
+	struct snapshot_slice	*ss = NULL;
+	char			 path[PATH_MAX];
+	int			 r;
+
+	if (snapshot_path(path, sizeof(path), dir, name) == -1) {
+		snprintf(err, errlen, "filter %s: data_dir path too long",
+		    name);
+		return NULL;
+	}
+	r = snapshot_load_slices(path, shape->capacity, shape->error_rate,
+	    &info, &ss, err, errlen);
+	if (r == -1)
+		return NULL;
+	if (r == 0)
+		return filter_create(name, shape, err, errlen);
+	return filter_from_slices(name, shape, &info, ss, err, errlen);
+}
+
+struct filter *
+filter_from_dump(const char *name, struct dump_image *img, char *err,
+    size_t errlen)
+{
+	struct snapshot_info	 info;
+	struct filter_shape	 shape;
+	struct filter		*f;
+
+	memset(&info, 0, sizeof(info));
+	info.nslices = img->nslices;
+	info.growth = img->growth;
+	info.expire_ms = img->expire_ms;
+	info.seed = img->seed;
+	info.capacity = img->capacity;
+	info.error_rate = img->error_rate;
+	info.count = img->count;
+	info.created = img->created;
+	memset(&shape, 0, sizeof(shape));
+	shape.capacity = img->capacity;
+	shape.error_rate = img->error_rate;
+	shape.growth = img->growth;
+	/* a window's own length: the config's whole seconds do not apply */
+	shape.expire = img->expire_ms / 1000;
+	shape.normalize = img->normalize ? FILTER_NORMALIZE_STANDARD :
+	    FILTER_NORMALIZE_OFF;
+	f = filter_from_slices(name, &shape, &info, img->slices, err, errlen);
+	img->slices = NULL;
+	if (f == NULL)
+		return NULL;
+	f->expire_ms = (int64_t)img->expire_ms;
+	set_drop_at(f);
+	/* no file holds it yet: it owes its first snapshot */
+	f->last_save = 0;
+	f->last_save_ok = -1;
+	f->reshapes = 1;
 	return f;
 }
 

@@ -164,6 +164,16 @@ extern uint64_t	 filter_memory_limit;
  */
 struct filter	*filter_open(const char *name, const struct filter_shape *,
 		    const char *dir, char *err, size_t errlen);
+struct dump_image;
+/*
+ * The filter name holding a loaded dump's slices (BF.LOADCHUNK), with
+ * every property the dump carries (seed, growth, window and its slices'
+ * period starts, normalize, capacity and error_rate for new slices). The
+ * slices are taken (img->slices becomes NULL) whatever happens. The new
+ * filter owes its first snapshot. NULL with a message in err.
+ */
+struct filter	*filter_from_dump(const char *name, struct dump_image *img,
+		    char *err, size_t errlen);
 /*
  * Gives a filter that holds no key and was not loaded from a snapshot the
  * hash seed its journalled keys were hashed with. Returns 0, or -1 if it

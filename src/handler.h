@@ -8,6 +8,7 @@
  *   cmd_keys.c        URL keys and set members: SETNX SET GET MGET EXISTS
  *                     SADD SISMEMBER SMISMEMBER SCARD
  *   cmd_bloom.c       RedisBloom's BF.*
+ *   cmd_dump.c        moving a filter: BF.SCANDUMP BF.LOADCHUNK
  *   cmd_keyspace.c    filters as keys: DEL UNLINK TYPE KEYS SCAN EXPIRE...
  *                     and the line protocol's RESET
  *   cmd_info.c        INFO FILTERS SAVE DBSIZE
@@ -18,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "command.h"
 #include "result.h"
@@ -73,6 +75,12 @@ void	cmd_bf_mexists(struct session *, struct op *, struct result *);
 void	cmd_bf_reserve(struct session *, struct op *, struct result *);
 void	cmd_bf_insert(struct session *, struct op *, struct result *);
 void	cmd_bf_info(struct session *, struct op *, struct result *);
+/* cmd_dump.c */
+void	cmd_bf_scandump(struct session *, struct op *, struct result *);
+void	cmd_bf_loadchunk(struct session *, struct op *, struct result *);
+/* drops dumps idle for a minute; a session's load in progress */
+void	cmd_dump_tick(time_t now);
+void	cmd_dump_session_end(struct session *);
 /* cmd_keyspace.c */
 void	cmd_del(struct session *, struct op *, struct result *);	/* DEL UNLINK */
 void	cmd_reset(struct session *, struct op *, struct result *);
@@ -109,6 +117,13 @@ void		 command_no_route(struct session *, struct result *r);
  * NULL: missing, with r set if that is an error. */
 struct filter	*command_named_filter(struct session *, struct op *, int create,
 		    struct result *r);
+/* The Bloom filter named by argv[1] (URL keys are another namespace: a
+ * name is only ever a filter), in *fp when found (cmd_bloom.c). */
+enum bf_status { BF_FOUND, BF_MISSING, BF_WRONGTYPE };
+#define WRONGTYPE_TEXT \
+	"WRONGTYPE Operation against a key holding the wrong kind of value"
+enum bf_status	 command_bf_lookup(struct session *, struct op *,
+		    struct filter **fp);
 /* Numbers as Redis and RedisBloom read them (integers as string2ll:
  * the whole text, no '+', spaces or leading zeros): 0, or -1. */
 int		 command_arg_double(const char *s, size_t len, double *v);

@@ -367,6 +367,30 @@ runtime_add(struct registry *reg, const struct config *cfg, const char *name,
 	return f;
 }
 
+int
+registry_adopt(struct registry *reg, const struct config *cfg,
+    struct filter *f, char *err, size_t errlen)
+{
+	if (!registry_valid_name(f->name, f->namelen)) {
+		snprintf(err, errlen, "bad filter name");
+		return -1;
+	}
+	if (registry_find(reg, f->name, f->namelen) != NULL) {
+		snprintf(err, errlen, "item exists");
+		return -1;
+	}
+	if (reg->nfilters >= cfg->max_filters) {
+		snprintf(err, errlen, "max_filters (%u) reached", cfg->max_filters);
+		return -1;
+	}
+	if (registry_append(reg, f) == -1) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	f->runtime = 1;
+	return 0;
+}
+
 struct filter *
 registry_create(struct registry *reg, const struct config *cfg,
     const char *name, size_t len, uint64_t capacity, double error_rate,

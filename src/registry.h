@@ -85,6 +85,11 @@ struct filter	*registry_create(struct registry *, const struct config *,
 		    const char *name, size_t len, uint64_t capacity,
 		    double error_rate, unsigned growth, char *err,
 		    size_t errlen);
+/* Adds f (made elsewhere: BF.LOADCHUNK) as a runtime filter; reg takes
+ * its reference. -1 with a message (a bad name, the name taken,
+ * max_filters): f is then the caller's still. */
+int		 registry_adopt(struct registry *, const struct config *,
+		    struct filter *, char *err, size_t errlen);
 /* Takes a runtime filter out of reg (the caller drops its reference and
  * files). */
 void		 registry_remove(struct registry *, struct filter *);

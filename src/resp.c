@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "resp.h"
 
@@ -169,7 +170,8 @@ enum resp_status
 resp_parse(const char *p, size_t len, const struct resp_limits *lim,
     struct resp_request *req)
 {
-	size_t		 pos, eol, body;
+	size_t		 pos, eol, body, max_request = lim->max_request;
+	size_t		 max_bulk = lim->max_bulk;
 	long long	 n, l, i;
 	int		 num = 0;
 
@@ -218,16 +220,16 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		case LINE_OK:
 			break;
 		}
-		if (!num || l < 0 ||
-		    (unsigned long long)l > lim->max_bulk)
+		if (!num || l < 0 || (unsigned long long)l >
+		    (i == 3 ? max_bulk : lim->max_bulk))
 			return fail(req, "invalid bulk length");
 		if (l > RESP_UNAUTH_BULK && lim->unauth)
 			return fail(req, "unauthenticated bulk length");
 		body = eol + 2;
 		/* the body, its CR LF and the smallest arguments after it */
-		if (!fits(body, 0, lim->max_request) ||
-		    (size_t)l + 2 > lim->max_request - body ||
-		    !fits(body + (size_t)l + 2, n - i - 1, lim->max_request))
+		if (!fits(body, 0, max_request) ||
+		    (size_t)l + 2 > max_request - body ||
+		    !fits(body + (size_t)l + 2, n - i - 1, max_request))
 			return fail(req, "too big request");
 		pos = body + (size_t)l + 2;
 		if (pos > len)
@@ -237,6 +239,12 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		if (i < lim->max_args) {
 			req->argv[i] = p + body;
 			req->argl[i] = (size_t)l;
+		}
+		/* a dump's chunk is one argument bigger than any key */
+		if (i == 0 && n == 4 && lim->max_chunk > 0 && l == 12 &&
+		    strncasecmp(p + body, "BF.LOADCHUNK", 12) == 0) {
+			max_bulk = lim->max_chunk;
+			max_request = lim->max_request + lim->max_chunk;
 		}
 	}
 	req->argc = (int)n;

@@ -22,6 +22,7 @@
 
 #include <event2/event.h>
 
+#include "command.h"
 #include "config.h"
 #include "conn.h"
 #include "keyspace.h"
@@ -493,6 +494,8 @@ server_tick(struct server *srv)
 	}
 	/* runtime filters whose EXPIRE deadline has come are dropped */
 	keyspace_expire_due(core, filter_now_ms);
+	/* and dumps no client asks for any more */
+	command_tick(core, now);
 	conn_sweep(&srv->conns, core->cfg->idle_timeout);
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct core;
+struct dump_load;
 
 struct session {
 	struct core	*core;
@@ -22,6 +23,10 @@ struct session {
 	unsigned	 resp3:1;	/* HELLO 3: RESP replies in RESP3 */
 	unsigned	 journaled:1;	/* its replies of this turn have a 0 */
 	unsigned	 strikes;	/* commands refused before AUTH */
+	/* a BF.LOADCHUNK in progress: invisible until its last chunk, and
+	 * dropped with the session (command_session_end) */
+	struct dump_load *load;
+	char		 load_name[65];
 };
 
 #endif

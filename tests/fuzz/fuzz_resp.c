@@ -319,6 +319,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	lim.max_request = (size_t)(data[1] + 1) * 16;
 	lim.max_args = 1 + (data[2] & 0x0f);
 	lim.unauth = data[2] >> 7;
+	/* BF.LOADCHUNK's exemption, small too, on half the inputs */
+	lim.max_chunk = data[2] & 0x40 ? 300 : 0;
 	if (data[0] & 0x80)
 		lim.max_bulk = 20000;	/* over RESP_UNAUTH_BULK */
 	left = size - 3;

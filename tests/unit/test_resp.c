@@ -560,10 +560,54 @@ test_resp3(void)
 	buf_free(&d);
 }
 
+/* BF.LOADCHUNK's data argument may pass max_bulk up to max_chunk. */
+static void
+test_loadchunk_exemption(void)
+{
+	struct resp_limits	 save = lim;
+	struct resp_request	 r;
+	enum resp_status	 st;
+	char			 req[512];
+	int			 n;
+
+	lim.max_chunk = 200;
+	n = snprintf(req, sizeof(req), "*4\r\n$12\r\nbf.LoadChunk\r\n$1\r\n"
+	    "f\r\n$1\r\n1\r\n$150\r\n%0150d\r\n", 7);
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_OK && r.argc == 4 && r.argl[3] == 150,
+	    "BF.LOADCHUNK (any case): its data may pass max_bulk (64) up to "
+	    "max_chunk (200)");
+	n = snprintf(req, sizeof(req), "*4\r\n$12\r\nBF.LOADCHUNK\r\n"
+	    "$1\r\nf\r\n$1\r\n1\r\n$201\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR && strcmp(r.error,
+	    "Protocol error: invalid bulk length") == 0,
+	    "but not past max_chunk, refused before the data comes");
+	n = snprintf(req, sizeof(req), "*4\r\n$12\r\nBF.LOADCHUNK\r\n"
+	    "$100\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "the key is still bound by max_bulk");
+	n = snprintf(req, sizeof(req), "*4\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n"
+	    "$1\r\n1\r\n$150\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "another command's 4th argument is not exempt");
+	n = snprintf(req, sizeof(req), "*5\r\n$12\r\nBF.LOADCHUNK\r\n"
+	    "$1\r\nf\r\n$1\r\n1\r\n$150\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "nor a BF.LOADCHUNK of five arguments");
+	lim.max_chunk = 0;
+	n = snprintf(req, sizeof(req), "*4\r\n$12\r\nBF.LOADCHUNK\r\n"
+	    "$1\r\nf\r\n$1\r\n1\r\n$150\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "max_chunk 0: no exemption");
+	lim = save;
+}
+
 int
 main(void)
 {
 	test_resp3();
+	test_loadchunk_exemption();
 	test_simple();
 	test_pipeline();
 	test_binary();

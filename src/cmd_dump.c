@@ -1,0 +1,393 @@
+/*
+ * cmd_dump.c - moving a filter: BF.SCANDUMP and BF.LOADCHUNK, with
+ * RedisBloom's call pattern over seend's own chunks (dump.h).
+ *
+ * BF.SCANDUMP f 0 captures the filter - a reference on each slice and
+ * its count, as a snapshot job does (saver.c) - and answers the header
+ * chunk; each call with the iterator it got answers the next chunk,
+ * read from the captured slices then; the last is followed by [0, ""].
+ * Every call copies at most DUMP_PAYLOAD bytes, so a filter of any size
+ * dumps without stalling the loop, and keys arriving meanwhile neither
+ * stop the dump nor make it inconsistent (bits only go from 0 to 1 in a
+ * slice, and dropped or reset slices stay held). A dump no client has
+ * asked for in DUMP_IDLE_SECS is dropped (cmd_dump_tick), as is the
+ * oldest idle one when DUMPS_MAX are in progress.
+ *
+ * BF.LOADCHUNK f iter data builds the filter on the session, out of
+ * sight (not in FILTERS, not answering); the first refused chunk drops
+ * the partial load, and so does the connection closing. The last chunk
+ * registers the filter and its reply waits, as SAVE's does, for its
+ * snapshot to be written and fsynced.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bloom.h"
+#include "config.h"
+#include "core.h"
+#include "dump.h"
+#include "filter.h"
+#include "handler.h"
+#include "log.h"
+#include "registry.h"
+#include "resp.h"
+#include "saver.h"
+#include "session.h"
+#include "snapshot.h"
+
+#define DUMPS_MAX	16
+#define DUMP_IDLE_SECS	60
+/* Bytes of bits per chunk: a few milliseconds of copying per call. */
+#define DUMP_PAYLOAD	((4u << 20) - DUMP_CHUNK_HEADER)
+
+/* A dump in progress. The iterator a client gets back names its slot,
+ * the slot's generation (a stale iterator of an earlier dump there is
+ * refused) and the next chunk. */
+struct dump_out {
+	int			 used;
+	uint8_t			 gen;
+	uint64_t		 id;
+	char			 name[FILTER_NAME_MAX + 1];
+	struct slice		**owners;
+	struct dump_image	 img;
+	uint32_t		 nchunks;
+	uint32_t		 next;		/* the chunk the next call sends */
+	time_t			 last;		/* the last call */
+};
+
+static struct dump_out	 dumps[DUMPS_MAX];
+
+static long long
+iter_of(int slot, const struct dump_out *d, uint32_t index)
+{
+	return (long long)(((uint64_t)(slot + 1) << 40) |
+	    ((uint64_t)d->gen << 32) | index);
+}
+
+static void
+dump_release(struct dump_out *d)
+{
+	for (uint32_t i = 0; i < d->img.nslices; i++)
+		slice_unref(d->owners[i]);
+	free(d->owners);
+	free(d->img.slices);
+	d->owners = NULL;
+	d->img.slices = NULL;
+	d->img.nslices = 0;
+	d->used = 0;
+}
+
+void
+cmd_dump_tick(time_t now)
+{
+	for (int i = 0; i < DUMPS_MAX; i++)
+		if (dumps[i].used && now - dumps[i].last >= DUMP_IDLE_SECS) {
+			log_info("filter %s: dump dropped after %d s without "
+			    "a BF.SCANDUMP", dumps[i].name, DUMP_IDLE_SECS);
+			dump_release(&dumps[i]);
+		}
+}
+
+/* A free slot, or the longest idle one's if it is past DUMP_IDLE_SECS;
+ * -1 if every slot is busy. */
+static int
+dump_slot(time_t now)
+{
+	int oldest = -1;
+
+	for (int i = 0; i < DUMPS_MAX; i++) {
+		if (!dumps[i].used)
+			return i;
+		if (oldest < 0 || dumps[i].last < dumps[oldest].last)
+			oldest = i;
+	}
+	if (now - dumps[oldest].last < DUMP_IDLE_SECS)
+		return -1;
+	dump_release(&dumps[oldest]);
+	return oldest;
+}
+
+/* The filter as it is now: each slice held, with its count. */
+static int
+dump_capture(struct dump_out *d, struct filter *f)
+{
+	size_t n = f->nslices;
+
+	memset(&d->img, 0, sizeof(d->img));
+	d->owners = calloc(n ? n : 1, sizeof(*d->owners));
+	d->img.slices = calloc(n ? n : 1, sizeof(*d->img.slices));
+	if (d->owners == NULL || d->img.slices == NULL) {
+		free(d->owners);
+		free(d->img.slices);
+		return -1;
+	}
+	d->img.seed = f->seed;
+	d->img.capacity = f->capacity;
+	d->img.error_rate = f->error_rate;
+	d->img.growth = f->growth;
+	d->img.normalize = f->normalize;
+	d->img.expire_ms = (uint64_t)f->expire_ms;
+	d->img.created = (uint64_t)time(NULL);
+	d->img.nslices = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		struct slice		*s = f->slices[i];
+		struct snapshot_slice	*ss = &d->img.slices[i];
+
+		slice_ref(s);
+		d->owners[i] = s;
+		ss->bloom = s->bloom;
+		ss->capacity = s->capacity;
+		ss->error_rate = s->error_rate;
+		ss->start_ms = s->start_ms;
+		ss->count = s->bloom.count;
+		ss->bits_set = s->bloom.bits_set;
+		d->img.count += ss->count;
+	}
+	return 0;
+}
+
+/* [iter, chunk] in result_buf, the chunk written in place: one copy
+ * of the bits here, one into the connection's output. */
+static void
+reply_chunk(struct result *r, long long iter, const struct dump_out *d,
+    uint32_t index)
+{
+	struct buf	*b = result_reset();
+	size_t		 len = dump_chunk_len(&d->img, DUMP_PAYLOAD, index);
+
+	resp_add_array(b, 2);
+	resp_add_int(b, iter);
+	buf_printf(b, "$%zu\r\n", len);
+	if (buf_reserve(b, len + 2) == -1) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	b->len += dump_chunk(&d->img, d->id, DUMP_PAYLOAD, index,
+	    (unsigned char *)b->data + b->len);
+	buf_append(b, "\r\n", 2);
+	result_scratch(r, RESULT_ARRAY);
+}
+
+static void
+scandump_start(struct session *s, struct filter *f, struct result *r)
+{
+	time_t		 now = time(NULL);
+	struct dump_out	*d;
+	int		 slot;
+
+	if ((slot = dump_slot(now)) < 0) {
+		result_error(r, "ERR", "too many dumps in progress (%d); "
+		    "finish one or wait %d s", DUMPS_MAX, DUMP_IDLE_SECS);
+		return;
+	}
+	d = &dumps[slot];
+	if (dump_capture(d, f) == -1) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	d->used = 1;
+	d->gen++;
+	do
+		d->id = bloom_random_seed();
+	while (d->id == 0);
+	snprintf(d->name, sizeof(d->name), "%s", f->name);
+	if ((d->nchunks = dump_chunk_count(&d->img, DUMP_PAYLOAD)) == 0) {
+		dump_release(d);
+		result_error(r, "ERR", "filter %s cannot be dumped (too many "
+		    "slices)", f->name);
+		return;
+	}
+	d->next = 1;
+	d->last = now;
+	log_debug("client %llu (%s): dump of %s started: %u chunks, %llu "
+	    "bytes", (unsigned long long)s->id, s->peer, f->name, d->nchunks,
+	    (unsigned long long)dump_bits_bytes(&d->img));
+	reply_chunk(r, iter_of(slot, d, 1), d, 0);
+}
+
+/* BF.SCANDUMP f iter */
+void
+cmd_bf_scandump(struct session *s, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	long long	 iter;
+	struct dump_out	*d;
+	uint64_t	 slot, index;
+
+	if (command_arg_ll(op->argv[2], op->argl[2], &iter) == -1 ||
+	    iter < 0) {
+		result_error(r, "ERR", "invalid iterator");
+		return;
+	}
+	switch (command_bf_lookup(s, op, &f)) {
+	case BF_FOUND:
+		break;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return;
+	case BF_MISSING:
+		result_error(r, "ERR", "not found");
+		return;
+	}
+	if (iter == 0) {
+		scandump_start(s, f, r);
+		return;
+	}
+	slot = ((uint64_t)iter >> 40) - 1;
+	index = (uint64_t)iter & 0xffffffffu;
+	d = slot < DUMPS_MAX ? &dumps[slot] : NULL;
+	if (d == NULL || !d->used || d->gen != (((uint64_t)iter >> 32) & 0xff) ||
+	    strcmp(d->name, f->name) != 0 || index == 0 ||
+	    index > d->nchunks || (index != d->next && index + 1 != d->next)) {
+		result_error(r, "ERR", "no dump of this filter at this "
+		    "iterator (start again at 0)");
+		return;
+	}
+	d->last = time(NULL);
+	if (index == d->nchunks) {
+		/* RedisBloom's end: [0, ""] */
+		struct buf *b = result_reset();
+
+		resp_add_array(b, 2);
+		resp_add_int(b, 0);
+		resp_add_bulk(b, "", 0);
+		result_scratch(r, RESULT_ARRAY);
+		dump_release(d);
+		return;
+	}
+	/* index + 1 == next: the same chunk again (a client retrying) */
+	d->next = (uint32_t)index + 1;
+	reply_chunk(r, iter_of((int)slot, d, d->next), d, (uint32_t)index);
+}
+
+/* ---- loading ---- */
+
+static void
+load_drop(struct session *s)
+{
+	dump_load_free(s->load);
+	s->load = NULL;
+	s->load_name[0] = '\0';
+}
+
+void
+cmd_dump_session_end(struct session *s)
+{
+	if (s->load != NULL) {
+		log_info("client %llu (%s): load of %s dropped: the "
+		    "connection closed", (unsigned long long)s->id, s->peer,
+		    s->load_name);
+		load_drop(s);
+	}
+}
+
+/* The last chunk is in: the filter joins the registry, and the reply
+ * waits for its first snapshot. */
+static void
+load_finish(struct session *s, struct result *r)
+{
+	struct core		*core = s->core;
+	struct dump_image	*img = dump_load_image(s->load);
+	struct save_wait	*w;
+	struct filter		*f;
+	char			 err[512];
+
+	f = filter_from_dump(s->load_name, img, err, sizeof(err));
+	load_drop(s);
+	if (f == NULL) {
+		result_error(r, "ERR", "%s", err);
+		return;
+	}
+	if (registry_adopt(core->reg, core->cfg, f, err, sizeof(err)) == -1) {
+		filter_unref(f);
+		result_error(r, "ERR", "%s", err);
+		return;
+	}
+	log_info("client %llu (%s): filter %s loaded from a dump: %llu keys, "
+	    "%zu slice(s)", (unsigned long long)s->id, s->peer, f->name,
+	    (unsigned long long)filter_count(f), f->nslices);
+	if ((w = calloc(1, sizeof(*w))) == NULL ||
+	    saver_submit(core->saver, f, core->cfg->data_dir, w) == -1) {
+		/* the filter is there; its snapshot comes with the next
+		 * periodic round */
+		free(w);
+		result_error(r, "ERR", "filter %s loaded, but its snapshot "
+		    "cannot be queued: out of memory", f->name);
+		return;
+	}
+	r->kind = RESULT_WAIT;
+	r->wait = w;
+}
+
+/* What max_memory leaves for a load's arrays (0: no bound). */
+static uint64_t
+load_room(void)
+{
+	uint64_t used = __atomic_load_n(&filter_memory_used, __ATOMIC_RELAXED);
+
+	if (filter_memory_limit == 0)
+		return 0;
+	return used < filter_memory_limit ? filter_memory_limit - used : 1;
+}
+
+/* BF.LOADCHUNK f iter data */
+void
+cmd_bf_loadchunk(struct session *s, struct op *op, struct result *r)
+{
+	const char	*name = op->argv[1];
+	size_t		 namel = op->argl[1];
+	long long	 iter;
+	char		 err[512], tok[80];
+	int		 rc;
+
+	if (command_arg_ll(op->argv[2], op->argl[2], &iter) == -1 ||
+	    iter <= 0) {
+		result_error(r, "ERR", "invalid iterator");
+		return;
+	}
+	if (s->load != NULL && (strlen(s->load_name) != namel ||
+	    memcmp(s->load_name, name, namel) != 0)) {
+		result_error(r, "ERR", "a load of %s is in progress on this "
+		    "connection", s->load_name);
+		return;
+	}
+	if (s->load == NULL) {
+		if (!registry_valid_name(name, namel)) {
+			result_error(r, "ERR", "bad filter name '%s'",
+			    command_printable(name, namel, tok, sizeof(tok)));
+			return;
+		}
+		if (registry_find(s->core->reg, name, namel) != NULL) {
+			result_error(r, "ERR", "item exists");
+			return;
+		}
+		if ((s->load = dump_load_start(op->argv[3], op->argl[3],
+		    load_room(), err, sizeof(err))) == NULL) {
+			result_error(r, "ERR", "%s", err);
+			return;
+		}
+		memcpy(s->load_name, name, namel);
+		s->load_name[namel] = '\0';
+		/* a filter of no slice (an empty window) is its header */
+		if (dump_load_complete(s->load))
+			load_finish(s, r);
+		else
+			result_status(r, "OK");
+		return;
+	}
+	rc = dump_load_add(s->load, op->argv[3], op->argl[3], err, sizeof(err));
+	if (rc == -1) {
+		log_info("client %llu (%s): load of %s dropped: %s",
+		    (unsigned long long)s->id, s->peer, s->load_name, err);
+		load_drop(s);
+		result_error(r, "ERR", "%s (the load is dropped)", err);
+		return;
+	}
+	if (rc == 0) {
+		result_status(r, "OK");
+		return;
+	}
+	load_finish(s, r);
+}
