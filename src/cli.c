@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli_dump.h"
 #include "cli_import.h"
 #include "cli_plan.h"
 #include "cli_stat.h"
@@ -71,6 +72,13 @@ usage(FILE *fp)
 	    "import\n"
 	    "                redis://[[user]:password@]host[:port][/db] KEY "
 	    "[--filter NAME]\n"
+	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
+	    "dump FILTER FILE\n"
+	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
+	    "restore FILTER FILE\n"
+	    "       seen-cli [-a token] copy SOURCE/FILTER DEST/FILTER\n"
+	    "                (SOURCE, DEST: host:port, [v6addr]:port or a "
+	    "socket path)\n"
 	    "       seen-cli plan CAPACITY ERROR_RATE [--growth G|off] "
 	    "[--expire DURATION]\n"
 	    "\n"
@@ -640,6 +648,11 @@ main(int argc, char *argv[])
 	if (c.mode == MODE_COMMAND && argc > 0 &&
 	    strcmp(argv[0], "import") == 0)
 		return cli_import(&c.target, c.token, c.name, argc, argv);
+	if (c.mode == MODE_COMMAND && argc > 0 &&
+	    (strcmp(argv[0], "dump") == 0 || strcmp(argv[0], "restore") == 0))
+		return cli_dump(&c.target, c.token, c.name, argc, argv);
+	if (c.mode == MODE_COMMAND && argc > 0 && strcmp(argv[0], "copy") == 0)
+		return cli_copy(c.token, argc, argv);	/* its own servers */
 	if (client_reader_init(&c.rd, -1, READ_BUF) == -1) {
 		cli_warn("%s", strerror(errno));
 		return 1;
