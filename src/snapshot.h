@@ -19,12 +19,18 @@
  *    72     8  creation time (Unix seconds)
  *    80    48  reserved, zero
  *   128  64*n  one entry per slice, oldest first:
- *                +0 nblocks, +8 hashes (u32), +12 reserved,
- *                +16 capacity, +24 error_rate (double), +32 count,
- *                +40 bits set, +48 start of its period (Unix ms, signed),
- *                +56 reserved
+ *                +0 nblocks, +8 hashes (u32), +12 flags (u32; version
+ *                3: bit 0 merged, else zero), +16 capacity, +24
+ *                error_rate (double), +32 count, +40 bits set, +48
+ *                start of its period (Unix ms, signed), +56 seed of a
+ *                merged slice's keys (version 3; else zero)
  *     ...   the slices' bit arrays, in the same order, nblocks * 64 each
  *     end   8  XXH3-64 (seed 0) of every byte before it
+ *
+ * Version 3 is version 2 with merged slices (MERGE): slices brought
+ * from filters of other seeds or shapes, read-only, after the filter's
+ * own slices, each with its flags and seed. A file without one is
+ * written as version 2, which earlier seend versions read.
  *
  * Version 1 (written by seend 0.1.0) is one filter: at 16 nblocks (8),
  * 24 hashes (4), 64 bits set (8), the other fields as above, then its
@@ -78,6 +84,10 @@ struct snapshot_slice {
 	int64_t		 start_ms;
 	uint64_t	 count;		/* writing: taken at submission */
 	uint64_t	 bits_set;
+	/* a slice MERGE brought from another filter: read-only, and its
+	 * keys hashed with its own seed (version 3, below) */
+	int		 merged;
+	uint64_t	 seed;		/* merged: its keys' seed; else 0 */
 };
 
 /* "<dir>/<name>.bloom" into buf; returns 0, or -1 if it does not fit. */
