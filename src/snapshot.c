@@ -60,11 +60,16 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 #define SLICE_ENTRY	64
 #define SE_NBLOCKS	0
 #define SE_HASHES	8
+#define SE_FLAGS	12	/* version 3; reserved in version 2 */
 #define SE_CAPACITY	16
 #define SE_ERRRATE	24
 #define SE_COUNT	32
 #define SE_BITSSET	40
 #define SE_START	48
+#define SE_SEED		56	/* version 3; reserved in version 2 */
+/* version 3: version 2 with merged slices, see snapshot.h */
+#define VERSION_MERGED	3
+#define SE_F_MERGED	0x1u
 
 uint64_t snapshot_fault_write_limit;
 
@@ -74,7 +79,7 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 {
 	memset(raw, 0, SNAPSHOT_HEADER_SIZE);
 	memcpy(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8);
-	put_le32(raw + OFF_VERSION, SNAPSHOT_VERSION);
+	put_le32(raw + OFF_VERSION, h->version);
 	put_le32(raw + OFF_LAYOUT, BLOOM_LAYOUT_SPLIT512);
 	put_le32(raw + OFF_NSLICES, h->nslices);
 	put_le32(raw + OFF_GROWTH, h->growth);
@@ -87,12 +92,18 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 	put_le64(raw + OFF_CREATED, h->created);
 }
 
+/* A slice's entry; flags and seed stay zero for the filter's own slices,
+ * so a file of no merged slice is version 2 byte for byte. */
 static void
 encode_slice(unsigned char e[SLICE_ENTRY], const struct snapshot_slice *s)
 {
 	memset(e, 0, SLICE_ENTRY);
 	put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
 	put_le32(e + SE_HASHES, s->bloom.hashes);
+	if (s->merged) {
+		put_le32(e + SE_FLAGS, SE_F_MERGED);
+		put_le64(e + SE_SEED, s->seed);
+	}
 	put_le64(e + SE_CAPACITY, s->capacity);
 	put_le64(e + SE_ERRRATE, double_bits(s->error_rate));
 	put_le64(e + SE_COUNT, s->count);
@@ -293,6 +304,15 @@ snapshot_write_slices(const char *dir, const char *name,
 		    "holds (%d)", name, info->nslices, SNAPSHOT_MAX_SLICES);
 		return -1;
 	}
+	/* the loader refuses an own slice after a merged one: never write
+	 * a file that would not load back over the one that does */
+	for (uint32_t i = 1; i < info->nslices; i++)
+		if (sl[i - 1].merged && !sl[i].merged) {
+			snprintf(err, errlen, "%s: slice %u is the filter's own "
+			    "after a merged slice (merged slices come last)",
+			    name, i);
+			return -1;
+		}
 	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.tmp", dir, name,
 	    SNAPSHOT_SUFFIX);
 	if (n < 0 || (size_t)n >= sizeof(tmp) ||
@@ -304,8 +324,13 @@ snapshot_write_slices(const char *dir, const char *name,
 
 	h = *info;
 	h.count = 0;
-	for (uint32_t i = 0; i < h.nslices; i++)
+	/* version 2 unless a merged slice needs 3: earlier seends read 2 */
+	h.version = SNAPSHOT_VERSION;
+	for (uint32_t i = 0; i < h.nslices; i++) {
 		h.count += sl[i].count;
+		if (sl[i].merged)
+			h.version = VERSION_MERGED;
+	}
 	h.created = (uint64_t)time(NULL);
 
 	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640);
@@ -398,7 +423,50 @@ check_shape(const char *name, const char *what, uint32_t i, uint64_t nblocks,
 	return 0;
 }
 
-/* Version 2's slice table, read and checked; the prefix grows by it. */
+/*
+ * Version 3's fields of a slice entry: its flags (bit 0 merged, no other)
+ * and the seed of a merged slice's keys, zero for an own slice; merged
+ * slices come after every own one. Version 2 has neither (its reserved
+ * fields are not read, as before version 3): every slice is the filter's
+ * own.
+ */
+static int
+read_merged(const char *name, const struct meta *m, uint32_t i,
+    const unsigned char *e, struct snapshot_slice *s, char *err,
+    size_t errlen)
+{
+	uint32_t flags;
+
+	s->merged = 0;
+	s->seed = 0;
+	if (m->h.version != VERSION_MERGED)
+		return 0;
+	flags = get_le32(e + SE_FLAGS);
+	s->seed = get_le64(e + SE_SEED);
+	if ((flags & ~SE_F_MERGED) != 0) {
+		snprintf(err, errlen, "%s: slice %" PRIu32 ": bad flags 0x%"
+		    PRIx32 " (only bit 0, merged, is defined): file damaged",
+		    name, i, flags);
+		return -1;
+	}
+	s->merged = (flags & SE_F_MERGED) != 0;
+	if (!s->merged && s->seed != 0) {
+		snprintf(err, errlen, "%s: slice %" PRIu32 ": not merged but "
+		    "with a seed (0x%016" PRIx64 "): file damaged", name, i,
+		    s->seed);
+		return -1;
+	}
+	if (!s->merged && i > 0 && m->sl[i - 1].merged) {
+		snprintf(err, errlen, "%s: slice %" PRIu32 ": the filter's own "
+		    "after merged slice %" PRIu32 " (merged slices come "
+		    "last): file damaged", name, i, i - 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* Version 2's (and 3's) slice table, read and checked; the prefix grows
+ * by it. */
 static int
 read_table(int fd, const char *name, struct meta *m, char *err,
     size_t errlen)
@@ -406,6 +474,7 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 	size_t		 len = (size_t)m->h.nslices * SLICE_ENTRY;
 	unsigned char	*grown, *e;
 	ssize_t		 n;
+	int		 own = 0;
 
 	if ((grown = realloc(m->prefix, SNAPSHOT_HEADER_SIZE + len)) == NULL) {
 		snprintf(err, errlen, "%s: out of memory", name);
@@ -438,6 +507,8 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 		if (check_shape(name, "slice ", i, s->bloom.nblocks,
 		    s->bloom.hashes, err, errlen) == -1)
 			return -1;
+		if (read_merged(name, m, i, e, s, err, errlen) == -1)
+			return -1;
 		if (s->capacity == 0 || s->start_ms < 0 ||
 		    s->start_ms > SNAPSHOT_MAX_TIME_MS ||
 		    !(s->error_rate > 0 && s->error_rate < 1) ||
@@ -449,7 +520,10 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 		}
 		m->h.nblocks += s->bloom.nblocks;
 		m->h.bits_set += s->bits_set;
-		m->h.hashes = s->bloom.hashes;
+		/* the newest own slice's; a merged one's if none is own */
+		if (!s->merged || !own)
+			m->h.hashes = s->bloom.hashes;
+		own |= !s->merged;
 	}
 	return 0;
 }
@@ -507,10 +581,10 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		goto fail;
 	}
 	decode_header(m->prefix, h);
-	if (h->version != 1 && h->version != SNAPSHOT_VERSION) {
+	if (h->version < 1 || h->version > VERSION_MERGED) {
 		snprintf(err, errlen, "%s: unsupported snapshot version %" PRIu32
-		    " (this seend reads versions 1 and %d)", name, h->version,
-		    SNAPSHOT_VERSION);
+		    " (this seend reads versions 1 to %d)", name, h->version,
+		    VERSION_MERGED);
 		goto fail;
 	}
 	if (h->layout != BLOOM_LAYOUT_SPLIT512) {
@@ -531,14 +605,14 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		    "0 to %d)", name, h->nslices, SNAPSHOT_MAX_SLICES);
 		goto fail;
 	}
-	if (h->version == SNAPSHOT_VERSION &&
+	if (h->version >= 2 &&
 	    (h->growth > 1024 || h->expire_ms > SNAPSHOT_MAX_TIME_MS)) {
 		snprintf(err, errlen, "%s: bad growth %" PRIu32 " or expire %"
 		    PRIu64 " ms", name, h->growth, h->expire_ms);
 		goto fail;
 	}
 	/* the table's size is known from the header: check it fits first */
-	if (h->version == SNAPSHOT_VERSION && size < SNAPSHOT_HEADER_SIZE +
+	if (h->version >= 2 && size < SNAPSHOT_HEADER_SIZE +
 	    (uint64_t)h->nslices * SLICE_ENTRY + TRAILER_SIZE) {
 		snprintf(err, errlen, "%s: truncated: %" PRIu64 " bytes, too "
 		    "small for %" PRIu32 " slices", name, size, h->nslices);
@@ -764,8 +838,9 @@ snapshot_load_slices_fd(int fd, const char *name, uint64_t capacity,
 		struct snapshot_slice	*s = &m.sl[i];
 		uint64_t		 nb = s->bloom.nblocks;
 
-		if (bloom_init(&s->bloom, nb, s->bloom.hashes, m.h.seed) ==
-		    -1) {
+		/* a merged slice's keys were hashed with its own seed */
+		if (bloom_init(&s->bloom, nb, s->bloom.hashes, s->merged ?
+		    s->seed : m.h.seed) == -1) {
 			snprintf(err, errlen, "%s: cannot allocate %" PRIu64
 			    " bytes for slice %" PRIu32 ": %s", name,
 			    nb * BLOOM_BLOCK_BYTES, i, strerror(errno));
@@ -816,6 +891,14 @@ load_one(int rc, const char *name, struct snapshot_info *info,
 {
 	if (rc != 1)
 		return rc;
+	for (uint32_t i = 0; i < info->nslices; i++)
+		if (sl[i].merged) {
+			snprintf(err, errlen, "%s: slice %u is merged (from "
+			    "another filter); this loader takes a filter of "
+			    "one own slice", name, i);
+			snapshot_slices_free(sl, info->nslices);
+			return -1;
+		}
 	if (info->nslices != 1) {
 		snprintf(err, errlen, "%s: %u slices, expected one", name,
 		    info->nslices);
