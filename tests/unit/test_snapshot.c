@@ -777,6 +777,466 @@ test_slices(void)
 		bloom_free(&sl[i].bloom);
 }
 
+/* ---- merged slices: version 3 ---- */
+
+#define OWN_SEED	99ULL
+#define NMERGED		4
+
+static const char *const MTAG[NMERGED] = { "own0", "own1", "mrg2", "mrg3" };
+
+static uint64_t
+get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t
+get_le32(const unsigned char *p)
+{
+	return (uint32_t)get_le64(p) & 0xffffffffu;
+}
+
+/* The file's checksum recomputed, so a damaged field is refused for
+ * itself and not for the checksum. */
+static void
+reseal(struct buf *f)
+{
+	put_le64(f->p + f->len - 8, XXH3_64bits(f->p, f->len - 8));
+}
+
+/*
+ * Two own slices (seed OWN_SEED) and, when merged, two merged slices of
+ * other seeds, the second of another shape (7 blocks, 4 hashes); without
+ * merged all four are the filter's own (same shapes, seed OWN_SEED).
+ * Slice i holds 200 keys "MTAG[i]/j", fixed start times.
+ */
+static void
+merged_set(struct snapshot_info *info, struct snapshot_slice sl[NMERGED],
+    int merged)
+{
+	static const uint64_t mseeds[2] = { 0xa1a1a1a1a1a1a1a1ULL,
+	    0x00000000000000b2ULL };
+	char k[96];
+
+	memset(info, 0, sizeof(*info));
+	memset(sl, 0, NMERGED * sizeof(*sl));
+	info->nslices = NMERGED;
+	info->seed = OWN_SEED;
+	info->capacity = CAP;
+	info->error_rate = RATE;
+	info->growth = 2;
+	info->expire_ms = 3600000;
+	for (int i = 0; i < NMERGED; i++) {
+		struct snapshot_slice	*s = &sl[i];
+		uint64_t		 seed = OWN_SEED;
+
+		if (i >= 2 && merged) {
+			s->merged = 1;
+			s->seed = seed = mseeds[i - 2];
+		}
+		if ((i == 3 ? bloom_init(&s->bloom, 7, 4, seed) :
+		    bloom_create(&s->bloom, CAP * (uint64_t)(i + 1), RATE,
+		    seed)) == -1) {
+			perror("bloom");
+			exit(2);
+		}
+		for (int j = 0; j < 200; j++) {
+			key(k, sizeof(k), MTAG[i], (uint64_t)j);
+			bloom_add(&s->bloom, bloom_hash(&s->bloom, k,
+			    strlen(k)));
+		}
+		s->capacity = i == 3 ? 50 : CAP * (uint64_t)(i + 1);
+		s->error_rate = i == 3 ? 0.05 : RATE;
+		s->start_ms = 1700000000000LL + i * 60000;
+		s->count = s->bloom.count;
+		s->bits_set = s->bloom.bits_set;
+	}
+}
+
+static void
+merged_free(struct snapshot_slice sl[NMERGED])
+{
+	for (int i = 0; i < NMERGED; i++)
+		bloom_free(&sl[i].bloom);
+}
+
+/*
+ * The version 2 file as the writer before version 3 made it, built here
+ * from snapshot.h's layout: header, entries with zero reserved fields,
+ * arrays, trailer. created is the written file's, the one field the
+ * writer takes from the clock.
+ */
+static void
+expect_v2(const struct snapshot_info *info, const struct snapshot_slice *sl,
+    uint64_t created, struct buf *out)
+{
+	size_t		 at = SNAPSHOT_HEADER_SIZE;
+	uint64_t	 count = 0, u;
+	double		 d;
+
+	out->len = SNAPSHOT_HEADER_SIZE + info->nslices * (size_t)SLICE_ENTRY +
+	    8;
+	for (uint32_t i = 0; i < info->nslices; i++)
+		out->len += bloom_bytes(&sl[i].bloom);
+	out->p = calloc(1, out->len);
+	memcpy(out->p, SNAPSHOT_MAGIC, 8);
+	put_le32(out->p + 8, 2);
+	put_le32(out->p + 12, BLOOM_LAYOUT_SPLIT512);
+	put_le32(out->p + 16, info->nslices);
+	put_le32(out->p + 20, info->growth);
+	put_le32(out->p + 28, SNAPSHOT_HEADER_SIZE);
+	put_le64(out->p + 32, info->seed);
+	put_le64(out->p + 40, info->capacity);
+	d = info->error_rate;
+	memcpy(&u, &d, 8);
+	put_le64(out->p + 48, u);
+	put_le64(out->p + 64, info->expire_ms);
+	put_le64(out->p + 72, created);
+	for (uint32_t i = 0; i < info->nslices; i++, at += SLICE_ENTRY) {
+		unsigned char *e = out->p + at;
+
+		put_le64(e, sl[i].bloom.nblocks);
+		put_le32(e + 8, sl[i].bloom.hashes);
+		put_le64(e + 16, sl[i].capacity);
+		d = sl[i].error_rate;
+		memcpy(&u, &d, 8);
+		put_le64(e + 24, u);
+		put_le64(e + 32, sl[i].count);
+		put_le64(e + 40, sl[i].bits_set);
+		put_le64(e + 48, (uint64_t)sl[i].start_ms);
+		count += sl[i].count;
+	}
+	put_le64(out->p + 56, count);
+	for (uint32_t i = 0; i < info->nslices; i++) {
+		memcpy(out->p + at, sl[i].bloom.words, bloom_bytes(&sl[i].bloom));
+		at += bloom_bytes(&sl[i].bloom);
+	}
+	reseal(out);
+}
+
+/* Every field of every loaded slice as written, and every key there. */
+static void
+check_loaded(const struct snapshot_slice *want,
+    const struct snapshot_slice *got, uint32_t n, const char *what)
+{
+	uint32_t	 bad = 0, missing = 0;
+	char		 k[96];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct snapshot_slice *a = &want[i], *b = &got[i];
+
+		if (b->merged != a->merged || b->seed != a->seed ||
+		    b->bloom.seed != (a->merged ? a->seed : OWN_SEED) ||
+		    b->bloom.nblocks != a->bloom.nblocks ||
+		    b->bloom.hashes != a->bloom.hashes ||
+		    b->capacity != a->capacity ||
+		    b->error_rate != a->error_rate ||
+		    b->start_ms != a->start_ms || b->count != a->count ||
+		    b->bits_set != a->bits_set || b->bloom.count != a->count ||
+		    b->bloom.bits_set != a->bits_set ||
+		    memcmp(b->bloom.words, a->bloom.words,
+		    bloom_bytes(&a->bloom)) != 0) {
+			bad++;
+			continue;
+		}
+		for (int j = 0; j < 200; j++) {
+			key(k, sizeof(k), MTAG[i], (uint64_t)j);
+			missing += !bloom_check(&b->bloom, bloom_hash(&b->bloom,
+			    k, strlen(k)));
+		}
+	}
+	ok(bad == 0, "%s: merged, seed, shape, counts, start, bits of every "
+	    "slice round-trip (%u differ)", what, bad);
+	ok(missing == 0, "%s: every key in its slice, hashed with its seed "
+	    "(%u missing)", what, missing);
+}
+
+/* 2 own + 2 merged slices: version 3, every field back; the one-slice
+ * loader refuses it. */
+static void
+test_merged_round_trip(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl[NMERGED], *got = NULL;
+	struct bloom		 b;
+	struct buf		 f;
+	char			 path[512];
+	int			 rc, fd, entries_ok = 1;
+
+	merged_set(&info, sl, 1);
+	rc = snapshot_write_slices(dir, "merged", &info, sl, err, sizeof(err));
+	ok(rc == 0, "merged: write (%s)", rc == 0 ? "ok" : err);
+	snapshot_path(path, sizeof(path), dir, "merged");
+	if (rc != 0 || slurp(path, &f) == -1) {
+		merged_free(sl);
+		return;
+	}
+	for (int i = 0; i < NMERGED; i++) {
+		const unsigned char *e = f.p + ENTRY + i * SLICE_ENTRY;
+
+		entries_ok &= get_le32(e + 12) == (i >= 2 ? 1u : 0u) &&
+		    get_le64(e + 56) == sl[i].seed;
+	}
+	ok(get_le32(f.p + 8) == 3, "merged: the file is version 3 (%u)",
+	    get_le32(f.p + 8));
+	ok(entries_ok, "merged: entries' flags (+12) and seeds (+56) as "
+	    "snapshot.h says");
+	free(f.p);
+
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == 1, "merged: load (%s)", rc == 1 ? "ok" : err);
+	if (rc == 1) {
+		ok(back.version == 3 && back.nslices == NMERGED &&
+		    back.seed == OWN_SEED && back.growth == 2 &&
+		    back.expire_ms == 3600000 && back.count == sl[0].count +
+		    sl[1].count + sl[2].count + sl[3].count &&
+		    back.hashes == sl[1].bloom.hashes,
+		    "merged: header (version 3, 4 slices, count, newest own "
+		    "slice's hashes)");
+		check_loaded(sl, got, NMERGED, "merged");
+		snapshot_slices_free(got, back.nslices);
+	}
+
+	fd = open(path, O_RDONLY);
+	memset(&back, 0, sizeof(back));
+	rc = snapshot_verify_fd(fd, &back, err, sizeof(err));
+	close(fd);
+	ok(rc == 0 && back.version == 3 && back.nslices == NMERGED,
+	    "merged: verify_fd (--inspect) accepts version 3 (%s)",
+	    rc == 0 ? "ok" : err);
+
+	memset(&b, 0, sizeof(b));
+	rc = snapshot_load(path, CAP, RATE, &b, NULL, err, sizeof(err));
+	ok(rc == -1 && strstr(err, "slice 2 is merged") != NULL &&
+	    strstr(err, path) != NULL && b.words == NULL,
+	    "merged: the one-slice loader refuses it (%s)", err);
+
+	/* a window of no own slice left: one merged slice alone */
+	info.nslices = 1;
+	rc = snapshot_write_slices(dir, "monly", &info, &sl[2], err,
+	    sizeof(err));
+	snapshot_path(path, sizeof(path), dir, "monly");
+	rc = rc == 0 ? snapshot_load_slices(path, CAP, RATE, &back, &got,
+	    err, sizeof(err)) : -1;
+	ok(rc == 1 && back.version == 3 && back.nslices == 1 &&
+	    got[0].merged && got[0].seed == sl[2].seed &&
+	    got[0].bloom.seed == sl[2].seed,
+	    "merged: a filter of one merged slice and no own loads (%s)",
+	    rc == 1 ? "ok" : err);
+	if (rc == 1)
+		snapshot_slices_free(got, back.nslices);
+	rc = snapshot_load(path, CAP, RATE, &b, NULL, err, sizeof(err));
+	ok(rc == -1 && strstr(err, "slice 0 is merged") != NULL,
+	    "merged: the one-slice loader refuses a lone merged slice (%s)",
+	    err);
+	merged_free(sl);
+}
+
+/* No merged slice: version 2, byte for byte what the writer made before
+ * version 3, stray seeds on own slices not written. */
+static void
+test_merged_none_is_v2(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl[NMERGED], *got = NULL;
+	struct buf		 f, want;
+	char			 path[512];
+	int			 rc, zero = 1;
+
+	merged_set(&info, sl, 0);
+	sl[1].seed = 0x1234;	/* not merged: must not reach the file */
+	rc = snapshot_write_slices(dir, "own4", &info, sl, err, sizeof(err));
+	snapshot_path(path, sizeof(path), dir, "own4");
+	if (rc != 0 || slurp(path, &f) == -1) {
+		ok(0, "no merged: write (%s)", err);
+		merged_free(sl);
+		return;
+	}
+	for (int i = 0; i < NMERGED; i++) {
+		const unsigned char *e = f.p + ENTRY + i * SLICE_ENTRY;
+
+		zero &= get_le32(e + 12) == 0 && get_le64(e + 56) == 0;
+	}
+	ok(get_le32(f.p + 8) == 2 && zero,
+	    "no merged: version 2, every entry's reserved fields zero");
+	expect_v2(&info, sl, get_le64(f.p + 72), &want);
+	ok(f.len == want.len && memcmp(f.p, want.p, f.len) == 0,
+	    "no merged: byte-identical to the version 2 layout (%zu bytes)",
+	    f.len);
+	sl[1].seed = 0;
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == 1 && back.version == 2, "no merged: loads as version 2 (%s)",
+	    rc == 1 ? "ok" : err);
+	if (rc == 1) {
+		check_loaded(sl, got, NMERGED, "no merged");
+		snapshot_slices_free(got, back.nslices);
+	}
+	free(want.p);
+	free(f.p);
+	merged_free(sl);
+}
+
+/* An own slice after a merged one is never written: the old file stays. */
+static void
+test_merged_write_order(void)
+{
+	struct snapshot_info	 info;
+	struct snapshot_slice	 sl[NMERGED], keep;
+	struct buf		 before;
+	char			 path[512], tmp[512];
+	int			 rc;
+
+	merged_set(&info, sl, 1);
+	snapshot_path(path, sizeof(path), dir, "order");
+	snprintf(tmp, sizeof(tmp), "%s/.order.bloom.tmp", dir);
+	if (snapshot_write_slices(dir, "order", &info, sl, err,
+	    sizeof(err)) == -1 || slurp(path, &before) == -1) {
+		ok(0, "write order: setup (%s)", err);
+		merged_free(sl);
+		return;
+	}
+	keep = sl[1], sl[1] = sl[2], sl[2] = keep;
+	rc = snapshot_write_slices(dir, "order", &info, sl, err, sizeof(err));
+	ok(rc == -1 && strstr(err, "slice 2 is the filter's own after a "
+	    "merged slice") != NULL, "write order: own after merged refused "
+	    "(%s)", err);
+	ok(same_file(path, &before) && !exists(tmp),
+	    "write order: the old snapshot untouched, no tmp file");
+	free(before.p);
+	merged_free(sl);
+}
+
+/*
+ * The 2 own + 2 merged file (or, own4, the 4 own one) with mutate applied
+ * and the checksum recomputed: refused for the field with a message
+ * containing want and the path, by the loader and by verify_fd, the file
+ * untouched; want NULL: it loads, and check (if any) judges the slices.
+ */
+static void
+damage3(const char *what, int own4, void (*mutate)(struct buf *),
+    const char *want, void (*check)(const struct snapshot_info *,
+    const struct snapshot_slice *, const char *))
+{
+	struct snapshot_info	 info;
+	struct snapshot_slice	 sl[NMERGED], *got = NULL;
+	struct buf		 f;
+	char			 path[512], verr[512];
+	int			 rc, vrc, fd;
+
+	merged_set(&info, sl, !own4);
+	snapshot_path(path, sizeof(path), dir, "dmg3");
+	rc = snapshot_write_slices(dir, "dmg3", &info, sl, err, sizeof(err));
+	merged_free(sl);
+	if (rc == -1 || slurp(path, &f) == -1) {
+		ok(0, "%s: setup: %s", what, err);
+		return;
+	}
+	mutate(&f);
+	reseal(&f);
+	spit(path, f.p, f.len);
+	err[0] = '\0';
+	rc = snapshot_load_slices(path, CAP, RATE, &info, &got, err,
+	    sizeof(err));
+	fd = open(path, O_RDONLY);
+	vrc = snapshot_verify_fd(fd, NULL, verr, sizeof(verr));
+	close(fd);
+	if (want == NULL) {
+		ok(rc == 1 && vrc == 0, "%s: loads (%s)", what,
+		    rc == 1 ? "ok" : err);
+		if (rc == 1 && check != NULL)
+			check(&info, got, what);
+		if (rc == 1)
+			snapshot_slices_free(got, info.nslices);
+	} else {
+		ok(rc == -1 && strstr(err, want) != NULL &&
+		    strstr(err, path) != NULL && strstr(err, "checksum") ==
+		    NULL, "%s: refused (%s)", what, err);
+		ok(vrc == -1 && strstr(verr, want) != NULL,
+		    "%s: verify_fd refuses it alike", what);
+	}
+	ok(same_file(path, &f), "%s: file left unchanged", what);
+	free(f.p);
+}
+
+#define SE3(i, x)	(f->p + ENTRY + (i) * SLICE_ENTRY + (x))
+static void m3_flags2(struct buf *f) { put_le32(SE3(0, 12), 2); }
+static void m3_flags3(struct buf *f) { put_le32(SE3(2, 12), 3); }
+static void m3_flagshi(struct buf *f) { put_le32(SE3(3, 12), 0x80000001u); }
+static void m3_ownseed(struct buf *f) { put_le64(SE3(1, 56), 7); }
+static void m3_ownlast(struct buf *f)
+{
+	put_le32(SE3(3, 12), 0);
+	put_le64(SE3(3, 56), 0);
+}
+static void m3_mergedfirst(struct buf *f)
+{
+	put_le32(SE3(0, 12), 1);
+	put_le64(SE3(0, 56), 5);
+}
+static void m3_version4(struct buf *f) { put_le32(f->p + 8, 4); }
+static void m3_version0(struct buf *f) { put_le32(f->p + 8, 0); }
+static void m3_as_v3(struct buf *f) { put_le32(f->p + 8, 3); }
+static void m3_as_v2(struct buf *f) { put_le32(f->p + 8, 2); }
+/* merged with seed 0: a seed like any other */
+static void m3_mseed0(struct buf *f) { put_le64(SE3(2, 56), 0); }
+
+static void
+all_own(const struct snapshot_info *info, const struct snapshot_slice *sl,
+    const char *what)
+{
+	int own = 1;
+
+	for (uint32_t i = 0; i < info->nslices; i++)
+		own &= !sl[i].merged && sl[i].seed == 0 &&
+		    sl[i].bloom.seed == OWN_SEED;
+	ok(own, "%s: every slice the filter's own, with its seed", what);
+}
+
+static void
+mseed0(const struct snapshot_info *info, const struct snapshot_slice *sl,
+    const char *what)
+{
+	ok(info->version == 3 && sl[2].merged && sl[2].seed == 0 &&
+	    sl[2].bloom.seed == 0 && sl[3].merged,
+	    "%s: slice 2 merged with seed 0", what);
+}
+
+static void
+test_merged_damage(void)
+{
+	damage3("v3: flags 2 on an own slice", 0, m3_flags2,
+	    "slice 0: bad flags 0x2 (only bit 0, merged, is defined): file "
+	    "damaged", NULL);
+	damage3("v3: flags 3 on a merged slice", 0, m3_flags3,
+	    "slice 2: bad flags 0x3", NULL);
+	damage3("v3: flags with the top bit", 0, m3_flagshi,
+	    "slice 3: bad flags 0x80000001", NULL);
+	damage3("v3: an own slice with a seed", 0, m3_ownseed,
+	    "slice 1: not merged but with a seed (0x0000000000000007): file "
+	    "damaged", NULL);
+	damage3("v3: an own slice after a merged one", 0, m3_ownlast,
+	    "slice 3: the filter's own after merged slice 2 (merged slices "
+	    "come last): file damaged", NULL);
+	damage3("v3: a merged slice before the own ones", 0, m3_mergedfirst,
+	    "slice 1: the filter's own after merged slice 0", NULL);
+	damage3("v3 file relabelled version 4", 0, m3_version4,
+	    "unsupported snapshot version 4 (this seend reads versions 1 to "
+	    "3)", NULL);
+	damage3("v3 file relabelled version 0", 0, m3_version0,
+	    "unsupported snapshot version 0", NULL);
+	damage3("v3: a merged slice of seed 0", 0, m3_mseed0, NULL, mseed0);
+	damage3("v2 file relabelled version 3", 1, m3_as_v3, NULL, all_own);
+	/* version 2 reads as before version 3: the reserved fields are not
+	 * read, every slice is the filter's own */
+	damage3("v3 file relabelled version 2", 0, m3_as_v2, NULL, all_own);
+}
+
 int
 main(void)
 {
@@ -796,6 +1256,10 @@ main(void)
 	test_damage();
 	test_version1();
 	test_slices();
+	test_merged_round_trip();
+	test_merged_none_is_v2();
+	test_merged_write_order();
+	test_merged_damage();
 	test_verify_fd_damage();
 	test_faults();
 	test_bad_dirs();
