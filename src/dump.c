@@ -51,16 +51,17 @@ _Static_assert(sizeof(double) == 8, "the header stores IEEE-754 doubles");
 #define HP_CREATED	56
 #define HP_TOTAL	64
 #define HP_RESERVED	72
-/* slice entry, as in snapshot.h */
+/* slice entry, as in snapshot.h (version 3) */
 #define SE_NBLOCKS	0
 #define SE_HASHES	8
-#define SE_RESERVED1	12
+#define SE_FLAGS	12
 #define SE_CAPACITY	16
 #define SE_ERRRATE	24
 #define SE_COUNT	32
 #define SE_BITSSET	40
 #define SE_START	48
-#define SE_RESERVED2	56
+#define SE_SEED		56
+#define SE_F_MERGED	0x1u
 
 #define MAX_PAYLOAD	((size_t)DUMP_CHUNK_MAX - DUMP_CHUNK_HEADER)
 #define MAX_NBLOCKS	(BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES)
@@ -115,6 +116,10 @@ dump_chunk_count(const struct dump_image *im, size_t chunk_payload)
 
 	if (im->nslices > SNAPSHOT_MAX_SLICES)
 		return 0;
+	/* merged slices come last: a loader refuses an own one after */
+	for (uint32_t i = 1; i < im->nslices; i++)
+		if (im->slices[i - 1].merged && !im->slices[i].merged)
+			return 0;
 	/* a window with no slice left (or none yet): the header alone */
 	if (im->nslices == 0)
 		return 1;
@@ -140,12 +145,18 @@ put_chunk_header(unsigned char *out, uint32_t kind, uint64_t id,
 	put_le64(out + CH_SUM, chunk_sum(out, out + DUMP_CHUNK_HEADER, len));
 }
 
+/* Flags and seed stay zero for the filter's own slices: a dump of no
+ * merged slice is what a loader before MERGE takes. */
 static void
 put_slice_entry(unsigned char *e, const struct snapshot_slice *s)
 {
 	memset(e, 0, DUMP_SLICE_ENTRY);
 	put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
 	put_le32(e + SE_HASHES, s->bloom.hashes);
+	if (s->merged) {
+		put_le32(e + SE_FLAGS, SE_F_MERGED);
+		put_le64(e + SE_SEED, s->seed);
+	}
 	put_le64(e + SE_CAPACITY, s->capacity);
 	put_le64(e + SE_ERRRATE, double_bits(s->error_rate));
 	put_le64(e + SE_COUNT, s->count);
@@ -371,11 +382,17 @@ parse_chunk(const void *data, size_t len, struct chunk *c, char *err,
 	return 0;
 }
 
-/* Slice i's entry into s, checked as snapshot.c checks a slice's. */
+/*
+ * Slice i's entry into s, checked as snapshot.c checks a version 3
+ * slice's: flags 0 or merged, a seed only on a merged slice, and no own
+ * slice after a merged one (prev: slice i-1, NULL for the first).
+ */
 static int
 parse_slice(const unsigned char *e, uint32_t i, struct snapshot_slice *s,
-    char *err, size_t errlen)
+    const struct snapshot_slice *prev, char *err, size_t errlen)
 {
+	uint32_t flags = get_le32(e + SE_FLAGS);
+
 	s->bloom.nblocks = get_le64(e + SE_NBLOCKS);
 	s->bloom.hashes = get_le32(e + SE_HASHES);
 	s->capacity = get_le64(e + SE_CAPACITY);
@@ -396,10 +413,18 @@ parse_slice(const unsigned char *e, uint32_t i, struct snapshot_slice *s,
 	    s->bits_set > s->bloom.nblocks * BLOOM_BLOCK_BITS)
 		return refuse(err, errlen, "slice %" PRIu32 ": bad capacity, "
 		    "error rate, start time or bit count", i);
-	if (!all_zero(e + SE_RESERVED1, SE_CAPACITY - SE_RESERVED1) ||
-	    !all_zero(e + SE_RESERVED2, DUMP_SLICE_ENTRY - SE_RESERVED2))
-		return refuse(err, errlen, "slice %" PRIu32 ": reserved bytes "
-		    "not zero", i);
+	if ((flags & ~SE_F_MERGED) != 0)
+		return refuse(err, errlen, "slice %" PRIu32 ": bad flags 0x%"
+		    PRIx32 " (only bit 0, merged, is defined)", i, flags);
+	s->merged = (flags & SE_F_MERGED) != 0;
+	s->seed = get_le64(e + SE_SEED);
+	if (!s->merged && s->seed != 0)
+		return refuse(err, errlen, "slice %" PRIu32 ": not merged but "
+		    "with a seed (0x%016" PRIx64 ")", i, s->seed);
+	if (!s->merged && prev != NULL && prev->merged)
+		return refuse(err, errlen, "slice %" PRIu32 ": the filter's "
+		    "own after merged slice %" PRIu32 " (merged slices come "
+		    "last)", i, i - 1);
 	return 0;
 }
 
@@ -454,8 +479,8 @@ parse_table(struct dump_load *l, const unsigned char *p, char *err,
 	for (uint32_t i = 0; i < im->nslices; i++) {
 		struct snapshot_slice *s = &im->slices[i];
 
-		if (parse_slice(p + (size_t)i * DUMP_SLICE_ENTRY, i, s, err,
-		    errlen) == -1)
+		if (parse_slice(p + (size_t)i * DUMP_SLICE_ENTRY, i, s,
+		    i > 0 ? &im->slices[i - 1] : NULL, err, errlen) == -1)
 			return -1;
 		bytes += bloom_bytes(&s->bloom);
 		if (__builtin_add_overflow(count, s->count, &count))
@@ -501,7 +526,9 @@ alloc_arrays(struct dump_load *l, char *err, size_t errlen)
 		struct snapshot_slice	*s = &im->slices[i];
 		uint64_t		 nb = s->bloom.nblocks;
 
-		if (bloom_init(&s->bloom, nb, s->bloom.hashes, im->seed) == -1)
+		/* a merged slice's keys were hashed with its own seed */
+		if (bloom_init(&s->bloom, nb, s->bloom.hashes, s->merged ?
+		    s->seed : im->seed) == -1)
 			return refuse(err, errlen, "cannot allocate %" PRIu64
 			    " bytes for slice %" PRIu32, nb * BLOOM_BLOCK_BYTES,
 			    i);

@@ -42,11 +42,20 @@
  *    56     8  creation time (Unix seconds) of the dump
  *    64     8  total bytes of the slices' arrays
  *    72    56  reserved, zero
- *   128  64*n  one entry per slice, oldest first, as in a snapshot
- *              (snapshot.h): +0 nblocks, +8 hashes (u32), +12 reserved,
- *              +16 capacity, +24 error_rate (double), +32 count,
- *              +40 bits set, +48 start of its period (Unix ms, signed),
- *              +56 reserved
+ *   128  64*n  one entry per slice, oldest first, as in a version 3
+ *              snapshot (snapshot.h): +0 nblocks, +8 hashes (u32),
+ *              +12 flags (u32: bit 0 merged, no other bit), +16 capacity,
+ *              +24 error_rate (double), +32 count, +40 bits set, +48
+ *              start of its period (Unix ms, signed), +56 seed of a
+ *              merged slice's keys (zero for the filter's own slices)
+ *
+ * Merged slices (MERGE: from filters of other seeds or shapes, read-only,
+ * their keys hashed with their own seed) come after the filter's own; a
+ * loader refuses an own slice after a merged one, other flags, and a
+ * seed on an own slice. The format version stays 1: a dump of no merged
+ * slice is byte for byte what seend wrote before MERGE, and a loader
+ * from before it refuses a merged slice's flag and seed as non-zero
+ * reserved bytes.
  *
  * Bits chunks follow in order: chunk i starts where chunk i-1 ended, the
  * last ends at the total; every chunk but the last has the same payload
@@ -98,8 +107,9 @@ uint64_t	dump_bits_bytes(const struct dump_image *);
 /* How many chunks the image makes, header chunk included, with bits
  * chunks of at most chunk_payload bytes each (0, or more than fits: the
  * largest that fits DUMP_CHUNK_MAX). 0 when the image cannot be dumped:
- * no slices (nothing would end the load), more than SNAPSHOT_MAX_SLICES,
- * no bytes, or UINT32_MAX chunks or more (tiny chunks of a huge filter). */
+ * more than SNAPSHOT_MAX_SLICES, an own slice after a merged one, no
+ * bytes in its slices, or UINT32_MAX chunks or more (tiny chunks of a
+ * huge filter); an image of no slice is its header chunk alone (1). */
 uint32_t	dump_chunk_count(const struct dump_image *, size_t chunk_payload);
 /*
  * Writes chunk index (0 .. dump_chunk_count - 1) of the image into out,
@@ -123,7 +133,8 @@ struct dump_load;
 /*
  * Starts a load from the header chunk (index 0): checks it whole (magic,
  * version, kind, index, checksum, lengths, every field in range, the
- * slice table adding up to the total) and allocates the slices' arrays,
+ * slice table adding up to the total, merged slices last) and allocates
+ * the slices' arrays (a merged slice's bloom with its own seed),
  * unless they need more than max_bytes (0: no bound; max_memory's room).
  * Returns the load, or NULL with a message in err ("bad dump chunk: ...",
  * or the size refused). A dump of no slice (an empty window) is complete
