@@ -29,10 +29,15 @@
 
 /* Three slices of different shapes: 2368 + 320 + 4096 = 6784 bytes, so
  * chunks of 1000 bytes cross both slice boundaries (chunk 3 spans all
- * three slices) and the last holds 784. */
-static const uint64_t	 NBLOCKS[3] = { 37, 5, 64 };
-static const uint32_t	 HASHES[3] = { 8, 4, 16 };
-static const uint32_t	 NKEYS[3] = { 300, 40, 500 };
+ * three slices) and the last holds 784. A fourth (576 bytes) for the
+ * images of merged slices. */
+static const uint64_t	 NBLOCKS[4] = { 37, 5, 64, 9 };
+static const uint32_t	 HASHES[4] = { 8, 4, 16, 8 };
+static const uint32_t	 NKEYS[4] = { 300, 40, 500, 60 };
+/* the seeds of merged slices 0..3 (a merged slice's keys are hashed
+ * with its own seed) */
+static const uint64_t	 MSEED[4] = { 0xa1, 0xb2b2b2b2b2b2b2b2ULL, 0xc3,
+			     0x0d0d0d0d0d0d0d0dULL };
 
 static char		 dir[] = "/tmp/test_dump.XXXXXX";
 static char		 err[512];
@@ -51,7 +56,7 @@ struct dump {
 
 struct image {
 	struct dump_image	 im;
-	struct snapshot_slice	 sl[3];
+	struct snapshot_slice	 sl[4];
 };
 
 static void
@@ -86,17 +91,23 @@ missing_keys(const struct bloom *b, const char *tag, uint32_t slice,
 	return missing;
 }
 
-/* n slices holding keys "k/slice/i"; the second one has a period start. */
+/* n slices holding keys "k/slice/i", the last nmerged of them merged
+ * (seeds MSEED); the second one has a period start. */
 static void
-build(struct image *img, uint32_t n)
+build_merged(struct image *img, uint32_t n, uint32_t nmerged)
 {
 	struct dump_image *im = &img->im;
 
 	memset(img, 0, sizeof(*img));
 	for (uint32_t i = 0; i < n; i++) {
-		struct snapshot_slice *s = &img->sl[i];
+		struct snapshot_slice	*s = &img->sl[i];
+		uint64_t		 seed = SEED;
 
-		if (bloom_init(&s->bloom, NBLOCKS[i], HASHES[i], SEED) == -1) {
+		if (i >= n - nmerged) {
+			s->merged = 1;
+			s->seed = seed = MSEED[i];
+		}
+		if (bloom_init(&s->bloom, NBLOCKS[i], HASHES[i], seed) == -1) {
 			perror("bloom_init");
 			exit(2);
 		}
@@ -117,6 +128,12 @@ build(struct image *img, uint32_t n)
 	im->created = 1700000000;
 	im->nslices = n;
 	im->slices = img->sl;
+}
+
+static void
+build(struct image *img, uint32_t n)
+{
+	build_merged(img, n, 0);
 }
 
 static void
@@ -287,7 +304,8 @@ check_same(const struct dump_image *want, const struct dump_image *got,
 
 		if (b->bloom.nblocks != a->bloom.nblocks ||
 		    b->bloom.hashes != a->bloom.hashes ||
-		    b->bloom.seed != want->seed ||
+		    b->merged != a->merged || b->seed != a->seed ||
+		    b->bloom.seed != (a->merged ? a->seed : want->seed) ||
 		    b->capacity != a->capacity ||
 		    b->error_rate != a->error_rate ||
 		    b->start_ms != a->start_ms || b->count != a->count ||
@@ -655,8 +673,10 @@ test_hostile_header(void)
 	    "header: a start time of -1");
 	bad_header(&a, SE(1, 40), 8, 5 * 512 + 1, "slice 1: bad",
 	    "header: more bits set than a slice has");
-	bad_header(&a, SE(0, 60), 4, 7, "reserved",
-	    "header: a slice entry's reserved bytes");
+	bad_header(&a, SE(0, 60), 4, 7, "slice 0: not merged but with a seed",
+	    "header: an own slice's seed field (once reserved)");
+	bad_header(&a, SE(1, 12), 4, 4, "slice 1: bad flags 0x4",
+	    "header: an own slice's flags field (once reserved)");
 	bad_header(&a, HP(0), 4, 2, "unknown layout 2", "header: layout 2");
 	bad_header(&a, HP(12), 4, 2, "bad normalize 2", "header: normalize 2");
 	bad_header(&a, HP(8), 4, 5000, "bad growth", "header: growth 5000");
@@ -684,6 +704,123 @@ test_hostile_header(void)
 	refused(&c, 1, 0, "more than a chunk holds",
 	    "header: a payload length past DUMP_CHUNK_MAX");
 	free(c.p);
+	drop_dump(&a);
+	unbuild(&img);
+}
+
+/*
+ * Merged slices (MERGE): their flag and seed travel in the slice entry as
+ * in a version 3 snapshot, they load with their own seed, and they must
+ * come after the filter's own; a dump of none has those fields zero, as
+ * before MERGE.
+ */
+static void
+test_merged(void)
+{
+	struct image		 img;
+	struct dump		 a;
+	struct dump_load	*l = NULL;
+	struct blob		 c;
+	size_t			 sizes[2] = { SMALL, 0 };
+	int			 at, complete, fields = 1;
+	char			 what[64];
+
+	build(&img, 3);
+	make_dump(&img.im, ID_A, SMALL, &a);
+	for (uint32_t i = 0; i < 3; i++)
+		fields &= get64(a.c[0].p + SE(i, 8)) >> 32 == 0 &&
+		    get64(a.c[0].p + SE(i, 56)) == 0;
+	ok(fields, "merged: none, every entry's flags and seed zero");
+	drop_dump(&a);
+	unbuild(&img);
+
+	build_merged(&img, 4, 2);
+	for (int k = 0; k < 2; k++) {
+		snprintf(what, sizeof(what), "merged: 2 own + 2 merged, %s "
+		    "chunks", k == 0 ? "1000-byte" : "default");
+		make_dump(&img.im, ID_A, sizes[k], &a);
+		at = feed(a.c, a.n, &l, &complete);
+		ok(at == -1 && complete, "%s: %u chunks load (%s)", what, a.n,
+		    at == -1 ? "ok" : err);
+		if (at == -1) {
+			struct dump_image *got = dump_load_image(l);
+
+			check_same(&img.im, got, what);
+			ok(!got->slices[1].merged && got->slices[2].merged &&
+			    got->slices[3].merged &&
+			    got->slices[2].seed == MSEED[2] &&
+			    got->slices[3].bloom.seed == MSEED[3],
+			    "%s: slices 2 and 3 merged, with their seeds",
+			    what);
+		}
+		dump_load_free(l);
+		l = NULL;
+		if (k == 0) {
+			fields = 1;
+			for (uint32_t i = 0; i < 4; i++)
+				fields &= get64(a.c[0].p + SE(i, 8)) >> 32 ==
+				    (i >= 2) && get64(a.c[0].p + SE(i, 56)) ==
+				    (i >= 2 ? MSEED[i] : 0);
+			ok(fields, "merged: flags (+12) and seeds (+56) as "
+			    "dump.h says");
+			bad_header(&a, SE(0, 12), 4, 2, "slice 0: bad flags "
+			    "0x2 (only bit 0, merged, is defined)",
+			    "merged: flags 2 on an own slice");
+			bad_header(&a, SE(3, 12), 4, 3, "slice 3: bad flags 0x3",
+			    "merged: flags 3 on a merged slice");
+			bad_header(&a, SE(2, 12), 4, 0x80000001u,
+			    "slice 2: bad flags 0x80000001",
+			    "merged: flags with the top bit");
+			bad_header(&a, SE(1, 56), 8, 42, "slice 1: not merged "
+			    "but with a seed (0x000000000000002a)",
+			    "merged: an own slice with a seed");
+			bad_header(&a, SE(0, 12), 4, 1, "slice 1: the filter's "
+			    "own after merged slice 0 (merged slices come "
+			    "last)", "merged: a merged slice before an own "
+			    "one");
+			/* the last slice made own again, flag and seed */
+			c = copy_blob(a.c[0].p, a.c[0].len);
+			put32(c.p + SE(3, 12), 0);
+			put64(c.p + SE(3, 56), 0);
+			reseal(&c);
+			refused(&c, 1, 0, "slice 3: the filter's own after "
+			    "merged slice 2", "merged: an own slice last");
+			free(c.p);
+			/* a merged slice of seed 0 is a merged slice */
+			c = copy_blob(a.c[0].p, a.c[0].len);
+			put64(c.p + SE(2, 56), 0);
+			reseal(&c);
+			l = dump_load_start(c.p, c.len, 0, err, sizeof(err));
+			ok(l != NULL && dump_load_image(l)->slices[2].merged &&
+			    dump_load_image(l)->slices[2].bloom.seed == 0,
+			    "merged: a merged slice of seed 0 starts (%s)",
+			    l == NULL ? err : "ok");
+			dump_load_free(l);
+			l = NULL;
+			free(c.p);
+		}
+		drop_dump(&a);
+	}
+	/* the writer makes no dump a loader would refuse */
+	img.sl[3].merged = 0;
+	img.sl[3].seed = 0;
+	ok(dump_chunk_count(&img.im, SMALL) == 0 &&
+	    dump_chunk(&img.im, ID_A, SMALL, 0, scratch) == 0,
+	    "merged: an image with an own slice after a merged one makes no "
+	    "dump");
+	img.sl[3].merged = 1;
+	unbuild(&img);
+
+	/* a window whose only slice is merged */
+	build_merged(&img, 1, 1);
+	make_dump(&img.im, ID_B, 0, &a);
+	at = feed(a.c, a.n, &l, &complete);
+	ok(at == -1 && complete && dump_load_image(l)->slices[0].merged,
+	    "merged: one merged slice and no own round-trips (%s)",
+	    at == -1 ? "ok" : err);
+	if (at == -1)
+		check_same(&img.im, dump_load_image(l), "merged: alone");
+	dump_load_free(l);
 	drop_dump(&a);
 	unbuild(&img);
 }
@@ -939,6 +1076,7 @@ main(void)
 	test_foreign();
 	test_hostile_header();
 	test_hostile_bits();
+	test_merged();
 	test_live();
 	test_empty_and_bounded();
 	free(scratch);
