@@ -996,6 +996,11 @@ write_corpus(const char *out)
 	write_seed(out, "three-slices-own", 0, &d, 0);
 	drop_dump(&d);
 	unbuild(&img);
+	build_merged(&img, 4, 2);
+	make_dump(&img.im, ID_B, SMALL, &d);
+	write_seed(out, "four-slices-2-merged", 0, &d, 0);
+	drop_dump(&d);
+	unbuild(&img);
 }
 
 static void

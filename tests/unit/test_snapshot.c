@@ -588,6 +588,8 @@ write_seed(const char *out, const char *file, uint64_t cap, double rate,
 	free(f.p);
 }
 
+static void	write_corpus_merged(const char *);
+
 static int
 write_corpus(const char *out)
 {
@@ -603,6 +605,7 @@ write_corpus(const char *out)
 	write_seed(out, "damaged-version", 10, 0.01, 10, m_version);
 	write_seed(out, "damaged-nblocks", 100, 0.01, 60, m_nblocks1);
 	write_seed(out, "damaged-hashes", 100, 0.01, 60, m_hashes);
+	write_corpus_merged(out);
 	return 0;
 }
 
@@ -1205,6 +1208,49 @@ mseed0(const struct snapshot_info *info, const struct snapshot_slice *sl,
 	ok(info->version == 3 && sl[2].merged && sl[2].seed == 0 &&
 	    sl[2].bloom.seed == 0 && sl[3].merged,
 	    "%s: slice 2 merged with seed 0", what);
+}
+
+/* Version 3 seeds: n slices of merged_set (from first), fixed creation
+ * time, checksum recomputed, then mutate (not resealed: the fuzz target
+ * reseals every input itself). */
+static void
+write_seed_merged(const char *out, const char *file, uint32_t first,
+    uint32_t n, void (*mutate)(struct buf *))
+{
+	struct snapshot_info	 info;
+	struct snapshot_slice	 sl[NMERGED];
+	struct buf		 f;
+	char			 path[512], dst[1024];
+
+	merged_set(&info, sl, 1);
+	info.nslices = n;
+	snapshot_path(path, sizeof(path), dir, "seed3");
+	if (snapshot_write_slices(dir, "seed3", &info, sl + first, err,
+	    sizeof(err)) == -1 || slurp(path, &f) == -1) {
+		fprintf(stderr, "seed %s: %s\n", file, err);
+		exit(1);
+	}
+	merged_free(sl);
+	put_le64(f.p + 72, 1700000000);
+	reseal(&f);
+	if (mutate != NULL)
+		mutate(&f);
+	snprintf(dst, sizeof(dst), "%s/%s", out, file);
+	if (spit(dst, f.p, f.len) == -1) {
+		perror(dst);
+		exit(1);
+	}
+	free(f.p);
+}
+
+static void
+write_corpus_merged(const char *out)
+{
+	write_seed_merged(out, "v3-2own-2merged", 0, NMERGED, NULL);
+	write_seed_merged(out, "v3-merged-only", 2, 2, NULL);
+	write_seed_merged(out, "damaged-v3-flags", 0, NMERGED, m3_flags3);
+	write_seed_merged(out, "damaged-v3-own-last", 0, NMERGED, m3_ownlast);
+	write_seed_merged(out, "damaged-v3-own-seed", 0, NMERGED, m3_ownseed);
 }
 
 static void
