@@ -494,6 +494,12 @@ bf_shape(const struct filter *f, struct bf_shape *s)
 		s->capacity += (long long)f->slices[i]->capacity;
 		s->bytes += (long long)bloom_bytes(&f->slices[i]->bloom);
 	}
+	/* MERGE's slices count as RedisBloom's sub-filters too */
+	for (size_t i = 0; i < f->nmerged; i++) {
+		s->capacity += (long long)f->merged[i]->capacity;
+		s->bytes += (long long)bloom_bytes(&f->merged[i]->bloom);
+	}
+	n += f->nmerged;
 	s->filters = (long long)n;
 	if (f->expire_ms > 0 || n == 0)
 		s->capacity = (long long)f->capacity;

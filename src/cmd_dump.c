@@ -113,7 +113,7 @@ dump_slot(time_t now)
 static int
 dump_capture(struct dump_out *d, struct filter *f)
 {
-	size_t n = f->nslices;
+	size_t n = filter_nall(f);
 
 	memset(&d->img, 0, sizeof(d->img));
 	d->owners = calloc(n ? n : 1, sizeof(*d->owners));
@@ -131,20 +131,9 @@ dump_capture(struct dump_out *d, struct filter *f)
 	d->img.expire_ms = (uint64_t)f->expire_ms;
 	d->img.created = (uint64_t)time(NULL);
 	d->img.nslices = (uint32_t)n;
-	for (size_t i = 0; i < n; i++) {
-		struct slice		*s = f->slices[i];
-		struct snapshot_slice	*ss = &d->img.slices[i];
-
-		slice_ref(s);
-		d->owners[i] = s;
-		ss->bloom = s->bloom;
-		ss->capacity = s->capacity;
-		ss->error_rate = s->error_rate;
-		ss->start_ms = s->start_ms;
-		ss->count = s->bloom.count;
-		ss->bits_set = s->bloom.bits_set;
-		d->img.count += ss->count;
-	}
+	filter_capture(f, d->img.slices, d->owners);
+	for (size_t i = 0; i < n; i++)
+		d->img.count += d->img.slices[i].count;
 	return 0;
 }
 

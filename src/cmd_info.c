@@ -41,7 +41,7 @@ filter_line(const struct filter *f)
 	    "bytes=%llu slices=%zu\r\n", f->name,
 	    (unsigned long long)f->capacity, f->error_rate,
 	    (unsigned long long)filter_count(f),
-	    (unsigned long long)filter_bytes(f), f->nslices);
+	    (unsigned long long)filter_bytes(f), filter_nall(f));
 }
 
 /* The growth factor as the config spells it. */
@@ -62,8 +62,8 @@ info_filter(const struct filter *f)
 	uint64_t		 bits_set = 0, cap = filter_slice_capacity(f);
 	char			 g[16];
 
-	for (size_t i = 0; i < f->nslices; i++)
-		bits_set += f->slices[i]->bloom.bits_set;
+	for (size_t i = 0; i < filter_nall(f); i++)
+		bits_set += filter_slice_at(f, i)->bloom.bits_set;
 	buf_printf(&result_buf,
 	    "name %s\r\n"
 	    "capacity %llu\r\n"
@@ -74,6 +74,7 @@ info_filter(const struct filter *f)
 	    "state %s\r\n"
 	    "count %llu\r\n"
 	    "slices %zu\r\n"
+	    "merged_slices %zu\r\n"
 	    "slice_capacity %llu\r\n"
 	    "bits %.0f\r\n"
 	    "bytes %llu\r\n"
@@ -92,7 +93,7 @@ info_filter(const struct filter *f)
 	    f->name, (unsigned long long)f->capacity, f->error_rate,
 	    growth_text(f, g, sizeof(g)), (long long)(f->expire_ms / 1000),
 	    f->normalize ? "standard" : "off", filter_state_name(filter_state(f)),
-	    (unsigned long long)filter_count(f), f->nslices,
+	    (unsigned long long)filter_count(f), filter_nall(f), f->nmerged,
 	    (unsigned long long)cap, bits, (unsigned long long)filter_bytes(f),
 	    (unsigned long long)filter_mapped(f),
 	    cap ? bits / (double)cap : 0.0, h ? h->bloom.hashes : 0,

@@ -68,6 +68,7 @@ static const struct command commands[] = {
 	{ "BF.RESERVE",	"bf.reserve", CMD_COUNT, 3, 6, RESP, 0,
 	    cmd_bf_reserve },
 	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info },
+	{ "MERGE",	"merge", CMD_COUNT,	2, -1, BOTH, 0, cmd_merge },
 	{ "BF.SCANDUMP", "bf.scandump", CMD_COUNT, 2, 2, RESP, 0,
 	    cmd_bf_scandump },
 	{ "BF.LOADCHUNK", "bf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
@@ -114,6 +115,12 @@ command_session_end(struct session *s)
 	cmd_dump_session_end(s);
 	free(s->name);
 	s->name = NULL;
+}
+
+int
+command_work(struct core *core)
+{
+	return cmd_merge_work(core);
 }
 
 void
@@ -267,7 +274,8 @@ command_run(struct session *s, struct op *op, struct result *r)
 			goto need_auth;
 		if (cmd->id < CMD_COUNT)	/* RESET has no counter */
 			st->by_cmd[cmd->id]++;
-		if (n < cmd->min_args || n > cmd->max_args) {
+		if (n < cmd->min_args ||
+		    (cmd->max_args >= 0 && n > cmd->max_args)) {
 			result_error(r, "ERR", "wrong number of arguments for '%s'",
 			    cmd->name);
 			return;
@@ -384,6 +392,23 @@ count_answer(struct stats *st, int check, int hit)
  * SEEN (check 0) or CHECK of one key of a RESP command in f: the answer,
  * or FILTER_FULL with the error in r.
  */
+/*
+ * A key a merged slice holds (MERGE) is seen, and nothing is recorded:
+ * those slices are read-only. Counts it on f; 1 if it answered.
+ */
+static int
+merged_answer(struct filter *f, uint64_t h, const char *key, size_t len,
+    int check)
+{
+	if (!filter_merged_hit(f, h, key, len, filter_now_ms))
+		return 0;
+	if (check)
+		f->checks++;
+	else
+		f->seen_old++;
+	return 1;
+}
+
 int
 command_dedup_key(struct session *s, struct filter *f, const char *key, size_t len,
     int check, struct result *r)
@@ -392,6 +417,12 @@ command_dedup_key(struct session *s, struct filter *f, const char *key, size_t l
 	uint64_t	 h = filter_hash(f, key, len);
 	int		 hit;
 
+	if (__builtin_expect(f->nmerged > 0, 0) &&
+	    merged_answer(f, h, key, len, check)) {
+		st->by_cmd[check ? CMD_CHECK : CMD_SEEN]++;
+		count_answer(st, check, 1);
+		return 1;
+	}
 	if (journal_refuses(s, f, h, check, r))
 		return FILTER_FULL;
 	hit = filter_answer(s->core, f, h, check);
@@ -438,6 +469,12 @@ cmd_seen(struct session *s, struct op *op, struct result *r)
 		 * batch: the filter has a new seed */
 		op->hash = filter_hash(f, rq->argv[rq->argc - 1],
 		    rq->argl[rq->argc - 1]);
+	if (__builtin_expect(f->nmerged > 0, 0) && merged_answer(f, op->hash,
+	    rq->argv[rq->argc - 1], rq->argl[rq->argc - 1], check)) {
+		count_answer(st, check, 1);
+		result_int(r, 1);
+		return;
+	}
 	if (journal_refuses(s, f, op->hash, check, r))
 		return;
 	hit = filter_answer(s->core, f, op->hash, check);
@@ -624,8 +661,11 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 
 		klen = proto_simple_key(p + off, left - off, maxl, &key,
 		    &q[n].check, &next);
+		/* a filter with merged slices needs the key: the general
+		 * path (cmd_seen) has it */
 		if (klen < 0 ||
-		    (f = registry_route(reg, key, (size_t)klen)) == NULL)
+		    (f = registry_route(reg, key, (size_t)klen)) == NULL ||
+		    f->nmerged > 0)
 			break;	/* not simple, or an error to explain */
 		q[n].f = f;
 		uniform &= f == q[0].f;
@@ -672,8 +712,9 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 		}
 		if (cmd == RESP_HOT_SETNX)
 			f = registry_route(reg, key, keyl);
-		if (f == NULL)
-			break;	/* the general path explains or creates */
+		if (f == NULL || f->nmerged > 0)
+			break;	/* the general path explains, creates or
+				 * asks merged slices */
 		q[n].f = f;
 		q[n].check = 0;
 		uniform &= f == q[0].f;

@@ -97,6 +97,9 @@ int		command_run_resp_simple(struct session *, struct buf *in,
 /* A session ends (its connection closed): what it held goes (its name,
  * a BF.LOADCHUNK in progress). */
 void		command_session_end(struct session *);
+/* The turn's background step: a slice of the merge under way (MERGE).
+ * Returns 1 while work remains (the loop must not sleep then). */
+int		command_work(struct core *);
 /* Once a second: dumps no client has asked for in a minute are dropped
  * (BF.SCANDUMP holds its filter's slices until its last chunk). */
 void		command_tick(struct core *, time_t now);

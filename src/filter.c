@@ -56,6 +56,35 @@ period_start(const struct filter *f, int64_t t)
 	return t - (((t % g) + g) % g);
 }
 
+static void	set_drop_at(struct filter *);
+static void	refresh(struct filter *);
+static int	push_slice(struct filter *, struct slice *);
+static struct filter *filter_alloc(const char *, const struct filter_shape *);
+static void	become_full(struct filter *, const char *);
+
+/* A slice of that many blocks, counted in filter_memory_used; NULL if
+ * out of memory (errno says why). */
+static struct slice *
+slice_make(uint64_t nblocks, uint32_t hashes, uint64_t seed,
+    uint64_t capacity, double error_rate, int64_t start_ms)
+{
+	struct slice *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	if (bloom_init(&s->bloom, nblocks, hashes, seed) == -1) {
+		free(s);
+		return NULL;
+	}
+	s->capacity = capacity;
+	s->error_rate = error_rate;
+	s->start_ms = start_ms;
+	s->refs = 1;
+	__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
+	    __ATOMIC_RELAXED);
+	return s;
+}
+
 static struct slice *
 slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
     uint64_t seed, int held_ok, char *err, size_t errlen)
@@ -80,20 +109,11 @@ slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    bloom_init(&s->bloom, nblocks, hashes, seed) == -1) {
+	if ((s = slice_make(nblocks, hashes, seed, capacity, error_rate,
+	    start_ms)) == NULL)
 		snprintf(err, errlen, "cannot allocate %llu bytes: %s",
 		    (unsigned long long)nblocks * BLOOM_BLOCK_BYTES,
 		    strerror(errno));
-		free(s);
-		return NULL;
-	}
-	s->capacity = capacity;
-	s->error_rate = error_rate;
-	s->start_ms = start_ms;
-	s->refs = 1;
-	__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
-	    __ATOMIC_RELAXED);
 	return s;
 }
 
@@ -114,13 +134,118 @@ slice_unref(struct slice *s)
 	free(s);
 }
 
+struct slice *
+slice_alloc(uint64_t nblocks, uint32_t hashes, uint64_t capacity,
+    double error_rate, int64_t start_ms)
+{
+	if (filter_memory_limit > 0 && filter_memory_used +
+	    bloom_map_bytes(nblocks) > filter_memory_limit)
+		return NULL;
+	return slice_make(nblocks, hashes, 0, capacity, error_rate, start_ms);
+}
+
+size_t
+filter_nall(const struct filter *f)
+{
+	return f->nslices + f->nmerged;
+}
+
+struct slice *
+filter_slice_at(const struct filter *f, size_t i)
+{
+	return i < f->nslices ? f->slices[i] : f->merged[i - f->nslices];
+}
+
+/* A fixed filter holds its rate up to its capacity, merged slices' keys
+ * included: past it (a merge, or a snapshot of one) it is full. */
+static void
+full_if_merged_past(struct filter *f)
+{
+	if (f->growth == 0 && f->nmerged > 0 && !f->full &&
+	    filter_count(f) >= f->capacity)
+		become_full(f, "merged slices brought it past its capacity");
+}
+
+struct filter *
+filter_new_empty(const char *name, const struct filter_shape *shape,
+    uint64_t seed)
+{
+	struct filter *f;
+
+	if ((f = filter_alloc(name, shape)) == NULL)
+		return NULL;
+	f->seed = seed;
+	refresh(f);
+	return f;
+}
+
+int
+filter_add_own(struct filter *f, struct slice *s)
+{
+	if (push_slice(f, s) == -1)
+		return -1;
+	set_drop_at(f);
+	return 0;
+}
+
+void
+filter_counts_changed(struct filter *f)
+{
+	f->reshapes++;
+	f->warned = 0;
+	refresh(f);
+	set_drop_at(f);
+	if (f->head != NULL && f->head->bloom.count >= f->next_mark)
+		filter_head_filled(f);
+	full_if_merged_past(f);
+}
+
+void
+filter_capture(struct filter *f, struct snapshot_slice *out,
+    struct slice **owners)
+{
+	for (size_t i = 0; i < filter_nall(f); i++) {
+		struct slice		*s = filter_slice_at(f, i);
+		struct snapshot_slice	*d = &out[i];
+
+		slice_ref(s);
+		owners[i] = s;
+		memset(d, 0, sizeof(*d));
+		d->bloom = s->bloom;
+		d->capacity = s->capacity;
+		d->error_rate = s->error_rate;
+		d->start_ms = s->start_ms;
+		d->count = s->bloom.count;
+		d->bits_set = s->bloom.bits_set;
+		d->merged = i >= f->nslices;
+		d->seed = d->merged ? s->seed : 0;
+	}
+}
+
+int
+filter_add_merged(struct filter *f, struct slice *s, uint64_t seed)
+{
+	struct slice **grown;
+
+	if ((grown = reallocarray(f->merged, f->nmerged + 1,
+	    sizeof(*grown))) == NULL)
+		return -1;
+	f->merged = grown;
+	s->seed = seed;
+	f->merged[f->nmerged++] = s;
+	f->reshapes++;
+	set_drop_at(f);
+	return 0;
+}
+
 /* The fast path holds when one slice, no window and room remain. */
 static void
 refresh(struct filter *f)
 {
 	struct slice *h = f->head;
 
-	f->simple = f->nslices == 1 && f->expire_ms == 0 && !f->full;
+	f->simple = f->nslices == 1 && f->nmerged == 0 && f->expire_ms == 0 &&
+	    !f->full;
 	f->fast = f->simple && !f->normalize ? &h->bloom : NULL;
 	if (h == NULL) {
 		f->next_mark = UINT64_MAX;
@@ -335,9 +460,31 @@ filter_retry(struct filter *f)
 static void
 set_drop_at(struct filter *f)
 {
-	f->drop_at_ms = f->nslices && f->expire_ms > 0 ?
-	    f->slices[0]->start_ms + period_ms(f) * FILTER_LIVE_PERIODS :
-	    INT64_MAX;
+	int64_t oldest = f->nslices ? f->slices[0]->start_ms : INT64_MAX;
+
+	for (size_t i = 0; i < f->nmerged; i++)
+		if (f->merged[i]->start_ms < oldest)
+			oldest = f->merged[i]->start_ms;
+	f->drop_at_ms = oldest != INT64_MAX && f->expire_ms > 0 ?
+	    oldest + period_ms(f) * FILTER_LIVE_PERIODS : INT64_MAX;
+}
+
+/* Merged slices whose period started FILTER_LIVE_PERIODS ago go. */
+static void
+expire_merged(struct filter *f, int64_t now, int64_t live)
+{
+	size_t i = 0;
+
+	while (i < f->nmerged) {
+		if (f->merged[i]->start_ms + live > now) {
+			i++;
+			continue;
+		}
+		f->dropped += f->merged[i]->bloom.count;
+		slice_unref(f->merged[i]);
+		f->merged[i] = f->merged[--f->nmerged];
+		f->reshapes++;
+	}
 }
 
 /* Drops the slices whose period started FILTER_LIVE_PERIODS ago. */
@@ -349,6 +496,7 @@ filter_expire(struct filter *f, int64_t now)
 
 	if (f->expire_ms == 0 || now < f->drop_at_ms)
 		return;
+	expire_merged(f, now, live);
 	while (n < f->nslices && f->slices[n]->start_ms + live <= now)
 		n++;
 	for (size_t i = 0; i < n; i++) {
@@ -499,6 +647,37 @@ filter_hash_normalized(const struct filter *f, const char *key, size_t len)
 	return XXH3_64bits_withSeed(out, n, f->seed);
 }
 
+int
+filter_merged_hit(struct filter *f, uint64_t h, const char *key, size_t len,
+    int64_t now)
+{
+	char		 out[FILTER_NORMAL_MAX];
+	uint64_t	 seed = f->seed, hk = h;
+	size_t		 n;
+
+	if (f->nmerged == 0)
+		return 0;
+	filter_expire(f, now);
+	if (f->normalize && (n = url_normalize(key, len, out,
+	    sizeof(out))) > 0) {
+		key = out;
+		len = n;
+	}
+	for (size_t i = 0; i < f->nmerged; i++) {
+		const struct slice *m = f->merged[i];
+
+		/* one hash per seed: merged slices of one source are
+		 * next to each other */
+		if (m->seed != seed) {
+			seed = m->seed;
+			hk = XXH3_64bits_withSeed(key, len, seed);
+		}
+		if (bloom_check(&m->bloom, hk))
+			return 1;
+	}
+	return 0;
+}
+
 /* ---- the filter ---- */
 
 static struct filter *
@@ -567,6 +746,9 @@ filter_reset(struct filter *f, uint64_t seed)
 
 	for (size_t i = 0; i < f->nslices; i++)
 		slice_unref(f->slices[i]);
+	for (size_t i = 0; i < f->nmerged; i++)
+		slice_unref(f->merged[i]);
+	f->nmerged = 0;
 	/* mutations only ever grow: a snapshot job captured before the
 	 * reset can never make the filter look saved */
 	f->dropped += held;
@@ -607,7 +789,8 @@ adopt(struct filter *f, const struct snapshot_info *info,
 		s->refs = 1;
 		__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
 		    __ATOMIC_RELAXED);
-		if (push_slice(f, s) == -1) {
+		if (ss[i].merged ? filter_add_merged(f, s, ss[i].seed) == -1 :
+		    push_slice(f, s) == -1) {
 			slice_unref(s);
 			snprintf(err, errlen, "out of memory");
 			return -1;
@@ -662,6 +845,7 @@ filter_from_slices(const char *name, const struct filter_shape *shape,
 	    (f->expire_ms == 0 ||
 	    f->head->start_ms >= period_start(f, now_ms())))
 		filter_head_filled(f);
+	full_if_merged_past(f);
 	f->saved = filter_mutations(f);
 	return f;
 }
@@ -805,7 +989,10 @@ filter_unref(struct filter *f)
 		return;
 	for (size_t i = 0; i < f->nslices; i++)
 		slice_unref(f->slices[i]);
+	for (size_t i = 0; i < f->nmerged; i++)
+		slice_unref(f->merged[i]);
 	free(f->slices);
+	free(f->merged);
 	free(f);
 }
 
@@ -814,8 +1001,8 @@ filter_count(const struct filter *f)
 {
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < f->nslices; i++)
-		n += f->slices[i]->bloom.count;
+	for (size_t i = 0; i < filter_nall(f); i++)
+		n += filter_slice_at(f, i)->bloom.count;
 	return n;
 }
 
@@ -862,8 +1049,8 @@ filter_bytes(const struct filter *f)
 {
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < f->nslices; i++)
-		n += bloom_bytes(&f->slices[i]->bloom);
+	for (size_t i = 0; i < filter_nall(f); i++)
+		n += bloom_bytes(&filter_slice_at(f, i)->bloom);
 	return n;
 }
 
@@ -872,8 +1059,8 @@ filter_mapped(const struct filter *f)
 {
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < f->nslices; i++)
-		n += f->slices[i]->bloom.map_bytes;
+	for (size_t i = 0; i < filter_nall(f); i++)
+		n += filter_slice_at(f, i)->bloom.map_bytes;
 	return n;
 }
 
@@ -882,8 +1069,8 @@ filter_slice_capacity(const struct filter *f)
 {
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < f->nslices; i++)
-		n += f->slices[i]->capacity;
+	for (size_t i = 0; i < filter_nall(f); i++)
+		n += filter_slice_at(f, i)->capacity;
 	return n;
 }
 
@@ -893,8 +1080,8 @@ filter_fp_estimate(const struct filter *f)
 {
 	double miss = 1.0;
 
-	for (size_t i = 0; i < f->nslices; i++)
-		miss *= 1.0 - bloom_fp_from_fill(&f->slices[i]->bloom);
+	for (size_t i = 0; i < filter_nall(f); i++)
+		miss *= 1.0 - bloom_fp_from_fill(&filter_slice_at(f, i)->bloom);
 	return 1.0 - miss;
 }
 
@@ -903,11 +1090,11 @@ filter_fp_planned(const struct filter *f)
 {
 	double miss = 1.0;
 
-	for (size_t i = 0; i < f->nslices; i++) {
-		const struct bloom *b = &f->slices[i]->bloom;
+	for (size_t i = 0; i < filter_nall(f); i++) {
+		const struct bloom *b = &filter_slice_at(f, i)->bloom;
 
 		miss *= 1.0 - bloom_fp_rate(b->nblocks, b->hashes,
-		    f->slices[i]->capacity);
+		    filter_slice_at(f, i)->capacity);
 	}
 	return 1.0 - miss;
 }

@@ -88,6 +88,8 @@ struct slice {
 	double		 error_rate;	/* its planned rate at capacity */
 	int64_t		 start_ms;	/* wall-clock start of its period */
 	int		 refs;		/* the filter's and snapshot jobs' */
+	/* merged slices (MERGE): the seed their keys were hashed with */
+	uint64_t	 seed;
 };
 
 struct filter {
@@ -104,6 +106,12 @@ struct filter {
 	size_t		 nslices;
 	size_t		 slots;		/* allocated in slices[] */
 	struct slice	*head;		/* the newest, or NULL */
+	/* slices MERGE brought from filters of other seeds or shapes:
+	 * read-only, each asked with its own seed's hash of the key, so a
+	 * lookup needs the key (filter_merged_hit); a filter with any is
+	 * never on the batched fast paths */
+	struct slice	**merged;
+	size_t		 nmerged;
 	/* the fast path: one slice, no window, not full; filter_seen and
 	 * filter_check then cost what one Bloom filter does */
 	int		 simple;
@@ -207,6 +215,42 @@ void		 filter_ref(struct filter *);
 void		 filter_unref(struct filter *);
 void		 slice_ref(struct slice *);
 void		 slice_unref(struct slice *);
+/* A new empty slice of nblocks and hashes (MERGE's copies); NULL if
+ * out of memory or over max_memory. */
+struct slice	*slice_alloc(uint64_t nblocks, uint32_t hashes,
+		    uint64_t capacity, double error_rate, int64_t start_ms);
+/* Every slice, own (oldest first) then merged: i < filter_nall(f). */
+size_t		 filter_nall(const struct filter *);
+struct slice	*filter_slice_at(const struct filter *, size_t i);
+struct snapshot_slice;
+/*
+ * The filter's slices as they are now, own then merged, into out (room
+ * for filter_nall): each referenced in owners (the caller unrefs them),
+ * with its count and bits set taken now (a snapshot job, a dump).
+ */
+void		 filter_capture(struct filter *, struct snapshot_slice *out,
+		    struct slice **owners);
+/* A filter of that shape with no slice yet and the given seed (MERGE's
+ * new destination: its slices come from the merge). */
+struct filter	*filter_new_empty(const char *name,
+		    const struct filter_shape *, uint64_t seed);
+/* Appends s (its reference is taken) as the filter's newest own slice,
+ * its head. -1 if out of memory. */
+int		 filter_add_own(struct filter *, struct slice *s);
+/* After slices' counts grew from outside (MERGE): the head is looked at
+ * again (grows, warns, or is full), and the filter owes a snapshot. */
+void		 filter_counts_changed(struct filter *);
+/* Adds s (its reference is taken) as a merged slice of seed. -1 if out
+ * of memory. */
+int		 filter_add_merged(struct filter *, struct slice *s,
+		    uint64_t seed);
+/*
+ * Whether a merged slice holds key (h: its hash with the filter's own
+ * seed; key as the client sent it, normalised here if the filter does).
+ * 0 for a filter without merged slices.
+ */
+int		 filter_merged_hit(struct filter *, uint64_t h, const char *key,
+		    size_t len, int64_t now_ms);
 
 /* Keys answered new that live slices hold. */
 uint64_t	 filter_count(const struct filter *);

@@ -9,6 +9,7 @@
  *                     SADD SISMEMBER SMISMEMBER SCARD
  *   cmd_bloom.c       RedisBloom's BF.*
  *   cmd_dump.c        moving a filter: BF.SCANDUMP BF.LOADCHUNK
+ *   cmd_merge.c       MERGE
  *   cmd_keyspace.c    filters as keys: DEL UNLINK TYPE KEYS SCAN EXPIRE...
  *                     and the line protocol's RESET
  *   cmd_info.c        INFO FILTERS SAVE DBSIZE
@@ -23,6 +24,8 @@
 
 #include "command.h"
 #include "result.h"
+
+struct core;
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -78,6 +81,9 @@ void	cmd_bf_info(struct session *, struct op *, struct result *);
 /* cmd_dump.c */
 void	cmd_bf_scandump(struct session *, struct op *, struct result *);
 void	cmd_bf_loadchunk(struct session *, struct op *, struct result *);
+/* cmd_merge.c: MERGE, and a step of the merge under way (1: more) */
+void	cmd_merge(struct session *, struct op *, struct result *);
+int	cmd_merge_work(struct core *);
 /* drops dumps idle for a minute; a session's load in progress */
 void	cmd_dump_tick(time_t now);
 void	cmd_dump_session_end(struct session *);

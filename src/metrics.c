@@ -67,15 +67,15 @@ metrics_filter_figures(const struct filter *f, struct filter_figures *ff)
 	uint64_t	 set = 0;
 
 	memset(ff, 0, sizeof(*ff));
-	for (size_t i = 0; i < f->nslices; i++)
-		set += f->slices[i]->bloom.bits_set;
+	for (size_t i = 0; i < filter_nall(f); i++)
+		set += filter_slice_at(f, i)->bloom.bits_set;
 	ff->keys = filter_count(f);
 	ff->capacity = f->capacity;
 	ff->error_rate = f->error_rate;
 	ff->bytes = filter_bytes(f);
 	ff->fill_ratio = bits > 0 ? (double)set / bits : 0;
 	ff->fp_rate = filter_fp_estimate(f);
-	ff->slices = (unsigned)f->nslices;
+	ff->slices = (unsigned)filter_nall(f);
 	ff->dirty = filter_dirty(f);
 	ff->last_save = f->last_save;
 	ff->last_save_secs = f->last_save_secs;

@@ -249,7 +249,7 @@ fail:
 static int
 capture(struct save_job *job, struct filter *f)
 {
-	size_t n = f->nslices;
+	size_t n = filter_nall(f);
 
 	job->slices = calloc(n ? n : 1, sizeof(*job->slices));
 	job->owners = calloc(n ? n : 1, sizeof(*job->owners));
@@ -265,19 +265,7 @@ capture(struct save_job *job, struct filter *f)
 	job->info.error_rate = f->error_rate;
 	job->info.growth = f->growth;
 	job->info.expire_ms = (uint64_t)f->expire_ms;
-	for (size_t i = 0; i < n; i++) {
-		struct slice		*s = f->slices[i];
-		struct snapshot_slice	*d = &job->slices[i];
-
-		slice_ref(s);
-		job->owners[i] = s;
-		d->bloom = s->bloom;
-		d->capacity = s->capacity;
-		d->error_rate = s->error_rate;
-		d->start_ms = s->start_ms;
-		d->count = s->bloom.count;
-		d->bits_set = s->bloom.bits_set;
-	}
+	filter_capture(f, job->slices, job->owners);
 	job->mutations = filter_mutations(f);
 	return 0;
 }
@@ -380,6 +368,15 @@ void
 saver_set_journal(struct saver *sv, struct journal *j)
 {
 	sv->journal = j;
+}
+
+void
+saver_wait_done(struct saver *sv, struct save_wait *w)
+{
+	if (--w->pending > 0)
+		return;
+	sv->done_fn(sv->done_arg, w);
+	free(w);
 }
 
 int

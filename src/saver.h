@@ -39,6 +39,13 @@ int		 saver_submit(struct saver *, struct filter *, const char *dir,
 struct journal;
 /* The journal whose segment a job records at submission (NULL: none). */
 void		 saver_set_journal(struct saver *, struct journal *);
+/*
+ * Releases a hold the caller put on w (pending counted one for it, as
+ * SAVE does while it queues): when no job holds w any more, its owner is
+ * told now (the done callback) and w freed. MERGE holds its client's
+ * wait this way until the merge is done and its snapshot queued.
+ */
+void		 saver_wait_done(struct saver *, struct save_wait *w);
 /* Jobs queued or running. */
 int		 saver_busy(const struct saver *);
 /* Blocks until every queued job is written, then processes completions. */

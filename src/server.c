@@ -1020,7 +1020,10 @@ server_start(struct server *srv)
  *      client never holds an acknowledgement the journal does not; if
  *      the write failed with always, the replies that acknowledged a new
  *      key are held until the fault ends (step 5 lets them go);
- *   5. timers: the once-a-second work (server_tick).
+ *   5. timers: the once-a-second work (server_tick);
+ *   6. background work: a bounded step of a merge under way (MERGE),
+ *      so that a big one never holds the loop; while work remains the
+ *      next turn does not wait for events.
  * As Redis's beforeSleep writes the AOF and then flushes clients. A turn
  * that leaves requests unanswered (a batch limit) does not wait for
  * events: the next turn answers them.
@@ -1032,7 +1035,8 @@ server_turn(struct server *srv)
 
 	/* 1 and 2 */
 	if (event_base_loop(srv->base, EVLOOP_ONCE |
-	    (conn_turn_pending(&srv->conns) ? EVLOOP_NONBLOCK : 0)) == -1) {
+	    (conn_turn_pending(&srv->conns) || srv->work_pending ?
+	    EVLOOP_NONBLOCK : 0)) == -1) {
 		srv->done = 1;
 		return;
 	}
@@ -1045,6 +1049,8 @@ server_turn(struct server *srv)
 		srv->tick_due = 0;
 		server_tick(srv);
 	}
+	/* 6 */
+	srv->work_pending = command_work(&srv->core);
 }
 
 int

@@ -47,6 +47,7 @@ struct server {
 	struct event		*ev_signals[4];
 	int			 tick_due;	/* the turn's last step runs the
 						 * once-a-second work */
+	int			 work_pending;	/* background work remains */
 	char			 last_reload_msg[512];
 	time_t			 stop_deadline;
 	int			 final_save_failed;

@@ -1,7 +1,7 @@
 /*
  * snapshot.h - one file per filter in data_dir: <data_dir>/<name>.bloom
  *
- * File format, version 2 (all integers little-endian):
+ * File format, version 2 and 3 (all integers little-endian):
  *
  *   off  size  field
  *     0     8  magic "SEENDBF\n"
@@ -51,6 +51,7 @@
 #include "bloom.h"
 
 #define SNAPSHOT_MAGIC		"SEENDBF\n"
+/* what a file without merged slices is written as (3 with them) */
 #define SNAPSHOT_VERSION	2
 #define SNAPSHOT_MAX_SLICES	4096
 /* Slice start times are Unix milliseconds up to the year ~33000. */

@@ -345,6 +345,97 @@ class RedisServer:
         self.log.close()
 
 
+def diag(msg):
+    """A TAP comment line: figures a test prints but does not assert."""
+    print("# " + msg, flush=True)
+
+
+# ---- a raw RESP client: exact replies, errors as values (dumps and
+# merges, whose replies are big and whose errors are the point) ----
+
+class Err(str):
+    """An error reply's text ("ERR ..."), as a value."""
+
+
+def enc(*words):
+    w = [x if isinstance(x, bytes) else str(x).encode() for x in words]
+    return b"*%d\r\n" % len(w) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x)
+                                          for x in w)
+
+
+class Resp:
+    def __init__(self, port, timeout=30.0):
+        self.s = socket.create_connection(("127.0.0.1", port),
+                                          timeout=timeout * SLOW)
+        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+
+    def _fill(self, n):
+        while len(self.buf) < n:
+            chunk = self.s.recv(1 << 20)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line = bytes(self.buf[:i])
+                del self.buf[:i + 2]
+                return line
+            chunk = self.s.recv(1 << 20)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+
+    def reply(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return rest.decode()
+        if t == b"-":
+            return Err(rest.decode(errors="replace"))
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            self._fill(n + 2)
+            v = bytes(self.buf[:n])
+            del self.buf[:n + 2]
+            return v
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.reply() for _ in range(n)]
+        raise Failed("not RESP: %r" % line[:200])
+
+    def send(self, *words):
+        self.s.sendall(enc(*words))
+
+    def cmd(self, *words):
+        self.send(*words)
+        return self.reply()
+
+    def close(self):
+        self.s.close()
+
+    def closed(self, timeout=5.0):
+        self.s.settimeout(timeout * SLOW)
+        try:
+            while True:
+                if not self.s.recv(65536):
+                    return True
+        except (socket.timeout, TimeoutError):
+            return False
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+
+    def close(self):
+        self.s.close()
+
+
 def run():
     """Runs the registered tests as TAP; exit status 1 if any failed."""
     print("1..%d" % len(_tests), flush=True)
