@@ -415,6 +415,8 @@ call(struct job *j, struct rconn *c, int argc, const char *const argv[],
 
 /* side is "" or "source: ", "destination: ": with two servers, often
  * both on 127.0.0.1, the address alone would not tell which failed. */
+static void	conn_close(struct rconn *);
+
 static int
 open_conn(struct job *j, struct rconn *c, const struct client_target *t,
     const char *token, const char *side)
@@ -432,11 +434,14 @@ open_conn(struct job *j, struct rconn *c, const struct client_target *t,
 		return 0;
 	argv[0] = "AUTH";
 	argv[1] = token;
-	if (call(j, c, 2, argv, NULL, 0, &r) == -1)
+	if (call(j, c, 2, argv, NULL, 0, &r) == -1) {
+		conn_close(c);
 		return -1;
+	}
 	if (r.type != '+') {
 		job_warn(j, "%s%s: AUTH: %s", side, c->name, r.type == '-' ?
 		    r.text : "unexpected reply");
+		conn_close(c);
 		return -1;
 	}
 	return 0;
@@ -989,24 +994,103 @@ static void
 copy_usage(FILE *fp)
 {
 	fprintf(fp, "usage: seen-cli [-a token] copy SOURCE/FILTER "
-	    "DEST/FILTER\n"
+	    "DEST/FILTER [--merge]\n"
 	    "       SOURCE, DEST: host:port, [v6addr]:port or a socket "
-	    "path\n");
+	    "path\n"
+	    "       --merge: add the keys to DEST's filter (made if "
+	    "missing)\n");
+}
+
+/*
+ * --merge: where the chunks go first, a name of the destination's own
+ * ("<filter>.merge.<pid>", the filter's name cut short to fit the 64
+ * bytes of a name), the MERGE into the filter, and the temporary's DEL.
+ */
+struct merge_into {
+	const struct client_target	*target;	/* to reconnect for DEL */
+	const char			*token;
+	char				 tmp[80];
+};
+
+static void
+merge_tmp_name(struct merge_into *mi, const char *to)
+{
+	char	 suffix[32];
+	size_t	 keep = strlen(to), room;
+
+	snprintf(suffix, sizeof(suffix), ".merge.%ld", (long)getpid());
+	room = 64 - strlen(suffix);
+	if (keep > room)
+		keep = room;
+	snprintf(mi->tmp, sizeof(mi->tmp), "%.*s%s", (int)keep, to, suffix);
+}
+
+/*
+ * DEL of the temporary filter, best effort: on the connection if it still
+ * answers, or else on a new one; says so if it stays behind.
+ */
+static void
+drop_tmp(struct job *j, struct rconn *dst, const struct merge_into *mi)
+{
+	const char	*argv[2];
+	struct rconn	 again = { .fd = -1 };
+	struct reply	 r;
+	int		 rc;
+
+	argv[0] = "DEL";
+	argv[1] = mi->tmp;
+	if (dst->fd != -1 && send_command(dst, 2, argv, NULL, 0) == 0 &&
+	    read_reply(dst, &r) == 1 && r.type == ':')
+		return;
+	if (open_conn(j, &again, mi->target, mi->token, "destination: ")
+	    == 0) {
+		rc = call(j, &again, 2, argv, NULL, 0, &r);
+		conn_close(&again);
+		if (rc == 0 && r.type == ':')
+			return;
+	}
+	job_warn(j, "destination: the temporary filter %s may be left on %s: "
+	    "DEL it", mi->tmp, dst->name);
+}
+
+/* MERGE to tmp on the destination: 0 once the server answered +OK (the
+ * merge is durable), -1 after saying why. */
+static int
+merge_tmp(struct job *j, struct rconn *dst, const char *to,
+    const struct merge_into *mi)
+{
+	const char	*argv[3];
+	struct reply	 r;
+
+	argv[0] = "MERGE";
+	argv[1] = to;
+	argv[2] = mi->tmp;
+	if (call(j, dst, 3, argv, NULL, 0, &r) == -1)
+		return -1;
+	if (r.type != '+') {
+		job_warn(j, "destination: %s: MERGE %s %s: %s", dst->name, to,
+		    mi->tmp, r.type == '-' ? r.text : "unexpected reply");
+		return -1;
+	}
+	return 0;
 }
 
 /*
  * BF.SCANDUMP from the source, each chunk sent on as BF.LOADCHUNK to the
  * destination as it arrives; the source is asked for the next chunk
- * before the destination gets this one.
+ * before the destination gets this one. With mi (--merge) the chunks
+ * make mi->tmp, which is then MERGEd into to and dropped, on every path
+ * once it may exist (its last chunk sent); a load that stops short of
+ * that is dropped by the server when the connection closes.
  */
 static int
 run_copy(struct job *j, struct rconn *src, struct rconn *dst,
-    const char *to)
+    const char *to, struct merge_into *mi)
 {
 	const char	*argv[3];
 	struct reply	 r;
 	char		 iter[32];
-	int		 rc;
+	int		 rc, last = 0, status = 1;
 
 	argv[0] = "BF.SCANDUMP";
 	argv[1] = j->filter;
@@ -1018,22 +1102,36 @@ run_copy(struct job *j, struct rconn *src, struct rconn *dst,
 		argv[2] = iter;
 		if (send_command(src, 3, argv, NULL, 0) == -1) {
 			conn_failed(j, src, -1, "write");
-			return 1;
+			goto out;
 		}
 		/* r.data stays in src's buffer until src is read again */
-		if (load_chunk(j, dst, to, r.data, r.dlen, "destination: ")
-		    == -1)
-			return 1;
+		last |= j->chunks + 1 == j->nchunks;
+		if (load_chunk(j, dst, mi != NULL ? mi->tmp : to, r.data,
+		    r.dlen, "destination: ") == -1)
+			goto out;
 		chunk_done(j, r.dlen);
 		if ((rc = read_reply(src, &r)) != 1) {
 			conn_failed(j, src, rc, "read");
-			return 1;
+			goto out;
 		}
 	}
 	if (rc == -1)
-		return 1;
-	return summary(j, "copied filter %s from %s to filter %s on %s",
-	    j->filter, src->name, to, dst->name);
+		goto out;
+	if (mi == NULL)
+		return summary(j, "copied filter %s from %s to filter %s on %s",
+		    j->filter, src->name, to, dst->name);
+	if (merge_tmp(j, dst, to, mi) == -1)
+		goto out;
+	status = 0;
+out:
+	/* the temporary may exist once its last chunk was sent (a load
+	 * stopped short of it is not there to drop) */
+	if (mi != NULL && last)
+		drop_tmp(j, dst, mi);
+	if (status == 0)
+		status = summary(j, "merged filter %s from %s into filter %s "
+		    "on %s", j->filter, src->name, to, dst->name);
+	return status;
 }
 
 int
@@ -1046,11 +1144,13 @@ cli_copy(const char *token, int argc, char **argv)
 	};
 	struct client_target	 from, to;
 	struct rconn		 src = { .fd = -1 }, dst = { .fd = -1 };
+	struct merge_into	 mi;
 	struct job		 j;
 	const char		*to_filter = NULL;
 	int			 ch, merge = 0, status = 1;
 
 	memset(&j, 0, sizeof(j));
+	memset(&mi, 0, sizeof(mi));
 	j.verb = "copy";
 	progress_init(&j.prog, 0);
 	optind = 0;
@@ -1067,11 +1167,6 @@ cli_copy(const char *token, int argc, char **argv)
 			return 2;
 		}
 	}
-	if (merge) {
-		job_warn(&j, "%s", "--merge: not supported yet: MERGE is not "
-		    "implemented");
-		return 2;
-	}
 	if (argc - optind != 2) {
 		copy_usage(stderr);
 		return 2;
@@ -1079,9 +1174,17 @@ cli_copy(const char *token, int argc, char **argv)
 	if (parse_endpoint(&j, argv[optind], &from, &j.filter) == -1 ||
 	    parse_endpoint(&j, argv[optind + 1], &to, &to_filter) == -1)
 		return 2;
+	if (merge) {
+		mi.target = &to;
+		mi.token = token;
+		merge_tmp_name(&mi, to_filter);
+		if (check_name(&j, mi.tmp) == -1)
+			return 2;
+	}
 	if (open_conn(&j, &src, &from, token, "source: ") == 0 &&
 	    open_conn(&j, &dst, &to, token, "destination: ") == 0)
-		status = run_copy(&j, &src, &dst, to_filter);
+		status = run_copy(&j, &src, &dst, to_filter,
+		    merge ? &mi : NULL);
 	conn_close(&src);
 	conn_close(&dst);
 	return status;

@@ -14,7 +14,8 @@ N = 100000
 RUN_TIMEOUT = 120
 
 # "dumped filter F from S into FILE: N keys, B bytes in C chunks, in T (R)"
-SUMMARY = re.compile(r"^(dumped|restored|copied) filter (\S+) (?:from|on) "
+SUMMARY = re.compile(r"^(dumped|restored|copied|merged) filter (\S+) "
+                     r"(?:from|on) "
                      r"(\S+) (?:into|from|to) (.+): (\d+) keys, (\d+) bytes "
                      r"in (\d+) chunks, in [0-9.]+ s \(\S+B/s\)$")
 
@@ -194,6 +195,86 @@ def copy_or_restore_onto_an_existing_name_fails_with_item_exists(t):
         t.eq(unseen(b, "taken", ks[:100]), ks[:100], "and gained nothing")
 
 
+def temporaries(s):
+    return [n for n in filters(s) if ".merge." in n]
+
+
+@test
+def copy_merge_adds_to_an_existing_filter_and_creates_a_missing_one(t):
+    ka, kb = keys(20000, "ma"), keys(20000, "mb")
+    with Server(t, name="a") as a, Server(t, name="b") as b:
+        fill(a, "src", ka, capacity=30000)
+        fill(b, "dst", kb, capacity=30000)
+        want = info(a, "src")["count"]
+        rc, out, err = cli("copy", "127.0.0.1:%d/src" % a.port,
+                           "127.0.0.1:%d/dst" % b.port, "--merge")
+        t.eq((rc, err), (0, ""), "copy --merge into an existing filter")
+        m = summary(t, out, "merged")
+        t.eq((m.group(2), m.group(3)), ("src", "127.0.0.1:%d" % a.port))
+        t.eq(m.group(4), "filter dst on 127.0.0.1:%d" % b.port)
+        t.eq(m.group(5), want, "keys in the summary: the source's count")
+        t.eq(len(unseen(b, "dst", ka)), 0, "the source's keys merged in")
+        t.eq(len(unseen(b, "dst", kb)), 0, "the filter's own keys kept")
+        t.ok(len(unseen(a, "src", kb[:1000])) >= 990,
+             "the source unchanged (it answers the other's keys unseen "
+             "but for false positives)")
+        t.eq(temporaries(b), [], "the temporary filter dropped")
+        # into a missing name: made, with the source's keys and settings
+        rc, out, err = cli("copy", a.sock + "/src", b.sock + "/fresh",
+                           "--merge")
+        t.eq((rc, err), (0, ""), "copy --merge into a missing filter")
+        summary(t, out, "merged")
+        t.eq(len(unseen(b, "fresh", ka)), 0, "made from the source")
+        t.ok(len(unseen(b, "fresh", kb[:1000])) >= 990,
+             "and not the other filter's (but false positives)")
+        got = info(b, "fresh")
+        for k in ("capacity", "error_rate", "count"):
+            t.eq(got[k], info(a, "src")[k], "INFO %s" % k)
+        t.eq(temporaries(b), [], "no temporary left")
+        # a 64-byte name: the temporary's name is cut short to fit
+        long_name = "n" * 64
+        rc, out, err = cli("copy", "127.0.0.1:%d/src" % a.port,
+                           "127.0.0.1:%d/%s" % (b.port, long_name),
+                           "--merge")
+        t.eq((rc, err), (0, ""), "a 64-byte destination name")
+        t.eq(len(unseen(b, long_name, ka[:2000])), 0)
+        # and merged twice: still every key, nothing left behind
+        rc, out, err = cli("copy", "127.0.0.1:%d/src" % a.port,
+                           "127.0.0.1:%d/dst" % b.port, "--merge")
+        t.eq(rc, 0, err)
+        t.eq(len(unseen(b, "dst", ka + kb)), 0, "merged again")
+        t.eq(temporaries(b), [])
+        # the merge is durable: after kill -9 every key is still there
+        b.kill9()
+        b.start()
+        t.eq(len(unseen(b, "dst", ka + kb)), 0, "after kill -9")
+        t.eq(len(unseen(b, "fresh", ka)), 0, "the made one after kill -9")
+        t.eq(temporaries(b), [], "no temporary after kill -9")
+
+
+@test
+def a_refused_copy_merge_exits_1_and_drops_its_temporary(t):
+    ks = keys(2000, "mr")
+    win = DEFAULT_FILTERS + "\n[filter.win]\ncapacity = 100000\nexpire = 1h\n"
+    with Server(t, name="a") as a, Server(t, name="b", filters=win) as b:
+        fill(a, "src", ks)
+        # MERGE refuses sources of another window
+        rc, out, err = cli("copy", "127.0.0.1:%d/src" % a.port,
+                           "127.0.0.1:%d/win" % b.port, "--merge")
+        t.eq((rc, out), (1, ""), "merge into a windowed filter")
+        t.contains(err, "destination: 127.0.0.1:%d: MERGE win" % b.port)
+        t.contains(err, "share their window")
+        t.eq(temporaries(b), [], "the temporary filter dropped")
+        t.eq(unseen(b, "win", ks[:100]), ks[:100], "nothing merged")
+        # a missing source: nothing is made on the destination
+        rc, out, err = cli("copy", "127.0.0.1:%d/nosuch" % a.port,
+                           "127.0.0.1:%d/dst" % b.port, "--merge")
+        t.eq((rc, out), (1, ""), "a missing source")
+        t.contains(err, "not found")
+        t.ok("dst" not in filters(b), "no destination made")
+        t.eq(temporaries(b), [])
+
+
 @test
 def a_corrupted_or_truncated_file_is_refused_and_leaves_no_filter(t):
     ks = keys(5000, "x")
@@ -286,9 +367,10 @@ def usage_errors_exit_2(t):
             (["copy", "::1:6874/a", "127.0.0.1:2/b"], "[addr]:port"),
             (["copy", "[::1:6874/a", "127.0.0.1:2/b"], "unclosed ["),
             (["copy", "127.0.0.1:x/a", "127.0.0.1:2/b"], "bad host or port"),
-            (["copy", "127.0.0.1:1/a", "127.0.0.1:2/b", "--merge"],
-             "not supported yet: MERGE is not implemented"),
-            (["copy", "--merge"], "MERGE is not implemented")]:
+            (["copy", "--merge"], "usage:"),
+            (["copy", "127.0.0.1:1/a", "--merge"], "usage:"),
+            (["copy", "127.0.0.1:1/a", "127.0.0.1:2/.b", "--merge"],
+             "not a valid filter name")]:
         rc, out, err = cli(*args)
         t.eq((rc, out), (2, ""), " ".join(args))
         t.contains(err, msg, " ".join(args))
@@ -296,10 +378,17 @@ def usage_errors_exit_2(t):
     t.eq(rc, 0)
     for word in ("dump FILTER FILE", "restore FILTER FILE", "copy SOURCE"):
         t.contains(out, word, "--help")
+    rc, out, err = cli("copy", "--help")
+    t.eq(rc, 0)
+    t.contains(out, "DEST/FILTER [--merge]", "copy --help")
     # an IPv6 server in brackets is parsed (nothing listens on port 1)
     rc, out, err = cli("copy", "[::1]:1/a", "127.0.0.1:1/b")
     t.eq(rc, 1, "[::1]:1: " + err)
     t.contains(err, "source: cannot connect to [::1]:1")
+    # --merge is no usage error: it goes on to connect
+    rc, out, err = cli("copy", "127.0.0.1:1/a", "127.0.0.1:1/b", "--merge")
+    t.eq((rc, out), (1, ""), "--merge, nothing listening")
+    t.contains(err, "source: cannot connect to 127.0.0.1:1")
 
 
 @test
@@ -372,7 +461,10 @@ def on_a_terminal_a_progress_bar_is_redrawn_in_place(t):
                 ("dumped", tcp(a) + ["dump", "f", dump]),
                 ("restored", tcp(b) + ["restore", "g", dump]),
                 ("copied", ["copy", "127.0.0.1:%d/f" % a.port,
-                            "127.0.0.1:%d/h" % b.port])]:
+                            "127.0.0.1:%d/h" % b.port]),
+                # the same bar, then the MERGE into h
+                ("merged", ["copy", "127.0.0.1:%d/f" % a.port,
+                            "127.0.0.1:%d/h" % b.port, "--merge"])]:
             rc, out, bar = on_a_pty(args)
             t.eq(rc, 0, bar)
             m = summary(t, out, verb)
