@@ -1,0 +1,362 @@
+/*
+ * cuckoo.h - a cuckoo filter: a set of keys that can also forget one.
+ *
+ * The table is nbuckets buckets of CUCKOO_SLOTS (4) fingerprints of f bits
+ * (CUCKOO_FP_MIN..CUCKOO_FP_MAX), packed with no gaps: a bucket is 4f bits,
+ * so the filter costs 4f bits per bucket, f / load bits per key. A key is
+ * hashed once by the caller with XXH3-64 and the filter's seed (as for
+ * bloom); from that hash h:
+ *
+ *   fp  = 1 + ((h mod 2^32) * (2^f - 1)) >> 32      in [1, 2^f - 1]
+ *   i1  = (h * nbuckets) >> 64                       (multiply-shift)
+ *   i2  = alt(i1, fp)
+ *   alt(i, fp) = (H(fp) - i) mod nbuckets,  H(fp) = (mix(fp) * nbuckets) >> 64
+ *
+ * A key is held when fp is in bucket i1 or i2. Fingerprint 0 marks an
+ * empty slot, so fingerprints take the 2^f - 1 other values, evenly. fp
+ * comes from h's low 32 bits and i1 from its high bits, so the two are
+ * (nearly) independent; H is a remix of fp (mix: murmur3's fmix64).
+ *
+ * The alternate bucket works for any nbuckets, not only powers of two
+ * (where the usual i1 XOR H(fp) would do): with 0 <= i < n and
+ * 0 <= H < n,
+ *   alt(alt(i, fp), fp) = (H - ((H - i) mod n)) mod n
+ *                       = (H - H + i) mod n = i mod n = i,
+ * because (H - x mod n) mod n = (H - x) mod n. So alt is an involution
+ * for every fp: a fingerprint found in one of its buckets always knows
+ * the other without the key, which is what lets insertion move it. Two
+ * keys with the same fp that share a bucket share both (the other is alt
+ * of the shared one), so they are interchangeable copies: deleting one of
+ * them leaves the other's copy, and no held key is ever lost. When
+ * 2i = H (mod n), i1 == i2 and the key has one bucket (a chance of about
+ * 1/n per key; correct, just fewer places).
+ *
+ * Layout (CUCKOO_LAYOUT_PACKED4, for snapshots and dumps): the table is a
+ * little-endian bit string of cuckoo_table_bytes() = ceil(nbuckets * 4f / 8)
+ * bytes; bit k is bit (k mod 8) of byte k / 8. Slot s of bucket i is the f
+ * bits at bit (4i + s) * f, least significant bit first; bits past the
+ * last bucket are 0. With the header fields (nbuckets, fpbits, seed,
+ * count) that is the whole filter: cuckoo_init and a copy of the bytes
+ * into table give it back, cuckoo_recount checks count.
+ *
+ * A bucket is read as one unaligned little-endian 64-bit word: for even f
+ * a bucket starts on a byte (4f = 8 * (f/2)), for odd f at bit 0 or 4 of a
+ * byte and 4f + 4 <= 64 for f <= 15, so 4f <= 64 (f <= 16) always fits.
+ * The mapping has 8 spare bytes after the table for the last bucket's word.
+ *
+ * False positives: a query compares its fp with the up to 2 * 4 held in
+ * its two buckets, each a match with chance 1 / (2^f - 1); at load a
+ * (keys / slots) that is 1 - (1 - 1/(2^f - 1))^(8a), about 8a / 2^f.
+ * cuckoo_plan picks f and nbuckets with the fewest bits that keep this at
+ * capacity within error_rate * CUCKOO_SIZING_MARGIN and the load at most
+ * CUCKOO_MAX_LOAD. Below 1.29e-4 even f = 16 needs a lower load than
+ * that; plans down to CUCKOO_MIN_LOAD are taken (error_rate >= 6.8e-5),
+ * lower rates refused: they would need f > 16, two words a bucket.
+ *
+ * Insertion (cuckoo_add): a free slot in i1, else in i2, else a random
+ * walk of at most CUCKOO_MAX_KICKS moves: a slot of the current bucket is
+ * picked by a PRNG seeded from h (so the table is a function of the keys
+ * and their order: same keys, same bytes), its fingerprint swapped with
+ * the one in hand, which then goes to its own alternate bucket. If the walk
+ * ends without a free slot, its swaps are undone in reverse order: the
+ * table is exactly as before and the add answers -1 (full). No stored
+ * fingerprint is ever dropped, so there is no victim slot or stash.
+ *
+ * Concurrency: unlike a Bloom filter, an add moves fingerprints and a
+ * delete clears them, so a reader on another thread could miss a key in
+ * the middle of a walk: snapshots must not read the table while it
+ * changes.
+ *
+ * No I/O and no libevent here.
+ */
+#ifndef SEEND_CUCKOO_H
+#define SEEND_CUCKOO_H
+
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
+#define CUCKOO_SLOTS		4	/* fingerprints per bucket */
+#define CUCKOO_FP_MIN		7	/* fewer bits leave too few alternate
+					   buckets for a high load */
+#define CUCKOO_FP_MAX		16	/* a bucket in one 64-bit word */
+#define CUCKOO_MAX_LOAD		0.95	/* planned load at capacity */
+#define CUCKOO_MIN_LOAD		0.5	/* ... and the least it may be */
+#define CUCKOO_MAX_KICKS	500	/* moves per insertion at most */
+/* As bloom's: the expected rate at capacity is planned below the target
+ * so that a measured one stays at or below error_rate. */
+#define CUCKOO_SIZING_MARGIN	0.9
+#define CUCKOO_MAX_BYTES	(1ULL << 40)	/* 1 TiB */
+/* The layout id for snapshots: how fp, i1, alt and the packing derive
+ * from the hash (above). Changing any of it needs a new id. */
+#define CUCKOO_LAYOUT_PACKED4	1
+
+struct cuckoo {
+	uint8_t		*table;		/* cuckoo_table_bytes + 8, mmap'd */
+	uint64_t	 nbuckets;
+	uint32_t	 fpbits;	/* f */
+	uint32_t	 bucket_bits;	/* 4f */
+	uint64_t	 bucket_mask;	/* the low 4f bits */
+	uint64_t	 lane_low;	/* bit 0 of each of the 4 slots */
+	uint64_t	 lane_high;	/* bit f-1 of each slot */
+	uint64_t	 seed;		/* XXH3 seed, kept in the snapshot */
+	uint64_t	 count;		/* fingerprints held */
+	size_t		 map_bytes;	/* the mapping, page-rounded */
+};
+
+/*
+ * Chooses nbuckets and f for capacity keys at error_rate (the fewest bits
+ * meeting the rate at capacity at a load <= CUCKOO_MAX_LOAD). Returns 0, or
+ * -1 if out of range: capacity 0, a rate not in (0, 1), a rate that needs
+ * f > 16 (a load below CUCKOO_MIN_LOAD with f = 16: error_rate < 6.8e-5),
+ * or a table over CUCKOO_MAX_BYTES.
+ */
+int	cuckoo_plan(uint64_t capacity, double error_rate, uint64_t *nbuckets,
+	    uint32_t *fpbits);
+/* Expected false-positive rate of a table of this shape holding n keys. */
+double	cuckoo_fp_rate(uint64_t nbuckets, uint32_t fpbits, double n);
+/* The same for the keys the filter holds now. */
+double	cuckoo_fp_estimate(const struct cuckoo *);
+/* Bytes of the table (the serialised size) for this shape. */
+uint64_t cuckoo_table_bytes_for(uint64_t nbuckets, uint32_t fpbits);
+/* Allocates an empty table; returns 0, or -1 with errno set (EINVAL for a
+ * shape out of range). */
+int	cuckoo_init(struct cuckoo *, uint64_t nbuckets, uint32_t fpbits,
+	    uint64_t seed);
+/* cuckoo_plan then cuckoo_init. */
+int	cuckoo_create(struct cuckoo *, uint64_t capacity, double error_rate,
+	    uint64_t seed);
+void	cuckoo_free(struct cuckoo *);
+/* The kick walk of cuckoo_add, when both buckets are full. */
+int	cuckoo_add_slow(struct cuckoo *, uint64_t fp, uint64_t i1,
+	    uint64_t i2, uint64_t h);
+/* Counts the non-empty slots by reading the whole table (after loading a
+ * table's bytes, and in tests). */
+uint64_t cuckoo_recount(const struct cuckoo *);
+
+static inline uint64_t
+cuckoo_hash(const struct cuckoo *c, const void *key, size_t len)
+{
+	return XXH3_64bits_withSeed(key, len, c->seed);
+}
+
+static inline uint64_t
+cuckoo_count(const struct cuckoo *c)
+{
+	return c->count;
+}
+
+static inline uint64_t
+cuckoo_slots(const struct cuckoo *c)
+{
+	return c->nbuckets * CUCKOO_SLOTS;
+}
+
+static inline double
+cuckoo_load(const struct cuckoo *c)
+{
+	return (double)c->count / (double)cuckoo_slots(c);
+}
+
+/* The table as serialised: CUCKOO_LAYOUT_PACKED4, above. */
+static inline uint64_t
+cuckoo_table_bytes(const struct cuckoo *c)
+{
+	return cuckoo_table_bytes_for(c->nbuckets, c->fpbits);
+}
+
+static inline const uint8_t *
+cuckoo_table(const struct cuckoo *c)
+{
+	return c->table;
+}
+
+/* murmur3's fmix64. */
+static inline uint64_t
+cuckoo_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint64_t
+cuckoo_fp(const struct cuckoo *c, uint64_t h)
+{
+	return 1 + (((h & 0xffffffffULL) * ((1ULL << c->fpbits) - 1)) >> 32);
+}
+
+static inline uint64_t
+cuckoo_index(const struct cuckoo *c, uint64_t h)
+{
+	return (uint64_t)(((unsigned __int128)h * c->nbuckets) >> 64);
+}
+
+/* The other bucket of fingerprint fp held in bucket i (an involution). */
+static inline uint64_t
+cuckoo_alt(const struct cuckoo *c, uint64_t i, uint64_t fp)
+{
+	uint64_t H = (uint64_t)(((unsigned __int128)cuckoo_mix(fp) *
+	    c->nbuckets) >> 64);
+
+	return H >= i ? H - i : H + c->nbuckets - i;
+}
+
+/* Bucket i's 4f bits, slot s at bits [s*f, (s+1)*f). */
+static inline uint64_t
+cuckoo_bucket_get(const struct cuckoo *c, uint64_t i)
+{
+	uint64_t bit = i * c->bucket_bits, w;
+
+	memcpy(&w, c->table + (bit >> 3), sizeof(w));
+	return (le64toh(w) >> (bit & 7)) & c->bucket_mask;
+}
+
+static inline void
+cuckoo_bucket_put(struct cuckoo *c, uint64_t i, uint64_t b)
+{
+	uint64_t bit = i * c->bucket_bits, w;
+	unsigned sh = (unsigned)(bit & 7);
+
+	memcpy(&w, c->table + (bit >> 3), sizeof(w));
+	w = le64toh(w);
+	w = (w & ~(c->bucket_mask << sh)) | (b << sh);
+	w = htole64(w);
+	memcpy(c->table + (bit >> 3), &w, sizeof(w));
+}
+
+static inline uint64_t
+cuckoo_slot_get(const struct cuckoo *c, uint64_t b, unsigned s)
+{
+	return (b >> (s * c->fpbits)) & ((1ULL << c->fpbits) - 1);
+}
+
+static inline uint64_t
+cuckoo_slot_set(const struct cuckoo *c, uint64_t b, unsigned s, uint64_t fp)
+{
+	uint64_t m = ((1ULL << c->fpbits) - 1) << (s * c->fpbits);
+
+	return (b & ~m) | (fp << (s * c->fpbits));
+}
+
+/* Fingerprint of slot s of bucket i (0: empty): for dumps and tests. */
+static inline uint64_t
+cuckoo_get(const struct cuckoo *c, uint64_t i, unsigned s)
+{
+	return cuckoo_slot_get(c, cuckoo_bucket_get(c, i), s);
+}
+
+/* Nonzero if some slot of bucket b holds fp: SWAR, a zero lane in
+ * b XOR (fp in every lane) (the test for "any zero lane" is exact). */
+static inline int
+cuckoo_bucket_has(const struct cuckoo *c, uint64_t b, uint64_t fp)
+{
+	uint64_t x = b ^ (fp * c->lane_low);
+
+	return ((x - c->lane_low) & ~x & c->lane_high) != 0;
+}
+
+/* The first empty slot of bucket b, or -1. */
+static inline int
+cuckoo_bucket_free(const struct cuckoo *c, uint64_t b)
+{
+	for (unsigned s = 0; s < CUCKOO_SLOTS; s++)
+		if (cuckoo_slot_get(c, b, s) == 0)
+			return (int)s;
+	return -1;
+}
+
+/* The first slot of bucket b holding fp, or -1. */
+static inline int
+cuckoo_bucket_find(const struct cuckoo *c, uint64_t b, uint64_t fp)
+{
+	for (unsigned s = 0; s < CUCKOO_SLOTS; s++)
+		if (cuckoo_slot_get(c, b, s) == fp)
+			return (int)s;
+	return -1;
+}
+
+/* Both buckets of the key: a lookup of a key not held reads both. */
+static inline void
+cuckoo_prefetch(const struct cuckoo *c, uint64_t h)
+{
+	uint64_t i1 = cuckoo_index(c, h);
+	uint64_t i2 = cuckoo_alt(c, i1, cuckoo_fp(c, h));
+
+	__builtin_prefetch(c->table + ((i1 * c->bucket_bits) >> 3), 1, 3);
+	__builtin_prefetch(c->table + ((i2 * c->bucket_bits) >> 3), 1, 3);
+}
+
+/* 1 if the key's fingerprint is in one of its buckets (held, or a false
+ * positive), else 0. */
+static inline int
+cuckoo_contains(const struct cuckoo *c, uint64_t h)
+{
+	uint64_t fp = cuckoo_fp(c, h), i1 = cuckoo_index(c, h);
+
+	if (cuckoo_bucket_has(c, cuckoo_bucket_get(c, i1), fp))
+		return 1;
+	return cuckoo_bucket_has(c,
+	    cuckoo_bucket_get(c, cuckoo_alt(c, i1, fp)), fp);
+}
+
+/*
+ * Stores one more copy of the key's fingerprint (a key already held gets
+ * a second copy, as CF.ADD does). Returns 0, or -1 if there is no room:
+ * the table and count are then exactly as before.
+ */
+static inline int
+cuckoo_add(struct cuckoo *c, uint64_t h)
+{
+	uint64_t fp = cuckoo_fp(c, h), i1 = cuckoo_index(c, h), i2, b;
+	int s;
+
+	b = cuckoo_bucket_get(c, i1);
+	if ((s = cuckoo_bucket_free(c, b)) >= 0) {
+		cuckoo_bucket_put(c, i1, cuckoo_slot_set(c, b, (unsigned)s, fp));
+		c->count++;
+		return 0;
+	}
+	i2 = cuckoo_alt(c, i1, fp);
+	b = cuckoo_bucket_get(c, i2);
+	if ((s = cuckoo_bucket_free(c, b)) >= 0) {
+		cuckoo_bucket_put(c, i2, cuckoo_slot_set(c, b, (unsigned)s, fp));
+		c->count++;
+		return 0;
+	}
+	return cuckoo_add_slow(c, fp, i1, i2, h);
+}
+
+/*
+ * Removes one copy of the key's fingerprint: 1 if one was held, else 0.
+ * Only for keys that were added: a false positive removes another key's
+ * copy.
+ */
+static inline int
+cuckoo_delete(struct cuckoo *c, uint64_t h)
+{
+	uint64_t fp = cuckoo_fp(c, h), i = cuckoo_index(c, h), b;
+	int s;
+
+	for (int k = 0; k < 2; k++) {
+		b = cuckoo_bucket_get(c, i);
+		if ((s = cuckoo_bucket_find(c, b, fp)) >= 0) {
+			cuckoo_bucket_put(c, i,
+			    cuckoo_slot_set(c, b, (unsigned)s, 0));
+			c->count--;
+			return 1;
+		}
+		i = cuckoo_alt(c, i, fp);
+	}
+	return 0;
+}
+
+#endif
