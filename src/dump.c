@@ -11,10 +11,12 @@
  * truncated, out of order or another dump's.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "dump.h"
 #include "fileio.h"
@@ -289,6 +291,11 @@ struct dump_load {
 	uint64_t		 done;		/* bytes loaded: the offset due */
 	size_t			 size;		/* bits chunks' payload, from 1 */
 	int			 broken;	/* refused a chunk: unusable */
+	/* a big load's pages are faulted in by a thread of their own, so
+	 * the chunks' copies do not pay for it on the caller's loop */
+	pthread_t		 populate;
+	int			 populating;
+	int			 stop;		/* atomic: the load is over */
 };
 
 /* One chunk's header, checked for what any chunk must be. */
@@ -594,6 +601,59 @@ check_first(const struct chunk *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Below this, faulting the pages in as the chunks are copied is cheap. */
+#define POPULATE_MIN	((uint64_t)16 << 20)
+/* madvise steps: each holds the mmap lock the loop may need (bloom.c) */
+#define POPULATE_STEP	((size_t)4 << 20)
+
+static void *
+populate_arrays(void *arg)
+{
+	struct dump_load *l = arg;
+
+	for (uint32_t i = 0; i < l->image.nslices; i++) {
+		struct bloom	*b = &l->image.slices[i].bloom;
+		char		*p = (char *)b->words;
+
+		for (size_t off = 0; off < b->map_bytes; off += POPULATE_STEP) {
+			size_t n = b->map_bytes - off < POPULATE_STEP ?
+			    b->map_bytes - off : POPULATE_STEP;
+
+			if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED))
+				return NULL;
+#ifdef MADV_POPULATE_WRITE
+			/* leaves what a chunk already copied there as it is */
+			if (madvise(p + off, n, MADV_POPULATE_WRITE) == -1)
+				return NULL;
+#else
+			(void)p;
+			(void)n;
+			return NULL;
+#endif
+		}
+	}
+	return NULL;
+}
+
+static void
+populate_start(struct dump_load *l)
+{
+	if (l->total >= POPULATE_MIN)
+		l->populating = pthread_create(&l->populate, NULL,
+		    populate_arrays, l) == 0;
+}
+
+/* Stops the thread (at its next step) and waits for it. */
+static void
+populate_end(struct dump_load *l)
+{
+	if (!l->populating)
+		return;
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(l->populate, NULL);
+	l->populating = 0;
+}
+
 struct dump_load *
 dump_load_start(const void *data, size_t len, uint64_t max_bytes, char *err,
     size_t errlen)
@@ -615,6 +675,7 @@ dump_load_start(const void *data, size_t len, uint64_t max_bytes, char *err,
 		dump_load_free(l);
 		return NULL;
 	}
+	populate_start(l);
 	return l;
 }
 
@@ -737,6 +798,7 @@ dump_load_complete(const struct dump_load *l)
 struct dump_image *
 dump_load_image(struct dump_load *l)
 {
+	populate_end(l);
 	return &l->image;
 }
 
@@ -745,6 +807,7 @@ dump_load_free(struct dump_load *l)
 {
 	if (l == NULL)
 		return;
+	populate_end(l);
 	snapshot_slices_free(l->image.slices, l->image.nslices);
 	free(l);
 }
