@@ -82,6 +82,7 @@ struct name_slot {
 
 struct journal {
 	struct journal_batch hot;	/* first: journal_append reads it */
+	unsigned	 hot_type;	/* the open batch's record type */
 	char		*dir;
 	int		 fd;		/* current segment, O_APPEND */
 	uint64_t	 seq;		/* current segment */
@@ -178,8 +179,11 @@ rec_size(uint32_t v, unsigned type)
 		return JOURNAL_NAME_SIZE;
 	case JOURNAL_REC_BATCH:
 		return v >= JOURNAL_VERSION_V2 ? JOURNAL_BATCH_HEAD : 0;
+	case JOURNAL_REC_FORGET:
+	case JOURNAL_REC_COPY:
+		return v >= JOURNAL_VERSION ? JOURNAL_BATCH_HEAD : 0;
 	case JOURNAL_REC_RESET:
-		return v >= JOURNAL_VERSION ? JOURNAL_RESET_SIZE : 0;
+		return v >= JOURNAL_VERSION_V3 ? JOURNAL_RESET_SIZE : 0;
 	case JOURNAL_REC_TIME:
 		return v == JOURNAL_VERSION_V1 ? JOURNAL_TIME_SIZE : 0;
 	case JOURNAL_REC_KEY:
@@ -403,15 +407,24 @@ read_header(struct reader *r, struct journal_replay_info *info)
 	return 0;
 }
 
+/* 1 for the record types that are batches of keys. */
+static int
+is_batch(unsigned type)
+{
+	return type == JOURNAL_REC_BATCH || type == JOURNAL_REC_FORGET ||
+	    type == JOURNAL_REC_COPY;
+}
+
 /* Hands one key to the callback. */
 static int
 give_key(struct reader *r, const struct name_slot *s, uint64_t hash,
-    uint64_t time, uint64_t off, journal_replay_cb cb, void *arg,
+    uint64_t time, uint64_t off, int op, journal_replay_cb cb, void *arg,
     struct journal_replay_info *info)
 {
 	struct journal_key	 k;
 	char			 cberr[256];
 
+	k.op = op;
 	k.name = s->name;
 	k.namelen = s->len;
 	k.seed = s->seed;
@@ -440,7 +453,7 @@ bound_name(struct reader *r, const unsigned char *p, uint64_t off)
 	if (id >= JOURNAL_NAME_SLOTS || r->names[id].len == 0) {
 		snprintf(what, sizeof(what), "%s record with name id %u, "
 		    "which no name record before it binds",
-		    p[0] == JOURNAL_REC_BATCH ? "batch" : "key", id);
+		    is_batch(p[0]) ? "batch" : "key", id);
 		(void)damage(r, off, what);
 		return NULL;
 	}
@@ -463,6 +476,7 @@ take_reset(struct reader *r, const unsigned char *p, uint64_t off,
 		if (p[32 + i] != 0)
 			return damage(r, off, "bad reset record");
 	memset(&k, 0, sizeof(k));
+	k.op = JOURNAL_OP_NEW;
 	k.name = (const char *)p + 32;
 	k.namelen = len;
 	k.seed = get_le64(p + 8);
@@ -490,6 +504,7 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 	unsigned		 id, len;
 	uint64_t		 time;
 	uint32_t		 count;
+	int			 op;
 
 	switch (p[0]) {
 	case JOURNAL_REC_NAME:
@@ -515,14 +530,18 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		r->have_time = 1;
 		return 0;
 	case JOURNAL_REC_BATCH:
+	case JOURNAL_REC_FORGET:
+	case JOURNAL_REC_COPY:
 		if ((ns = bound_name(r, p, off)) == NULL)
 			return -1;
 		count = get_le32(p + 4);
 		time = get_le64(p + 8);
+		op = p[0] == JOURNAL_REC_FORGET ? JOURNAL_OP_FORGET :
+		    p[0] == JOURNAL_REC_COPY ? JOURNAL_OP_COPY : JOURNAL_OP_NEW;
 		for (size_t at = JOURNAL_BATCH_HEAD;
 		    at < JOURNAL_BATCH_HEAD + (size_t)count * 8; at += 8)
 			if (give_key(r, ns, get_le64(p + at), time, off + at,
-			    cb, arg, info) == -1)
+			    op, cb, arg, info) == -1)
 				return -1;
 		return 0;
 	}
@@ -530,7 +549,8 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		return -1;
 	if (!r->have_time)
 		return damage(r, off, "key record before any time record");
-	return give_key(r, ns, get_le64(p + 4), r->time, off, cb, arg, info);
+	return give_key(r, ns, get_le64(p + 4), r->time, off, JOURNAL_OP_NEW,
+	    cb, arg, info);
 }
 
 /*
@@ -636,7 +656,7 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 		}
 		if (avail < size)
 			return incomplete(r, info, off);
-		if (type == JOURNAL_REC_BATCH) {
+		if (is_batch(type)) {
 			if (get_le32(p + 20) != sum32(p, 20))
 				return bad_sum(r, info, off, size, "batch "
 				    "header fails its checksum");
@@ -1049,12 +1069,14 @@ find_slot(const struct journal *j, const char *name, size_t namelen,
 	return home;
 }
 
+/* The fast path (journal_append_fast) continues only 'B' batches: an
+ * 'f' or 'a' batch leaves it no name to match. */
 static inline void
-store_hash(struct journal *j, const char *name, uint64_t hash)
+store_hash(struct journal *j, const char *name, uint64_t hash, unsigned type)
 {
 	put_le64(j->hot.pos, hash);
 	j->hot.pos += 8;
-	j->hot.name = name;
+	j->hot.name = type == JOURNAL_REC_BATCH ? name : NULL;
 }
 
 /* Room for need more bytes at the end of the buffer: after a short write,
@@ -1080,9 +1102,9 @@ buffer_room(struct journal *j, size_t need)
  * open. The name cache costs a memcmp for the same filter as last time
  * (a name pointer that changed), a hash of the name for another.
  */
-int
-journal_append_slow(struct journal *j, const char *name, size_t namelen,
-    uint64_t seed, uint64_t hash, uint64_t time)
+static int
+append_kind(struct journal *j, unsigned type, const char *name,
+    size_t namelen, uint64_t seed, uint64_t hash, uint64_t time)
 {
 	struct name_slot	*s;
 	unsigned char		*p, *body;
@@ -1101,8 +1123,8 @@ journal_append_slow(struct journal *j, const char *name, size_t namelen,
 		need += JOURNAL_NAME_SIZE;
 	/* the open batch's filter, passed by another pointer */
 	if (!need_name && slot == j->last_slot && j->hot.pos != j->hot.end &&
-	    j->hot.time == time) {
-		store_hash(j, name, hash);
+	    j->hot.time == time && j->hot_type == type) {
+		store_hash(j, name, hash, type);
 		return 0;
 	}
 	close_batch(j);
@@ -1129,7 +1151,7 @@ journal_append_slow(struct journal *j, const char *name, size_t namelen,
 	j->last_slot = slot;
 	/* count and checksums: close_batch */
 	memset(p, 0, JOURNAL_BATCH_HEAD);
-	p[0] = JOURNAL_REC_BATCH;
+	p[0] = (unsigned char)type;
 	p[1] = JOURNAL_BATCH_HEAD;
 	put_le16(p + 2, (uint16_t)slot);
 	put_le64(p + 8, time);
@@ -1141,8 +1163,32 @@ journal_append_slow(struct journal *j, const char *name, size_t namelen,
 	j->hot.end = body + keys * 8;
 	j->hot.seed = seed;
 	j->hot.time = time;
-	store_hash(j, name, hash);
+	j->hot_type = type;
+	store_hash(j, name, hash, type);
 	return 0;
+}
+
+int
+journal_append_slow(struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, uint64_t hash, uint64_t time)
+{
+	return append_kind(j, JOURNAL_REC_BATCH, name, namelen, seed, hash,
+	    time);
+}
+
+int
+journal_append_op(struct journal *j, int op, const char *name,
+    size_t namelen, uint64_t seed, uint64_t hash, uint64_t time)
+{
+	return append_kind(j, op == JOURNAL_OP_FORGET ? JOURNAL_REC_FORGET :
+	    JOURNAL_REC_COPY, name, namelen, seed, hash, time);
+}
+
+uint64_t
+journal_position(const struct journal *j, uint64_t *seq)
+{
+	*seq = j->seq;
+	return j->seg_size + (cur_len(j) - j->off);
 }
 
 int

@@ -6,7 +6,7 @@
  *
  *   off  size  field
  *     0     8  magic "SEENDJL\n"
- *     8     4  format version (3; 2 and 1 are still read)
+ *     8     4  format version (4; 3, 2 and 1 are still read)
  *    12     4  header size (40)
  *    16     8  sequence number (the one in the file's name)
  *    24     8  creation time (Unix seconds)
@@ -34,6 +34,11 @@
  *     4 1 name length (1-64), 5 3 reserved zero, 8 8 the seed before,
  *     16 8 the new seed, 24 8 Unix milliseconds, 32 64 the name, zero
  *     padded, 96 4 checksum of bytes 0-95
+ *   'f' (0x66) forget batch, as 'B' (version 4 only): keys a cuckoo
+ *     filter forgot (FORGET, CF.DEL), in one filter in one millisecond
+ *   'a' (0x61) copy batch, as 'B' (version 4 only): keys a cuckoo filter
+ *     stored one more copy of whether it held them or not (CF.ADD,
+ *     CF.INSERT); a 'B' key is stored only when it is not held
  *   'T' (0x54) time, 16 bytes (version 1 only): the time of the keys
  *     that follow
  *     0 1 type, 1 1 length (16), 2 2 reserved zero,
@@ -42,10 +47,15 @@
  *     0 1 type, 1 1 length (16), 2 2 name id,
  *     4 8 the key's hash, 12 4 checksum of bytes 0-11
  *
- * A version 3 segment holds 'N', 'B' and 'E' records, a version 2 one
+ * A version 4 segment holds 'N', 'B', 'E', 'f' and 'a' records; a
+ * version 3 one (seend before cuckoo filters; replayed, never written)
+ * 'N', 'B' and 'E', a version 2 one
  * (seend 1.x before resets; replayed, never written) 'N' and 'B', a
  * version 1 segment (seend 0.x, replayed after an upgrade, never written)
  * 'N', 'T' and 'K'.
+ *
+ * Why version 4 for 'f' and 'a': a forget that an older seend skipped
+ * would bring the key back, so it must refuse the segment, as for 'E'.
  *
  * Why a version for 'E': a reset that an older seend skipped would bring
  * back every key it forgot, so an older seend must not read a segment
@@ -90,7 +100,8 @@
  * Why these type codes and length bytes: the codes of one version differ
  * from each other in at least two bits ('B' and 'N' in two, 'E' from
  * both in three, 'N', 'T' and 'K' in two or more; 'R' would be one bit
- * from 'B') and the length byte must match the type, so one
+ * from 'B'; 'f' and 'a' differ from 'B', 'N', 'E' and each other in at
+ * least two) and the length byte must match the type, so one
  * flipped bit in a record's first two bytes is always an error rather
  * than a length that would run past the end of the file and pass for a
  * torn tail.
@@ -128,7 +139,8 @@
 
 #define JOURNAL_PREFIX		"journal."
 #define JOURNAL_MAGIC		"SEENDJL\n"
-#define JOURNAL_VERSION		3	/* written; 2 and 1 are read too */
+#define JOURNAL_VERSION		4	/* written; 3, 2 and 1 are read too */
+#define JOURNAL_VERSION_V3	3
 #define JOURNAL_VERSION_V2	2
 #define JOURNAL_VERSION_V1	1
 #define JOURNAL_HEADER_SIZE	40
@@ -136,6 +148,8 @@
 #define JOURNAL_REC_NAME	0x4E	/* 'N' */
 #define JOURNAL_REC_BATCH	0x42	/* 'B' */
 #define JOURNAL_REC_RESET	0x45	/* 'E', version 3 */
+#define JOURNAL_REC_FORGET	0x66	/* 'f', version 4 */
+#define JOURNAL_REC_COPY	0x61	/* 'a', version 4 */
 #define JOURNAL_REC_TIME	0x54	/* 'T', version 1 */
 #define JOURNAL_REC_KEY		0x4B	/* 'K', version 1 */
 #define JOURNAL_NAME_SIZE	84
@@ -168,8 +182,14 @@ struct journal_key {
 	uint64_t	 seq;		/* segment */
 	uint64_t	 offset;	/* of the record in its segment */
 	int		 reset;		/* an 'E' record: the filter was emptied */
+	int		 op;		/* a key's: JOURNAL_OP_* */
 	uint64_t	 new_seed;	/* a reset's: the seed from then on */
 };
+
+/* What a key record says was done with the key. */
+#define JOURNAL_OP_NEW		0	/* 'B', 'K': answered new, recorded */
+#define JOURNAL_OP_FORGET	1	/* 'f': forgotten */
+#define JOURNAL_OP_COPY		2	/* 'a': one more copy stored */
 
 /* Returns 0 to go on, -1 with a message in err to stop the replay. */
 typedef int	(*journal_replay_cb)(void *arg, const struct journal_key *,
@@ -298,6 +318,23 @@ journal_append(struct journal *j, const char *name, size_t namelen,
 int		 journal_append_reset(struct journal *, const char *name,
 		    size_t namelen, uint64_t old_seed, uint64_t new_seed,
 		    uint64_t time);
+/*
+ * Appends a key of a cuckoo filter's forget (op JOURNAL_OP_FORGET) or
+ * copy (JOURNAL_OP_COPY) to a batch of that kind ('f' or 'a'), in order
+ * with the keys before and after it; journal_append's arguments and
+ * returns otherwise.
+ */
+int		 journal_append_op(struct journal *, int op, const char *name,
+		    size_t namelen, uint64_t seed, uint64_t hash,
+		    uint64_t time);
+/*
+ * Where the next record goes: the current segment's sequence in *seq and
+ * the byte offset in it (the buffer counted). A key appended after this
+ * call has a greater (seq, offset) in replay's journal_key: a snapshot of
+ * a cuckoo filter keeps this position so that replay applies only what
+ * came after it (a forget is not idempotent).
+ */
+uint64_t	 journal_position(const struct journal *, uint64_t *seq);
 /*
  * Makes the buffer hold at least room more bytes without a write,
  * growing it past the size journal_open was given: for a caller that

@@ -917,7 +917,7 @@ test_header_checks(void)
 	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
 	spit(p1, img.p, img.len);
 	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
-	    strstr(err, "unsupported journal version 4") != NULL,
+	    strstr(err, "unsupported journal version 5") != NULL,
 	    "an unknown version is refused (%s)", err);
 	ok(journal_open(dir, NULL, 0, err, sizeof(err)) == NULL &&
 	    file_size(p1) == img.len, "open refuses it too, the file kept");
