@@ -93,8 +93,9 @@
 #define CUCKOO_SIZING_MARGIN	0.9
 #define CUCKOO_MAX_BYTES	(1ULL << 40)	/* 1 TiB */
 /* The layout id for snapshots: how fp, i1, alt and the packing derive
- * from the hash (above). Changing any of it needs a new id. */
-#define CUCKOO_LAYOUT_PACKED4	1
+ * from the hash (above). Changing any of it needs a new id. Not 1, the
+ * Bloom filters' layout: a file's type and layout must agree. */
+#define CUCKOO_LAYOUT_PACKED4	2
 
 struct cuckoo {
 	uint8_t		*table;		/* cuckoo_table_bytes + 8, mmap'd */

@@ -70,6 +70,11 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 /* version 3: version 2 with merged slices, see snapshot.h */
 #define VERSION_MERGED	3
 #define SE_F_MERGED	0x1u
+/* version 4 (cuckoo filters): header fields in version 2's reserved bytes */
+#define OFF_JSEQ	80
+#define OFF_JOFF	88
+#define OFF_MAXKICKS	96
+#define OFF_FORGOTTEN	104
 
 uint64_t snapshot_fault_write_limit;
 
@@ -80,7 +85,14 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 	memset(raw, 0, SNAPSHOT_HEADER_SIZE);
 	memcpy(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8);
 	put_le32(raw + OFF_VERSION, h->version);
-	put_le32(raw + OFF_LAYOUT, BLOOM_LAYOUT_SPLIT512);
+	put_le32(raw + OFF_LAYOUT, h->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
+	    BLOOM_LAYOUT_SPLIT512);
+	if (h->cuckoo) {
+		put_le64(raw + OFF_JSEQ, h->jseq);
+		put_le64(raw + OFF_JOFF, h->joff);
+		put_le32(raw + OFF_MAXKICKS, h->max_kicks);
+		put_le64(raw + OFF_FORGOTTEN, h->forgotten);
+	}
 	put_le32(raw + OFF_NSLICES, h->nslices);
 	put_le32(raw + OFF_GROWTH, h->growth);
 	put_le32(raw + OFF_HDRSIZE, SNAPSHOT_HEADER_SIZE);
@@ -98,8 +110,13 @@ static void
 encode_slice(unsigned char e[SLICE_ENTRY], const struct snapshot_slice *s)
 {
 	memset(e, 0, SLICE_ENTRY);
-	put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
-	put_le32(e + SE_HASHES, s->bloom.hashes);
+	if (s->cuckoo.table != NULL) {
+		put_le64(e + SE_NBLOCKS, s->cuckoo.nbuckets);
+		put_le32(e + SE_HASHES, s->cuckoo.fpbits);
+	} else {
+		put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
+		put_le32(e + SE_HASHES, s->bloom.hashes);
+	}
 	if (s->merged) {
 		put_le32(e + SE_FLAGS, SE_F_MERGED);
 		put_le64(e + SE_SEED, s->seed);
@@ -133,6 +150,13 @@ decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
 		h->nslices = get_le32(raw + OFF_NSLICES);
 		h->growth = get_le32(raw + OFF_GROWTH);
 		h->expire_ms = get_le64(raw + OFF_EXPIRE);
+	}
+	if (h->version == SNAPSHOT_VERSION_CUCKOO) {
+		h->cuckoo = 1;
+		h->jseq = get_le64(raw + OFF_JSEQ);
+		h->joff = get_le64(raw + OFF_JOFF);
+		h->max_kicks = get_le32(raw + OFF_MAXKICKS);
+		h->forgotten = get_le64(raw + OFF_FORGOTTEN);
 	}
 }
 
@@ -238,6 +262,18 @@ write_array(int fd, const struct bloom *b, XXH3_state_t *st, uint64_t *off)
 	return rc;
 }
 
+/* A cuckoo slice's table: the job's own copy (filter_capture), which no
+ * one changes while it is written. */
+static int
+write_table(int fd, const struct cuckoo *c, XXH3_state_t *st, uint64_t *off)
+{
+	if (XXH3_64bits_update(st, c->table, cuckoo_table_bytes(c)) != XXH_OK) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return write_all(fd, c->table, cuckoo_table_bytes(c), off);
+}
+
 /* Header, slice table, arrays and checksum trailer into fd; -1 with errno
  * set. */
 static int
@@ -272,7 +308,8 @@ write_body(int fd, const struct snapshot_header *h,
 			goto out;
 	}
 	for (uint32_t i = 0; i < h->nslices; i++)
-		if (write_array(fd, &sl[i].bloom, st, &off) == -1)
+		if ((sl[i].cuckoo.table != NULL ? write_table(fd, &sl[i].cuckoo,
+		    st, &off) : write_array(fd, &sl[i].bloom, st, &off)) == -1)
 			goto out;
 	put_le64(trailer, XXH3_64bits_digest(st));
 	if (write_all(fd, trailer, sizeof(trailer), &off) == -1)
@@ -325,9 +362,15 @@ snapshot_write_slices(const char *dir, const char *name,
 	h = *info;
 	h.count = 0;
 	/* version 2 unless a merged slice needs 3: earlier seends read 2 */
-	h.version = SNAPSHOT_VERSION;
+	h.version = h.cuckoo ? SNAPSHOT_VERSION_CUCKOO : SNAPSHOT_VERSION;
 	for (uint32_t i = 0; i < h.nslices; i++) {
 		h.count += sl[i].count;
+		if ((sl[i].cuckoo.table != NULL) != h.cuckoo ||
+		    (h.cuckoo && sl[i].merged)) {
+			snprintf(err, errlen, "%s: slice %u is not of the "
+			    "filter's type", name, i);
+			return -1;
+		}
 		if (sl[i].merged)
 			h.version = VERSION_MERGED;
 	}
@@ -465,8 +508,43 @@ read_merged(const char *name, const struct meta *m, uint32_t i,
 	return 0;
 }
 
-/* Version 2's (and 3's) slice table, read and checked; the prefix grows
- * by it. */
+/*
+ * A version 4 slice entry: a cuckoo table's shape (cuckoo_init's range),
+ * no flags, a count the table can hold (cuckoo_recount checks it once
+ * the table is read), and the common fields' ranges.
+ */
+static int
+read_cuckoo(const char *name, uint32_t i, const unsigned char *e,
+    struct snapshot_slice *s, char *err, size_t errlen)
+{
+	uint64_t nb = get_le64(e + SE_NBLOCKS);
+	uint32_t bits = get_le32(e + SE_HASHES);
+
+	memset(&s->cuckoo, 0, sizeof(s->cuckoo));
+	if (nb == 0 || nb > CUCKOO_MAX_BYTES || bits < CUCKOO_FP_MIN ||
+	    bits > CUCKOO_FP_MAX || cuckoo_table_bytes_for(nb, bits) >
+	    CUCKOO_MAX_BYTES) {
+		snprintf(err, errlen, "%s: slice %" PRIu32 ": bad cuckoo "
+		    "table of %" PRIu64 " buckets of %" PRIu32 "-bit "
+		    "fingerprints", name, i, nb, bits);
+		return -1;
+	}
+	s->cuckoo.nbuckets = nb;
+	s->cuckoo.fpbits = bits;
+	if (get_le32(e + SE_FLAGS) != 0 || get_le64(e + SE_SEED) != 0 ||
+	    get_le64(e + SE_BITSSET) != 0 || s->capacity == 0 ||
+	    s->count > nb * CUCKOO_SLOTS || s->start_ms < 0 ||
+	    s->start_ms > SNAPSHOT_MAX_TIME_MS ||
+	    !(s->error_rate > 0 && s->error_rate < 1)) {
+		snprintf(err, errlen, "%s: slice %" PRIu32 ": bad flags, "
+		    "capacity, error rate, count or start time", name, i);
+		return -1;
+	}
+	return 0;
+}
+
+/* Version 2's (and 3's and 4's) slice table, read and checked; the prefix
+ * grows by it. */
 static int
 read_table(int fd, const char *name, struct meta *m, char *err,
     size_t errlen)
@@ -497,13 +575,20 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 		struct snapshot_slice *s = &m->sl[i];
 
 		e = m->prefix + SNAPSHOT_HEADER_SIZE + (size_t)i * SLICE_ENTRY;
-		s->bloom.nblocks = get_le64(e + SE_NBLOCKS);
-		s->bloom.hashes = get_le32(e + SE_HASHES);
 		s->capacity = get_le64(e + SE_CAPACITY);
 		s->error_rate = bits_double(get_le64(e + SE_ERRRATE));
 		s->count = get_le64(e + SE_COUNT);
 		s->bits_set = get_le64(e + SE_BITSSET);
 		s->start_ms = (int64_t)get_le64(e + SE_START);
+		if (m->h.cuckoo) {
+			if (read_cuckoo(name, i, e, s, err, errlen) == -1)
+				return -1;
+			m->h.array_bytes += cuckoo_table_bytes_for(
+			    s->cuckoo.nbuckets, s->cuckoo.fpbits);
+			continue;
+		}
+		s->bloom.nblocks = get_le64(e + SE_NBLOCKS);
+		s->bloom.hashes = get_le32(e + SE_HASHES);
 		if (check_shape(name, "slice ", i, s->bloom.nblocks,
 		    s->bloom.hashes, err, errlen) == -1)
 			return -1;
@@ -519,6 +604,7 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 			return -1;
 		}
 		m->h.nblocks += s->bloom.nblocks;
+		m->h.array_bytes += s->bloom.nblocks * BLOOM_BLOCK_BYTES;
 		m->h.bits_set += s->bits_set;
 		/* the newest own slice's; a merged one's if none is own */
 		if (!s->merged || !own)
@@ -581,16 +667,18 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		goto fail;
 	}
 	decode_header(m->prefix, h);
-	if (h->version < 1 || h->version > VERSION_MERGED) {
+	if (h->version < 1 || h->version > SNAPSHOT_VERSION_CUCKOO) {
 		snprintf(err, errlen, "%s: unsupported snapshot version %" PRIu32
 		    " (this seend reads versions 1 to %d)", name, h->version,
-		    VERSION_MERGED);
+		    SNAPSHOT_VERSION_CUCKOO);
 		goto fail;
 	}
-	if (h->layout != BLOOM_LAYOUT_SPLIT512) {
+	if (h->layout != (h->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
+	    BLOOM_LAYOUT_SPLIT512)) {
 		snprintf(err, errlen, "%s: unknown layout %" PRIu32
-		    " (this seend knows layout %d)", name, h->layout,
-		    BLOOM_LAYOUT_SPLIT512);
+		    " for a %s filter (this seend knows layout %d)", name,
+		    h->layout, h->cuckoo ? "cuckoo" : "bloom", h->cuckoo ?
+		    CUCKOO_LAYOUT_PACKED4 : BLOOM_LAYOUT_SPLIT512);
 		goto fail;
 	}
 	hdrsize = get_le32(m->prefix + OFF_HDRSIZE);
@@ -637,10 +725,11 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		 * file's checksum decides that; keep the arithmetic sane */
 		m->sl[0].start_ms = h->created < SNAPSHOT_MAX_TIME_MS / 1000 ?
 		    (int64_t)h->created * 1000 : SNAPSHOT_MAX_TIME_MS;
+		h->array_bytes = h->nblocks * BLOOM_BLOCK_BYTES;
 	} else if (read_table(fd, name, m, err, errlen) == -1)
 		goto fail;
 	/* cannot overflow: at most 4096 arrays of at most 1 TiB */
-	want = m->prefix_len + h->nblocks * BLOOM_BLOCK_BYTES + TRAILER_SIZE;
+	want = m->prefix_len + h->array_bytes + TRAILER_SIZE;
 	if (size != want) {
 		snprintf(err, errlen, "%s: %s: %" PRIu64 " bytes, expected %"
 		    PRIu64, name, size < want ? "truncated" : "too long",
@@ -680,8 +769,12 @@ check_body(int fd, const char *name, const struct meta *m, char *err,
 	(void)XXH3_64bits_update(st, m->prefix, m->prefix_len);
 	for (uint32_t i = 0; i < m->h.nslices; i++) {
 		const struct bloom	*b = &m->sl[i].bloom;
-		unsigned char		*dst = (unsigned char *)b->words;
-		uint64_t		 len = bloom_bytes(b), off = 0;
+		const struct cuckoo	*c = &m->sl[i].cuckoo;
+		unsigned char		*dst = m->h.cuckoo ? c->table :
+					    (unsigned char *)b->words;
+		uint64_t		 len = m->h.cuckoo ?
+					    cuckoo_table_bytes_for(c->nbuckets,
+					    c->fpbits) : bloom_bytes(b), off = 0;
 
 		if (dst == NULL && scratch == NULL &&
 		    (scratch = malloc(READ_CHUNK)) == NULL) {
@@ -817,9 +910,12 @@ snapshot_slices_free(struct snapshot_slice *sl, uint32_t n)
 {
 	if (sl == NULL)
 		return;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		if (sl[i].bloom.words != NULL)
 			bloom_free(&sl[i].bloom);
+		if (sl[i].cuckoo.table != NULL)
+			cuckoo_free(&sl[i].cuckoo);
+	}
 	free(sl);
 }
 
@@ -838,6 +934,19 @@ snapshot_load_slices_fd(int fd, const char *name, uint64_t capacity,
 		struct snapshot_slice	*s = &m.sl[i];
 		uint64_t		 nb = s->bloom.nblocks;
 
+		if (m.h.cuckoo) {
+			uint64_t nbk = s->cuckoo.nbuckets;
+			uint32_t bits = s->cuckoo.fpbits;
+
+			if (cuckoo_init(&s->cuckoo, nbk, bits, m.h.seed) == -1) {
+				snprintf(err, errlen, "%s: cannot allocate %"
+				    PRIu64 " bytes for slice %" PRIu32 ": %s",
+				    name, cuckoo_table_bytes_for(nbk, bits), i,
+				    strerror(errno));
+				goto fail;
+			}
+			continue;
+		}
 		/* a merged slice's keys were hashed with its own seed */
 		if (bloom_init(&s->bloom, nb, s->bloom.hashes, s->merged ?
 		    s->seed : m.h.seed) == -1) {
@@ -851,6 +960,18 @@ snapshot_load_slices_fd(int fd, const char *name, uint64_t capacity,
 	}
 	if (check_body(fd, name, &m, err, errlen) == -1)
 		goto fail;
+	for (uint32_t i = 0; m.h.cuckoo && i < m.h.nslices; i++) {
+		struct cuckoo *c = &m.sl[i].cuckoo;
+
+		/* the table says how many it holds: the count must agree */
+		if ((c->count = cuckoo_recount(c)) != m.sl[i].count) {
+			snprintf(err, errlen, "%s: slice %" PRIu32 " holds %"
+			    PRIu64 " fingerprints, its entry says %" PRIu64
+			    ": file damaged", name, i, c->count,
+			    m.sl[i].count);
+			goto fail;
+		}
+	}
 	*info = m.h;
 	*slices = m.sl;
 	free(m.prefix);

@@ -32,6 +32,20 @@
  * own slices, each with its flags and seed. A file without one is
  * written as version 2, which earlier seend versions read.
  *
+ * Version 4 is a cuckoo filter (type = cuckoo): layout
+ * CUCKOO_LAYOUT_PACKED4 (cuckoo.h), no merged slice, and
+ *    80     8  journal segment when the filter was captured
+ *    88     8  byte offset in that segment (replay applies only the
+ *              records after it: see journal_position)
+ *    96     4  MAXITERATIONS (CF.RESERVE; 0 = the default)
+ *   100     4  reserved, zero
+ *   104     8  keys forgotten so far (CF.INFO)
+ *   112    16  reserved, zero
+ * with each slice's entry holding +0 nbuckets, +8 fingerprint bits (u32,
+ * 7 to 16), +12 flags (zero), +16 capacity, +24 error_rate, +32 count
+ * (fingerprints held), +40 zero, +48 start (Unix ms), +56 zero; and each
+ * array is the table, cuckoo_table_bytes_for(nbuckets, bits) bytes.
+ *
  * Version 1 (written by seend 0.1.0) is one filter: at 16 nblocks (8),
  * 24 hashes (4), 64 bits set (8), the other fields as above, then its
  * array and the trailer. It loads as one slice.
@@ -49,6 +63,7 @@
 #include <stdint.h>
 
 #include "bloom.h"
+#include "cuckoo.h"
 
 #define SNAPSHOT_MAGIC		"SEENDBF\n"
 /* what a file without merged slices is written as (3 with them) */
@@ -59,9 +74,18 @@
 #define SNAPSHOT_HEADER_SIZE	128
 #define SNAPSHOT_SUFFIX		".bloom"
 
+#define SNAPSHOT_VERSION_CUCKOO	4
+
 /* What a file says of its filter (the first slice's shape for tools). */
 struct snapshot_header {
 	uint32_t	 version;
+	int		 cuckoo;	/* version 4: a cuckoo filter */
+	/* version 4: the journal position of the capture, MAXITERATIONS,
+	 * keys forgotten */
+	uint64_t	 jseq, joff;
+	uint32_t	 max_kicks;
+	uint64_t	 forgotten;
+	uint64_t	 array_bytes;	/* of all slices, as in the file */
 	uint32_t	 layout;
 	uint32_t	 nslices;
 	uint32_t	 growth;
@@ -80,6 +104,9 @@ struct snapshot_header {
 /* One slice, written from (bloom's array is read) or loaded into. */
 struct snapshot_slice {
 	struct bloom	 bloom;
+	/* a cuckoo filter's slice (version 4): writing, a copy the job owns
+	 * (filter_capture); loading, the table read */
+	struct cuckoo	 cuckoo;
 	uint64_t	 capacity;
 	double		 error_rate;
 	int64_t		 start_ms;

@@ -261,7 +261,7 @@ static void m_trunc10(struct buf *f) { f->len = 10; }
 static void m_empty(struct buf *f) { f->len = 0; }
 static void m_append(struct buf *f) { f->p[f->len++] = 0; }
 static void m_magic(struct buf *f) { memcpy(f->p, "SEENDBX\n", 8); }
-static void m_version(struct buf *f) { put_le32(f->p + 8, 4); }
+static void m_version(struct buf *f) { put_le32(f->p + 8, 5); }
 static void m_layout(struct buf *f) { put_le32(f->p + 12, 7); }
 static void m_hashes(struct buf *f) { put_le32(f->p + ENTRY + 8, 5); }
 static void m_nblocks0(struct buf *f) { put_le64(f->p + ENTRY, 0); }
@@ -288,9 +288,9 @@ test_damage(void)
 	damage("empty file", m_empty, CAP, RATE, "too small");
 	damage("appended byte", m_append, CAP, RATE, "too long: ");
 	damage("wrong magic", m_magic, CAP, RATE, "not a seend snapshot");
-	damage("version 4", m_version, CAP, RATE,
-	    "unsupported snapshot version 4 (this seend reads versions 1 "
-	    "to 3)");
+	damage("version 5", m_version, CAP, RATE,
+	    "unsupported snapshot version 5 (this seend reads versions 1 "
+	    "to 4)");
 	damage("5000 slices", m_nslices, CAP, RATE, "bad slice count 5000");
 	damage("2 slices announced, 1 written", m_nslices2, CAP, RATE,
 	    "slice 1: bad");
@@ -1271,9 +1271,9 @@ test_merged_damage(void)
 	    "come last): file damaged", NULL);
 	damage3("v3: a merged slice before the own ones", 0, m3_mergedfirst,
 	    "slice 1: the filter's own after merged slice 0", NULL);
+	/* version 4 is a cuckoo filter's: its layout differs */
 	damage3("v3 file relabelled version 4", 0, m3_version4,
-	    "unsupported snapshot version 4 (this seend reads versions 1 to "
-	    "3)", NULL);
+	    "unknown layout 1 for a cuckoo filter", NULL);
 	damage3("v3 file relabelled version 0", 0, m3_version0,
 	    "unsupported snapshot version 0", NULL);
 	damage3("v3: a merged slice of seed 0", 0, m3_mseed0, NULL, mseed0);
