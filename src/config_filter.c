@@ -267,6 +267,20 @@ key_normalize(struct parser *p, const char *key, const char *v)
 		    key, SHOW(v));
 }
 
+static void
+key_type(struct parser *p, const char *key, const char *v)
+{
+	if (strcasecmp(v, "bloom") == 0)
+		cur_filter(p)->shape.type = FILTER_TYPE_BLOOM;
+	else if (strcasecmp(v, "cuckoo") == 0)
+		cur_filter(p)->shape.type = FILTER_TYPE_CUCKOO;
+	else {
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of bloom, "
+		    "cuckoo", key, SHOW(v));
+		p->filter_bad = 1;
+	}
+}
+
 const struct key_def filter_keys[FK_COUNT] = {
 	[FK_CAPACITY] = { "capacity", key_capacity, 0 },
 	[FK_ERROR_RATE] = { "error_rate", key_error_rate, 0 },
@@ -275,9 +289,47 @@ const struct key_def filter_keys[FK_COUNT] = {
 	[FK_GROWTH] = { "growth", key_growth, 0 },
 	[FK_EXPIRE] = { "expire", key_expire, 0 },
 	[FK_NORMALIZE] = { "normalize", key_normalize, 0 },
+	[FK_TYPE] = { "type", key_type, 0 },
 };
 
 /* ---- the section ---- */
+
+/*
+ * A cuckoo filter's section: no window (a table cannot drop a period's
+ * keys), a rate a table of 16-bit fingerprints can give, a size that can
+ * be allocated.
+ */
+static void
+close_cuckoo(struct parser *p, struct filter_config *f)
+{
+	uint64_t	 cap, nbuckets;
+	uint32_t	 bits;
+	double		 rate;
+
+	if (f->shape.expire > 0) {
+		perror_at(p, p->filter_keys[FK_EXPIRE], "[filter.%s]: expire "
+		    "is not available with type = cuckoo (a cuckoo filter "
+		    "forgets keys by FORGET, not by time)", f->name);
+		return;
+	}
+	if (f->shape.error_rate < FILTER_CUCKOO_RATE_MIN) {
+		perror_at(p, p->filter_keys[FK_ERROR_RATE] ?
+		    p->filter_keys[FK_ERROR_RATE] : f->line, "[filter.%s]: "
+		    "error_rate %g is below what type = cuckoo gives (%g)",
+		    f->name, f->shape.error_rate, FILTER_CUCKOO_RATE_MIN);
+		return;
+	}
+	filter_first_shape(f->shape.capacity, f->shape.error_rate,
+	    f->shape.growth, 0, &cap, &rate);
+	if (rate < FILTER_CUCKOO_RATE_MIN)
+		rate = FILTER_CUCKOO_RATE_MIN;
+	if (cuckoo_plan(cap, rate, &nbuckets, &bits) == 0)
+		return;
+	perror_at(p, p->filter_keys[FK_CAPACITY] ?
+	    p->filter_keys[FK_CAPACITY] : f->line, "[filter.%s]: capacity %llu "
+	    "at error_rate %g needs more than 1 TiB of memory", f->name,
+	    (unsigned long long)f->shape.capacity, f->shape.error_rate);
+}
 
 /* The end of a filter section: can its bits be allocated at all? */
 void
@@ -292,6 +344,10 @@ close_section(struct parser *p)
 	if (p->kind != SEC_FILTER || p->filter_bad)
 		return;
 	f = cur_filter(p);
+	if (f->shape.type == FILTER_TYPE_CUCKOO) {
+		close_cuckoo(p, f);
+		return;
+	}
 	filter_first_shape(f->shape.capacity, f->shape.error_rate,
 	    f->shape.growth, (int64_t)f->shape.expire * 1000, &cap, &rate);
 	if (bloom_plan(cap, rate, &nblocks, &hashes) == 0)

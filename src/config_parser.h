@@ -70,6 +70,7 @@ enum filter_key {
 	FK_GROWTH,
 	FK_EXPIRE,
 	FK_NORMALIZE,
+	FK_TYPE,
 	FK_COUNT
 };
 

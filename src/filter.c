@@ -61,6 +61,31 @@ static void	refresh(struct filter *);
 static int	push_slice(struct filter *, struct slice *);
 static struct filter *filter_alloc(const char *, const struct filter_shape *);
 static void	become_full(struct filter *, const char *);
+static int	cuckoo_check(const struct filter *, uint64_t);
+static int	cuckoo_seen(struct filter *, uint64_t);
+
+/* The bytes a slice maps. */
+static uint64_t
+slice_map_bytes(const struct slice *s)
+{
+	return s->cuckoo.table != NULL ? s->cuckoo.map_bytes :
+	    s->bloom.map_bytes;
+}
+
+/* s, whose array or table is allocated, with its plan and one reference,
+ * counted in filter_memory_used. */
+static struct slice *
+slice_finish(struct slice *s, uint64_t capacity, double error_rate,
+    int64_t start_ms)
+{
+	s->capacity = capacity;
+	s->error_rate = error_rate;
+	s->start_ms = start_ms;
+	s->refs = 1;
+	__atomic_add_fetch(&filter_memory_used, slice_map_bytes(s),
+	    __ATOMIC_RELAXED);
+	return s;
+}
 
 /* A slice of that many blocks, counted in filter_memory_used; NULL if
  * out of memory (errno says why). */
@@ -76,12 +101,58 @@ slice_make(uint64_t nblocks, uint32_t hashes, uint64_t seed,
 		free(s);
 		return NULL;
 	}
-	s->capacity = capacity;
-	s->error_rate = error_rate;
-	s->start_ms = start_ms;
-	s->refs = 1;
-	__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
-	    __ATOMIC_RELAXED);
+	return slice_finish(s, capacity, error_rate, start_ms);
+}
+
+/* A cuckoo slice of that shape, as slice_make. */
+static struct slice *
+slice_make_cuckoo(uint64_t nbuckets, uint32_t fpbits, uint64_t seed,
+    uint64_t capacity, double error_rate, int64_t start_ms)
+{
+	struct slice *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	if (cuckoo_init(&s->cuckoo, nbuckets, fpbits, seed) == -1) {
+		free(s);
+		return NULL;
+	}
+	return slice_finish(s, capacity, error_rate, start_ms);
+}
+
+/* A new cuckoo slice planned for capacity at error_rate (at least
+ * FILTER_CUCKOO_RATE_MIN). */
+static struct slice *
+slice_new_cuckoo(uint64_t capacity, double error_rate, int64_t start_ms,
+    uint64_t seed, char *err, size_t errlen)
+{
+	struct slice	*s;
+	uint64_t	 nbuckets, bytes;
+	uint32_t	 fpbits;
+
+	if (error_rate < FILTER_CUCKOO_RATE_MIN)
+		error_rate = FILTER_CUCKOO_RATE_MIN;
+	if (cuckoo_plan(capacity, error_rate, &nbuckets, &fpbits) == -1) {
+		snprintf(err, errlen, "capacity %llu at error_rate %g cannot "
+		    "be planned as a cuckoo table (over 1 TiB)",
+		    (unsigned long long)capacity, error_rate);
+		return NULL;
+	}
+	bytes = cuckoo_table_bytes_for(nbuckets, fpbits);
+	if (filter_memory_limit > 0 &&
+	    filter_memory_used + bytes > filter_memory_limit) {
+		snprintf(err, errlen, "max_memory (%llu bytes) reached: "
+		    "%llu in use, %llu more needed",
+		    (unsigned long long)filter_memory_limit,
+		    (unsigned long long)filter_memory_used,
+		    (unsigned long long)bytes);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if ((s = slice_make_cuckoo(nbuckets, fpbits, seed, capacity,
+	    error_rate, start_ms)) == NULL)
+		snprintf(err, errlen, "cannot allocate %llu bytes: %s",
+		    (unsigned long long)bytes, strerror(errno));
 	return s;
 }
 
@@ -128,9 +199,12 @@ slice_unref(struct slice *s)
 {
 	if (--s->refs > 0)
 		return;
-	__atomic_sub_fetch(&filter_memory_used, s->bloom.map_bytes,
+	__atomic_sub_fetch(&filter_memory_used, slice_map_bytes(s),
 	    __ATOMIC_RELAXED);
-	bloom_free(&s->bloom);
+	if (s->cuckoo.table != NULL)
+		cuckoo_free(&s->cuckoo);
+	else
+		bloom_free(&s->bloom);
 	free(s);
 }
 
@@ -195,19 +269,54 @@ filter_counts_changed(struct filter *f)
 	f->warned = 0;
 	refresh(f);
 	set_drop_at(f);
-	if (f->head != NULL && f->head->bloom.count >= f->next_mark)
+	if (f->head != NULL && slice_count(f->head) >= f->next_mark)
 		filter_head_filled(f);
 	full_if_merged_past(f);
 }
 
-void
+/*
+ * A copy of a cuckoo slice for a snapshot job: unlike a Bloom array, a
+ * table changes under a reader (kicks move fingerprints, forgets clear
+ * them), so the job writes a copy taken now, on the loop. NULL if out of
+ * memory (the job then owns the live slice: see filter_capture).
+ */
+static struct slice *
+cuckoo_copy(const struct slice *s)
+{
+	struct slice *c;
+
+	if ((c = slice_make_cuckoo(s->cuckoo.nbuckets, s->cuckoo.fpbits,
+	    s->cuckoo.seed, s->capacity, s->error_rate, s->start_ms)) == NULL)
+		return NULL;
+	memcpy(c->cuckoo.table, s->cuckoo.table, cuckoo_table_bytes(&s->cuckoo));
+	c->cuckoo.count = s->cuckoo.count;
+	return c;
+}
+
+int
 filter_capture(struct filter *f, struct snapshot_slice *out,
     struct slice **owners)
 {
+	for (size_t i = 0; i < filter_nall(f); i++)
+		owners[i] = NULL;
 	for (size_t i = 0; i < filter_nall(f); i++) {
 		struct slice		*s = filter_slice_at(f, i);
 		struct snapshot_slice	*d = &out[i];
 
+		if (s->cuckoo.table != NULL) {
+			if ((owners[i] = cuckoo_copy(s)) == NULL) {
+				for (size_t j = 0; j < i; j++)
+					slice_unref(owners[j]);
+				return -1;
+			}
+			memset(d, 0, sizeof(*d));
+			d->cuckoo = owners[i]->cuckoo;
+			d->capacity = s->capacity;
+			d->error_rate = s->error_rate;
+			d->start_ms = s->start_ms;
+			d->count = s->cuckoo.count;
+			continue;
+		}
 		slice_ref(s);
 		owners[i] = s;
 		memset(d, 0, sizeof(*d));
@@ -220,6 +329,7 @@ filter_capture(struct filter *f, struct snapshot_slice *out,
 		d->merged = i >= f->nslices;
 		d->seed = d->merged ? s->seed : 0;
 	}
+	return 0;
 }
 
 int
@@ -245,7 +355,7 @@ refresh(struct filter *f)
 	struct slice *h = f->head;
 
 	f->simple = f->nslices == 1 && f->nmerged == 0 && f->expire_ms == 0 &&
-	    !f->full;
+	    !f->full && f->type == FILTER_TYPE_BLOOM;
 	f->fast = f->simple && !f->normalize ? &h->bloom : NULL;
 	if (h == NULL) {
 		f->next_mark = UINT64_MAX;
@@ -378,8 +488,10 @@ add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
 		snprintf(err, errlen, "growth = off");
 		return -1;
 	}
-	if ((s = slice_new(cap, rate, start, f->seed, 0, err, errlen)) ==
-	    NULL)
+	s = f->type == FILTER_TYPE_CUCKOO ? slice_new_cuckoo(cap, rate, start,
+	    f->seed, err, errlen) : slice_new(cap, rate, start, f->seed, 0, err,
+	    errlen);
+	if (s == NULL)
 		return -1;
 	if (push_slice(f, s) == -1) {
 		slice_unref(s);
@@ -413,12 +525,12 @@ filter_head_filled(struct filter *f)
 	struct slice	*h = f->head;
 	char		 err[256];
 
-	if (h->bloom.count < h->capacity) {
+	if (slice_count(h) < h->capacity) {
 		if (f->warned < 90) {
 			f->warned = 90;
 			log_warn("filter %s is 90%% full (%llu of %llu keys) "
 			    "and cannot grow (growth = off)", f->name,
-			    (unsigned long long)h->bloom.count,
+			    (unsigned long long)slice_count(h),
 			    (unsigned long long)h->capacity);
 		}
 		refresh(f);
@@ -480,7 +592,7 @@ expire_merged(struct filter *f, int64_t now, int64_t live)
 			i++;
 			continue;
 		}
-		f->dropped += f->merged[i]->bloom.count;
+		f->dropped += slice_count(f->merged[i]);
 		slice_unref(f->merged[i]);
 		f->merged[i] = f->merged[--f->nmerged];
 		f->reshapes++;
@@ -500,7 +612,7 @@ filter_expire(struct filter *f, int64_t now)
 	while (n < f->nslices && f->slices[n]->start_ms + live <= now)
 		n++;
 	for (size_t i = 0; i < n; i++) {
-		f->dropped += f->slices[i]->bloom.count;
+		f->dropped += slice_count(f->slices[i]);
 		slice_unref(f->slices[i]);
 	}
 	if (n > 0) {
@@ -574,6 +686,8 @@ filter_check_slices(struct filter *f, uint64_t h, int64_t now)
 {
 	struct key_masks km;
 
+	if (f->type == FILTER_TYPE_CUCKOO)
+		return cuckoo_check(f, h);
 	km.have = 0;
 	filter_expire(f, now);
 	/* newest first: the big slices hold most keys */
@@ -594,6 +708,8 @@ filter_seen_slices(struct filter *f, uint64_t h, int64_t now)
 	struct key_masks km;
 	int		 hit;
 
+	if (f->type == FILTER_TYPE_CUCKOO)
+		return cuckoo_seen(f, h);
 	km.have = 0;
 	filter_expire(f, now);
 	/* every slice but the head is only asked */
@@ -620,6 +736,122 @@ filter_seen_slices(struct filter *f, uint64_t h, int64_t now)
 	if (!hit && b->count >= f->next_mark)
 		filter_head_filled(f);
 	return hit;
+}
+
+/* ---- cuckoo filters ---- */
+
+static int
+cuckoo_check(const struct filter *f, uint64_t h)
+{
+	/* newest first: the big slices hold most keys */
+	for (size_t i = f->nslices; i-- > 0;)
+		if (cuckoo_contains(&f->slices[i]->cuckoo, h))
+			return 1;
+	return 0;
+}
+
+/*
+ * Stores a copy of h in the head: a table with no room for it (its kicks
+ * failed, rare below the planned load) or a head at capacity makes the
+ * filter grow as a bloom filter does, or refuse.
+ */
+static int
+cuckoo_store(struct filter *f, uint64_t h)
+{
+	char err[256];
+
+	if (f->full)
+		return FILTER_FULL;
+	if (f->head == NULL && add_slice(f, now_ms(), err, sizeof(err)) == -1) {
+		become_full(f, err);
+		return FILTER_FULL;
+	}
+	if (cuckoo_add(&f->head->cuckoo, h) == -1) {
+		/* the head is full before its capacity: it takes no more */
+		f->head->capacity = f->head->cuckoo.count;
+		filter_head_filled(f);
+		if (f->full || cuckoo_add(&f->head->cuckoo, h) == -1) {
+			if (!f->full)
+				become_full(f, "no room in its table");
+			return FILTER_FULL;
+		}
+	}
+	if (f->head->cuckoo.count >= f->next_mark)
+		filter_head_filled(f);
+	return 0;
+}
+
+static int
+cuckoo_seen(struct filter *f, uint64_t h)
+{
+	if (cuckoo_check(f, h))
+		return 1;
+	return cuckoo_store(f, h);
+}
+
+int
+filter_add_copy(struct filter *f, uint64_t h)
+{
+	return cuckoo_store(f, h);
+}
+
+int
+filter_forget(struct filter *f, uint64_t h)
+{
+	struct slice *s;
+
+	for (size_t i = 0; i < f->nslices; i++) {
+		s = f->slices[i];
+		if (!cuckoo_delete(&s->cuckoo, h))
+			continue;
+		f->forgotten++;
+		/* a forget is a change the snapshot must see, though the
+		 * count went down: dropped only ever grows */
+		f->dropped += 2;
+		/* a fixed filter with room again takes keys again */
+		if (f->full && !f->held && f->growth == 0 && s == f->head &&
+		    slice_count(s) < s->capacity) {
+			/* warned stays: a filter at its edge warns once */
+			f->full = 0;
+			refresh(f);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+uint64_t
+filter_copies(const struct filter *f, uint64_t h)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->nslices; i++) {
+		const struct cuckoo *c = &f->slices[i]->cuckoo;
+		uint64_t fp = cuckoo_fp(c, h), i1 = cuckoo_index(c, h);
+		uint64_t i2 = cuckoo_alt(c, i1, fp);
+
+		for (unsigned k = 0; k < CUCKOO_SLOTS; k++) {
+			n += cuckoo_get(c, i1, k) == fp;
+			n += i2 != i1 && cuckoo_get(c, i2, k) == fp;
+		}
+	}
+	return n;
+}
+
+uint64_t
+filter_buckets(const struct filter *f)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->nslices; i++)
+		n += f->slices[i]->cuckoo.nbuckets;
+	return n;
+}
+
+uint64_t
+filter_slots(const struct filter *f)
+{
+	return filter_buckets(f) * CUCKOO_SLOTS;
 }
 
 int
@@ -694,6 +926,8 @@ filter_alloc(const char *name, const struct filter_shape *shape)
 	f->growth = shape->growth;
 	f->expire_ms = (int64_t)shape->expire * 1000;
 	f->normalize = shape->normalize == FILTER_NORMALIZE_STANDARD;
+	f->type = shape->type;
+	f->bucket_size = CUCKOO_SLOTS;
 	f->refs = 1;
 	f->last_save_ok = -1;
 	f->drop_at_ms = INT64_MAX;
@@ -718,7 +952,8 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 		return f;
 	}
 	if (add_slice(f, now_ms(), why, sizeof(why)) == -1 ||
-	    bloom_populate(&f->head->bloom) == -1) {
+	    (f->type == FILTER_TYPE_BLOOM &&
+	    bloom_populate(&f->head->bloom) == -1)) {
 		snprintf(err, errlen, "filter %s: %s", name,
 		    f->head ? strerror(errno) : why);
 		filter_unref(f);
@@ -774,6 +1009,17 @@ adopt(struct filter *f, const struct snapshot_info *info,
     struct snapshot_slice *ss, char *err, size_t errlen)
 {
 	f->seed = info->seed;
+	if (info->cuckoo != (f->type == FILTER_TYPE_CUCKOO)) {
+		snprintf(err, errlen, "its snapshot is of a %s filter, the "
+		    "config says type = %s; restore that type or move the "
+		    "file away", info->cuckoo ? "cuckoo" : "bloom",
+		    info->cuckoo ? "bloom" : "cuckoo");
+		return -1;
+	}
+	f->forgotten = info->forgotten;
+	f->max_kicks = info->max_kicks;
+	f->loaded_jseq = info->jseq;
+	f->loaded_joff = info->joff;
 	for (uint32_t i = 0; i < info->nslices; i++) {
 		struct slice *s;
 
@@ -783,11 +1029,13 @@ adopt(struct filter *f, const struct snapshot_info *info,
 		}
 		s->bloom = ss[i].bloom;
 		memset(&ss[i].bloom, 0, sizeof(ss[i].bloom));
+		s->cuckoo = ss[i].cuckoo;
+		memset(&ss[i].cuckoo, 0, sizeof(ss[i].cuckoo));
 		s->capacity = ss[i].capacity;
 		s->error_rate = ss[i].error_rate;
 		s->start_ms = ss[i].start_ms;
 		s->refs = 1;
-		__atomic_add_fetch(&filter_memory_used, s->bloom.map_bytes,
+		__atomic_add_fetch(&filter_memory_used, slice_map_bytes(s),
 		    __ATOMIC_RELAXED);
 		if (ss[i].merged ? filter_add_merged(f, s, ss[i].seed) == -1 :
 		    push_slice(f, s) == -1) {
@@ -841,7 +1089,7 @@ filter_from_slices(const char *name, const struct filter_shape *shape,
 	filter_expire(f, now_ms());
 	/* a head loaded at its mark grows, warns or refuses now; one of a
 	 * past period is left to the next key's new period */
-	if (f->head != NULL && f->head->bloom.count >= f->next_mark &&
+	if (f->head != NULL && slice_count(f->head) >= f->next_mark &&
 	    (f->expire_ms == 0 ||
 	    f->head->start_ms >= period_start(f, now_ms())))
 		filter_head_filled(f);
@@ -972,7 +1220,7 @@ filter_reconfigure(struct filter *f, const struct filter_shape *shape,
 	f->warned = 0;
 	refresh(f);
 	if (f->head != NULL && f->expire_ms == 0 &&
-	    f->head->bloom.count >= f->next_mark)
+	    slice_count(f->head) >= f->next_mark)
 		filter_head_filled(f);
 }
 
@@ -1002,7 +1250,7 @@ filter_count(const struct filter *f)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < filter_nall(f); i++)
-		n += filter_slice_at(f, i)->bloom.count;
+		n += slice_count(filter_slice_at(f, i));
 	return n;
 }
 
@@ -1026,7 +1274,7 @@ filter_state(const struct filter *f)
 	if (f->full)
 		return FILTER_STATE_FULL;
 	if (h != NULL && (f->growth == 0 || f->held) &&
-	    h->bloom.count >= h->capacity - h->capacity / 10)
+	    slice_count(h) >= h->capacity - h->capacity / 10)
 		return FILTER_NEAR_FULL;
 	return FILTER_OK;
 }
@@ -1049,8 +1297,12 @@ filter_bytes(const struct filter *f)
 {
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < filter_nall(f); i++)
-		n += bloom_bytes(&filter_slice_at(f, i)->bloom);
+	for (size_t i = 0; i < filter_nall(f); i++) {
+		const struct slice *s = filter_slice_at(f, i);
+
+		n += s->cuckoo.table != NULL ? cuckoo_table_bytes(&s->cuckoo) :
+		    bloom_bytes(&s->bloom);
+	}
 	return n;
 }
 
@@ -1060,7 +1312,7 @@ filter_mapped(const struct filter *f)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < filter_nall(f); i++)
-		n += filter_slice_at(f, i)->bloom.map_bytes;
+		n += slice_map_bytes(filter_slice_at(f, i));
 	return n;
 }
 
@@ -1080,8 +1332,13 @@ filter_fp_estimate(const struct filter *f)
 {
 	double miss = 1.0;
 
-	for (size_t i = 0; i < filter_nall(f); i++)
-		miss *= 1.0 - bloom_fp_from_fill(&filter_slice_at(f, i)->bloom);
+	for (size_t i = 0; i < filter_nall(f); i++) {
+		const struct slice *s = filter_slice_at(f, i);
+
+		miss *= 1.0 - (s->cuckoo.table != NULL ?
+		    cuckoo_fp_estimate(&s->cuckoo) :
+		    bloom_fp_from_fill(&s->bloom));
+	}
 	return 1.0 - miss;
 }
 
@@ -1091,10 +1348,13 @@ filter_fp_planned(const struct filter *f)
 	double miss = 1.0;
 
 	for (size_t i = 0; i < filter_nall(f); i++) {
-		const struct bloom *b = &filter_slice_at(f, i)->bloom;
+		const struct slice *s = filter_slice_at(f, i);
+		const struct bloom *b = &s->bloom;
 
-		miss *= 1.0 - bloom_fp_rate(b->nblocks, b->hashes,
-		    filter_slice_at(f, i)->capacity);
+		miss *= 1.0 - (s->cuckoo.table != NULL ?
+		    cuckoo_fp_rate(s->cuckoo.nbuckets, s->cuckoo.fpbits,
+		    (double)s->capacity) :
+		    bloom_fp_rate(b->nblocks, b->hashes, s->capacity));
 	}
 	return 1.0 - miss;
 }

@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "bloom.h"
+#include "cuckoo.h"
 
 /* r: each grown slice is planned for this times the previous one's rate. */
 #ifndef FILTER_TIGHTENING
@@ -56,6 +57,17 @@
 
 /* Filter names become file names in data_dir. */
 #define FILTER_NAME_MAX		64
+
+/* type: what a filter's slices are. A cuckoo filter's slices are cuckoo
+ * tables (cuckoo.h), "sub-filters" in RedisBloom's words: it grows and
+ * fills as a bloom filter does, has no window, and can forget a key
+ * (filter_forget). Its slices are never on the fast paths. */
+#define FILTER_TYPE_BLOOM	0
+#define FILTER_TYPE_CUCKOO	1
+/* The lowest rate a cuckoo slice is planned for: 16-bit fingerprints at
+ * half load (cuckoo_plan refuses less). A growing cuckoo filter's slices
+ * tighten as a bloom filter's do until they reach it; see seend(8). */
+#define FILTER_CUCKOO_RATE_MIN	7e-5
 
 /* normalize: keys hashed as given, or url_normalize()d first. */
 #define FILTER_NORMALIZE_OFF		0
@@ -71,6 +83,7 @@ struct filter_shape {
 	unsigned	 growth;	/* 0 = off */
 	uint64_t	 expire;	/* seconds, 0 = never */
 	int		 normalize;	/* FILTER_NORMALIZE_* */
+	int		 type;		/* FILTER_TYPE_* */
 };
 
 /* What seend_seen answers besides 0 (new) and 1 (seen). */
@@ -84,6 +97,8 @@ enum filter_state {
 
 struct slice {
 	struct bloom	 bloom;		/* bloom.count: keys it took */
+	/* a cuckoo filter's slice: cuckoo.table != NULL, bloom all zero */
+	struct cuckoo	 cuckoo;
 	uint64_t	 capacity;	/* keys it takes before the next is added */
 	double		 error_rate;	/* its planned rate at capacity */
 	int64_t		 start_ms;	/* wall-clock start of its period */
@@ -102,6 +117,17 @@ struct filter {
 	int64_t		 expire_ms;	/* 0 = never */
 	uint64_t	 seed;		/* one hash per key for every slice */
 	int		 normalize;	/* hash url_normalize()d keys */
+	int		 type;		/* FILTER_TYPE_* */
+	/* cuckoo filters: keys forgotten (CF.INFO's "deleted") and the
+	 * MAXITERATIONS CF.RESERVE was given (kept for CF.INFO: every
+	 * insertion walks at most CUCKOO_MAX_KICKS) */
+	uint64_t	 forgotten;
+	unsigned	 max_kicks;
+	unsigned	 bucket_size;	/* CUCKOO_SLOTS, whatever was asked */
+	/* the journal position its snapshot was captured at (a cuckoo
+	 * filter's replay skips the records before it: forgets are not
+	 * idempotent) */
+	uint64_t	 loaded_jseq, loaded_joff;
 	struct slice	**slices;	/* oldest first */
 	size_t		 nslices;
 	size_t		 slots;		/* allocated in slices[] */
@@ -226,9 +252,11 @@ struct snapshot_slice;
 /*
  * The filter's slices as they are now, own then merged, into out (room
  * for filter_nall): each referenced in owners (the caller unrefs them),
- * with its count and bits set taken now (a snapshot job, a dump).
+ * with its count and bits set taken now (a snapshot job, a dump). A
+ * cuckoo slice is copied (a table changes under a reader): owners then
+ * holds the copy. -1 if out of memory (no reference is left taken).
  */
-void		 filter_capture(struct filter *, struct snapshot_slice *out,
+int		 filter_capture(struct filter *, struct snapshot_slice *out,
 		    struct slice **owners);
 /* A filter of that shape with no slice yet and the given seed (MERGE's
  * new destination: its slices come from the merge). */
@@ -251,6 +279,40 @@ int		 filter_add_merged(struct filter *, struct slice *s,
  */
 int		 filter_merged_hit(struct filter *, uint64_t h, const char *key,
 		    size_t len, int64_t now_ms);
+
+/* Cuckoo filters (FILTER_TYPE_CUCKOO) only. */
+/*
+ * FORGET / CF.DEL: removes one copy of h's fingerprint from the oldest
+ * slice holding one. 1 if one was held, else 0. Why the oldest: a key is
+ * recorded only where no slice held its fingerprint, and slices older
+ * than the head take no key after it, so the oldest slice that holds the
+ * fingerprint is the one that took the key (a newer one's copy belongs
+ * to another key). A full fixed filter takes keys again once it has room.
+ */
+int		 filter_forget(struct filter *, uint64_t h);
+/* CF.ADD: stores one more copy of h's fingerprint, held or not: 0, or
+ * FILTER_FULL if the filter cannot take it (nothing changed). */
+int		 filter_add_copy(struct filter *, uint64_t h);
+/* CF.COUNT: copies of h's fingerprint in all slices (an upper bound of
+ * the key's copies: another key's fingerprint may count). */
+uint64_t	 filter_copies(const struct filter *, uint64_t h);
+/* Buckets of all slices (CF.INFO). */
+uint64_t	 filter_buckets(const struct filter *);
+/* The slots every slice has, and the ones in use: the fill. */
+uint64_t	 filter_slots(const struct filter *);
+
+/* Keys a slice holds (a cuckoo slice: fingerprints). */
+static inline uint64_t
+slice_count(const struct slice *s)
+{
+	return s->cuckoo.table != NULL ? s->cuckoo.count : s->bloom.count;
+}
+
+static inline int
+filter_is_cuckoo(const struct filter *f)
+{
+	return f->type == FILTER_TYPE_CUCKOO;
+}
 
 /* Keys answered new that live slices hold. */
 uint64_t	 filter_count(const struct filter *);
@@ -332,7 +394,10 @@ filter_prefetch(const struct filter *f, uint64_t h)
 		return;
 	}
 	for (size_t i = 0; i < f->nslices; i++)
-		bloom_prefetch(&f->slices[i]->bloom, h);
+		if (f->slices[i]->cuckoo.table != NULL)
+			cuckoo_prefetch(&f->slices[i]->cuckoo, h);
+		else
+			bloom_prefetch(&f->slices[i]->bloom, h);
 }
 
 /* 1 if h is in the filter (or a false positive), else 0; records nothing. */

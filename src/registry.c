@@ -396,6 +396,15 @@ registry_create(struct registry *reg, const struct config *cfg,
     const char *name, size_t len, uint64_t capacity, double error_rate,
     unsigned growth, char *err, size_t errlen)
 {
+	return registry_create_type(reg, cfg, name, len, capacity, error_rate,
+	    growth, FILTER_TYPE_BLOOM, err, errlen);
+}
+
+struct filter *
+registry_create_type(struct registry *reg, const struct config *cfg,
+    const char *name, size_t len, uint64_t capacity, double error_rate,
+    unsigned growth, int type, char *err, size_t errlen)
+{
 	struct filter_shape	 shape;
 	struct filter		*f;
 	char			 fname[FILTER_NAME_MAX + 1];
@@ -412,6 +421,12 @@ registry_create(struct registry *reg, const struct config *cfg,
 	shape.capacity = capacity;
 	shape.error_rate = error_rate;
 	shape.growth = growth;
+	shape.type = type;
+	if (type == FILTER_TYPE_CUCKOO && error_rate < FILTER_CUCKOO_RATE_MIN) {
+		snprintf(err, errlen, "error rate %g is below what a cuckoo "
+		    "filter gives (%g)", error_rate, FILTER_CUCKOO_RATE_MIN);
+		return NULL;
+	}
 	if ((f = runtime_add(reg, cfg, fname, &shape, 0, err, errlen)) != NULL)
 		f->reshapes = 1;	/* owes a snapshot, empty or not */
 	return f;
@@ -476,6 +491,8 @@ registry_load_runtime(struct registry *reg, const struct config *cfg,
 		shape.error_rate = hdr.error_rate;
 		shape.growth = hdr.growth;
 		shape.expire = hdr.expire_ms / 1000;
+		shape.type = hdr.cuckoo ? FILTER_TYPE_CUCKOO :
+		    FILTER_TYPE_BLOOM;
 		if (runtime_add(reg, cfg, fname, &shape, 1, why,
 		    sizeof(why)) == NULL) {
 			if (reg->nfilters >= cfg->max_filters) {
@@ -531,6 +548,15 @@ registry_build(const struct config *cfg, const struct registry *old,
 		const struct filter_config *fc = &cfg->filters[i];
 
 		f = old ? registry_find(old, fc->name, strlen(fc->name)) : NULL;
+		if (f != NULL && f->type != fc->shape.type) {
+			snprintf(err, errlen, "[filter.%s]: type = %s, but the "
+			    "running filter is a %s filter: a filter's type "
+			    "cannot change (DEL it, or restore its type)",
+			    fc->name, fc->shape.type == FILTER_TYPE_CUCKOO ?
+			    "cuckoo" : "bloom", filter_is_cuckoo(f) ? "cuckoo" :
+			    "bloom");
+			goto fail;
+		}
 		if (f != NULL)
 			filter_ref(f);
 		else if ((f = filter_open(fc->name, &fc->shape, cfg->data_dir,

@@ -85,6 +85,12 @@ struct filter	*registry_create(struct registry *, const struct config *,
 		    const char *name, size_t len, uint64_t capacity,
 		    double error_rate, unsigned growth, char *err,
 		    size_t errlen);
+/* The same for a filter of that type (FILTER_TYPE_*: CF.RESERVE and
+ * CF.ADD make cuckoo filters). */
+struct filter	*registry_create_type(struct registry *, const struct config *,
+		    const char *name, size_t len, uint64_t capacity,
+		    double error_rate, unsigned growth, int type, char *err,
+		    size_t errlen);
 /* Adds f (made elsewhere: BF.LOADCHUNK) as a runtime filter; reg takes
  * its reference. -1 with a message (a bad name, the name taken,
  * max_filters): f is then the caller's still. */

@@ -247,7 +247,7 @@ fail:
  * referenced so that the worker may read it whatever the loop does next.
  */
 static int
-capture(struct save_job *job, struct filter *f)
+capture(struct save_job *job, struct filter *f, struct journal *j)
 {
 	size_t n = filter_nall(f);
 
@@ -265,7 +265,17 @@ capture(struct save_job *job, struct filter *f)
 	job->info.error_rate = f->error_rate;
 	job->info.growth = f->growth;
 	job->info.expire_ms = (uint64_t)f->expire_ms;
-	filter_capture(f, job->slices, job->owners);
+	job->info.cuckoo = filter_is_cuckoo(f);
+	job->info.max_kicks = f->max_kicks;
+	job->info.forgotten = f->forgotten;
+	/* a cuckoo filter's replay starts after this point */
+	if (j != NULL)
+		job->info.joff = journal_position(j, &job->info.jseq);
+	if (filter_capture(f, job->slices, job->owners) == -1) {
+		free(job->slices);
+		free(job->owners);
+		return -1;
+	}
 	job->mutations = filter_mutations(f);
 	return 0;
 }
@@ -308,7 +318,7 @@ coalesce(struct saver *sv, struct filter *f, const char *dir,
 	if (job != NULL) {
 		struct save_job fresh = *job;
 
-		if (capture(&fresh, f) == -1)
+		if (capture(&fresh, f, sv->journal) == -1)
 			r = -1;
 		else if (add_wait(job, w) == -1) {
 			release_slices(&fresh);
@@ -338,7 +348,7 @@ saver_submit(struct saver *sv, struct filter *f, const char *dir,
 		return r == 1 ? 0 : -1;
 	if ((job = calloc(1, sizeof(*job))) == NULL ||
 	    (job->dir = strdup(dir)) == NULL ||
-	    capture(job, f) == -1) {
+	    capture(job, f, sv->journal) == -1) {
 		if (job != NULL)
 			free(job->dir);
 		free(job);
