@@ -135,6 +135,7 @@ cuckoo_init(struct cuckoo *c, uint64_t nbuckets, uint32_t fpbits,
 	c->nbuckets = nbuckets;
 	c->fpbits = fpbits;
 	c->bucket_bits = CUCKOO_SLOTS * fpbits;
+	c->fp_recip = (65536 + fpbits - 1) / fpbits;
 	c->bucket_mask = c->bucket_bits == 64 ? ~0ULL :
 	    (1ULL << c->bucket_bits) - 1;
 	for (unsigned s = 0; s < CUCKOO_SLOTS; s++)

@@ -105,6 +105,7 @@ struct cuckoo {
 	uint64_t	 bucket_mask;	/* the low 4f bits */
 	uint64_t	 lane_low;	/* bit 0 of each of the 4 slots */
 	uint64_t	 lane_high;	/* bit f-1 of each slot */
+	uint32_t	 fp_recip;	/* ceil(2^16 / f): a bit's slot */
 	uint64_t	 seed;		/* XXH3 seed, kept in the snapshot */
 	uint64_t	 count;		/* fingerprints held */
 	size_t		 map_bytes;	/* the mapping, page-rounded */
@@ -265,14 +266,20 @@ cuckoo_bucket_has(const struct cuckoo *c, uint64_t b, uint64_t fp)
 	return ((x - c->lane_low) & ~x & c->lane_high) != 0;
 }
 
-/* The first empty slot of bucket b, or -1. */
+/*
+ * The first empty slot of bucket b, or -1: SWAR again, the lowest zero
+ * lane (a borrow only runs upward, so the lowest flagged lane is a true
+ * zero). Its flag is bit s*f + f-1; s = bit / f, as bit * ceil(2^16/f)
+ * >> 16 (exact: the error is under 64/2^16 < 1/f).
+ */
 static inline int
 cuckoo_bucket_free(const struct cuckoo *c, uint64_t b)
 {
-	for (unsigned s = 0; s < CUCKOO_SLOTS; s++)
-		if (cuckoo_slot_get(c, b, s) == 0)
-			return (int)s;
-	return -1;
+	uint64_t m = (b - c->lane_low) & ~b & c->lane_high;
+
+	if (m == 0)
+		return -1;
+	return (int)(((uint32_t)__builtin_ctzll(m) * c->fp_recip) >> 16);
 }
 
 /* The first slot of bucket b holding fp, or -1. */
@@ -330,6 +337,37 @@ cuckoo_add(struct cuckoo *c, uint64_t h)
 	b = cuckoo_bucket_get(c, i2);
 	if ((s = cuckoo_bucket_free(c, b)) >= 0) {
 		cuckoo_bucket_put(c, i2, cuckoo_slot_set(c, b, (unsigned)s, fp));
+		c->count++;
+		return 0;
+	}
+	return cuckoo_add_slow(c, fp, i1, i2, h);
+}
+
+/*
+ * SEEN in one table: 1 if the key's fingerprint is in one of its buckets,
+ * else stores it and answers 0; -1 if it was not held and there is no
+ * room (the table is then as before). Both buckets are read once.
+ */
+static inline int
+cuckoo_test_add(struct cuckoo *c, uint64_t h)
+{
+	uint64_t fp = cuckoo_fp(c, h), i1 = cuckoo_index(c, h), i2, b1, b2;
+	int s;
+
+	b1 = cuckoo_bucket_get(c, i1);
+	if (cuckoo_bucket_has(c, b1, fp))
+		return 1;
+	i2 = cuckoo_alt(c, i1, fp);
+	b2 = cuckoo_bucket_get(c, i2);
+	if (cuckoo_bucket_has(c, b2, fp))
+		return 1;
+	if ((s = cuckoo_bucket_free(c, b1)) >= 0) {
+		cuckoo_bucket_put(c, i1, cuckoo_slot_set(c, b1, (unsigned)s, fp));
+		c->count++;
+		return 0;
+	}
+	if ((s = cuckoo_bucket_free(c, b2)) >= 0) {
+		cuckoo_bucket_put(c, i2, cuckoo_slot_set(c, b2, (unsigned)s, fp));
 		c->count++;
 		return 0;
 	}

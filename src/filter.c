@@ -61,8 +61,6 @@ static void	refresh(struct filter *);
 static int	push_slice(struct filter *, struct slice *);
 static struct filter *filter_alloc(const char *, const struct filter_shape *);
 static void	become_full(struct filter *, const char *);
-static int	cuckoo_check(const struct filter *, uint64_t);
-static int	cuckoo_seen(struct filter *, uint64_t);
 
 /* The bytes a slice maps. */
 static uint64_t
@@ -687,7 +685,7 @@ filter_check_slices(struct filter *f, uint64_t h, int64_t now)
 	struct key_masks km;
 
 	if (f->type == FILTER_TYPE_CUCKOO)
-		return cuckoo_check(f, h);
+		return filter_cuckoo_check(f, h);
 	km.have = 0;
 	filter_expire(f, now);
 	/* newest first: the big slices hold most keys */
@@ -709,7 +707,7 @@ filter_seen_slices(struct filter *f, uint64_t h, int64_t now)
 	int		 hit;
 
 	if (f->type == FILTER_TYPE_CUCKOO)
-		return cuckoo_seen(f, h);
+		return filter_cuckoo_seen(f, h);
 	km.have = 0;
 	filter_expire(f, now);
 	/* every slice but the head is only asked */
@@ -740,8 +738,8 @@ filter_seen_slices(struct filter *f, uint64_t h, int64_t now)
 
 /* ---- cuckoo filters ---- */
 
-static int
-cuckoo_check(const struct filter *f, uint64_t h)
+int
+filter_cuckoo_check(const struct filter *f, uint64_t h)
 {
 	/* newest first: the big slices hold most keys */
 	for (size_t i = f->nslices; i-- > 0;)
@@ -751,42 +749,69 @@ cuckoo_check(const struct filter *f, uint64_t h)
 }
 
 /*
- * Stores a copy of h in the head: a table with no room for it (its kicks
- * failed, rare below the planned load) or a head at capacity makes the
- * filter grow as a bloom filter does, or refuse.
+ * The head has no room for h (its kicks failed, rare below the planned
+ * load) or reached its capacity: the filter grows as a bloom filter does,
+ * or refuses. Returns 0 once h is stored, else FILTER_FULL.
  */
 static int
-cuckoo_store(struct filter *f, uint64_t h)
+cuckoo_no_room(struct filter *f, uint64_t h)
 {
 	char err[256];
 
-	if (f->full)
-		return FILTER_FULL;
-	if (f->head == NULL && add_slice(f, now_ms(), err, sizeof(err)) == -1) {
-		become_full(f, err);
-		return FILTER_FULL;
-	}
-	if (cuckoo_add(&f->head->cuckoo, h) == -1) {
-		/* the head is full before its capacity: it takes no more */
-		f->head->capacity = f->head->cuckoo.count;
-		filter_head_filled(f);
-		if (f->full || cuckoo_add(&f->head->cuckoo, h) == -1) {
-			if (!f->full)
-				become_full(f, "no room in its table");
+	if (f->head == NULL) {
+		if (add_slice(f, now_ms(), err, sizeof(err)) == -1) {
+			become_full(f, err);
 			return FILTER_FULL;
 		}
+	} else {
+		/* the head takes no more: capacity is what it holds */
+		f->head->capacity = f->head->cuckoo.count;
+		filter_head_filled(f);
+	}
+	if (f->full || cuckoo_add(&f->head->cuckoo, h) == -1) {
+		if (!f->full)
+			become_full(f, "no room in its table");
+		return FILTER_FULL;
 	}
 	if (f->head->cuckoo.count >= f->next_mark)
 		filter_head_filled(f);
 	return 0;
 }
 
+/* Stores a copy of h in the head (CF.ADD), held or not. */
 static int
-cuckoo_seen(struct filter *f, uint64_t h)
+cuckoo_store(struct filter *f, uint64_t h)
 {
-	if (cuckoo_check(f, h))
-		return 1;
-	return cuckoo_store(f, h);
+	if (f->full)
+		return FILTER_FULL;
+	if (f->head == NULL || cuckoo_add(&f->head->cuckoo, h) == -1)
+		return cuckoo_no_room(f, h);
+	if (f->head->cuckoo.count >= f->next_mark)
+		filter_head_filled(f);
+	return 0;
+}
+
+/* SEEN: every slice but the head is only asked; the head is asked and
+ * takes h in one pass over its two buckets. */
+int
+filter_cuckoo_seen(struct filter *f, uint64_t h)
+{
+	struct slice	*head = f->head;
+	int		 hit;
+
+	for (size_t i = f->nslices; i-- > 0;)
+		if (f->slices[i] != head &&
+		    cuckoo_contains(&f->slices[i]->cuckoo, h))
+			return 1;
+	if (head == NULL)
+		return f->full ? FILTER_FULL : cuckoo_no_room(f, h);
+	if (f->full)
+		return cuckoo_contains(&head->cuckoo, h) ? 1 : FILTER_FULL;
+	if ((hit = cuckoo_test_add(&head->cuckoo, h)) == -1)
+		return cuckoo_no_room(f, h);
+	if (!hit && head->cuckoo.count >= f->next_mark)
+		filter_head_filled(f);
+	return hit;
 }
 
 int

@@ -362,6 +362,9 @@ void		 filter_first_shape(uint64_t capacity, double error_rate,
 		    unsigned growth, int64_t expire_ms, uint64_t *cap,
 		    double *rate);
 
+/* A cuckoo filter's SEEN and CHECK (filter_seen's and filter_check's). */
+int		 filter_cuckoo_seen(struct filter *, uint64_t h);
+int		 filter_cuckoo_check(const struct filter *, uint64_t h);
 /* Out of line: the cases filter_seen and filter_check do not inline. */
 int		 filter_seen_slices(struct filter *, uint64_t h, int64_t now_ms);
 int		 filter_check_slices(struct filter *, uint64_t h, int64_t now_ms);
@@ -406,6 +409,8 @@ filter_check(struct filter *f, uint64_t h)
 {
 	if (f->simple)
 		return bloom_check(&f->head->bloom, h);
+	if (f->type == FILTER_TYPE_CUCKOO)
+		return filter_cuckoo_check(f, h);
 	return filter_check_slices(f, h, filter_now_ms);
 }
 
@@ -424,6 +429,8 @@ filter_seen(struct filter *f, uint64_t h)
 			filter_head_filled(f);
 		return hit;
 	}
+	if (f->type == FILTER_TYPE_CUCKOO)
+		return filter_cuckoo_seen(f, h);
 	return filter_seen_slices(f, h, filter_now_ms);
 }
 
