@@ -15,9 +15,11 @@ node at once:
     ring = seend.Client(["10.0.0.1:6874", "10.0.0.2:6874", "10.0.0.3:6874"])
     ring.seen_many(urls)                    # answers in the order of urls
 
-The client speaks seend's line protocol.  ``seen_many`` and ``check_many``
-write a whole batch of requests before they read the replies (pipelining),
-so a million keys cost a few round trips, not a million.
+The client speaks seend's line protocol.  ``seen_many``, ``check_many`` and
+``forget_many`` write a whole batch of requests before they read the
+replies (pipelining), so a million keys cost a few round trips, not a
+million.  ``forget``/``forget_many`` take keys out of a filter of ``type =
+cuckoo`` (a bloom filter cannot forget: the server answers ``ERR``).
 
 A connection lost while requests are in flight raises ``ConnectionError``
 and nothing is sent again behind the caller's back: a ``SEEN`` that reached
@@ -47,10 +49,11 @@ class Error(Exception):
     """
     The server answered ``ERR <reason>``; ``str(e)`` is the reason.
 
-    For ``seen_many``/``check_many``, ``index`` is the position of the first
-    key that failed and ``replies`` the answers of every key sent, up to the
-    end of the batch that failed (``None`` where a key got an error); those
-    others were answered and, for ``SEEN``, recorded.  Later batches were
+    For ``seen_many``/``check_many``/``forget_many``, ``index`` is the
+    position of the first key that failed and ``replies`` the answers of
+    every key sent, up to the end of the batch that failed (``None`` where a
+    key got an error); those others were answered and, for ``SEEN``,
+    recorded (for ``FORGET``, forgotten where True).  Later batches were
     not sent.
     """
 
@@ -451,6 +454,39 @@ class Client:
                    batch: int = 10000) -> List[bool]:
         """``check`` for every key, pipelined like ``seen_many``."""
         return self._batch(b"CHECK", list(keys) if not isinstance(keys, list)
+                           else keys, filter, batch)
+
+    # ---- FORGET ----
+
+    def forget(self, key: Key, filter: Optional[str] = None) -> bool:
+        """
+        Forgets ``key``: True if the filter held it (it is forgotten now, and
+        the next ``seen`` of it answers False), False if it did not hold it.
+        ``filter`` names a filter; without it the server routes the key as
+        for ``seen``.
+
+        Only a filter of ``type = cuckoo`` can forget; a bloom filter answers
+        ``ERR <filter> cannot forget keys (type = bloom)``, raised as
+        ``Error``.  Forget only keys that were recorded: a key never
+        recorded that happens to be a false positive answers True and takes
+        another key's fingerprint with it.
+        """
+        return self._batch(b"FORGET", [key], filter, 1)[0]
+
+    def forget_many(self, keys: Iterable[Key], filter: Optional[str] = None,
+                    batch: int = 10000) -> List[bool]:
+        """
+        ``forget`` for every key, in order, pipelined like ``seen_many``: one
+        round trip per ``batch`` keys.  A key repeated in ``keys`` answers
+        True the first time (if it was held) and False after.  On an error
+        reply, ``Error`` says which key (``index``) and holds the answers of
+        the batch (``replies``); the other keys of that batch were
+        answered, and forgotten where True.  On a lost connection,
+        ``ConnectionError.replies`` holds the answers that arrived; the
+        other keys may or may not have been forgotten, and nothing is sent
+        again.
+        """
+        return self._batch(b"FORGET", list(keys) if not isinstance(keys, list)
                            else keys, filter, batch)
 
     # ---- the rest ----

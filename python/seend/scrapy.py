@@ -41,6 +41,55 @@ Settings:
 - ``SEEND_TIMEOUT`` (seconds, default 10) and ``SEEND_CONNECT_RETRY``
   (seconds, default 5: how long a refused connect is retried, to ride out a
   restart of seend).
+- ``SEEND_FORGET_FAILED``: False (default).  True: a request whose download
+  failed for good is forgotten in seend (``FORGET``), so that a later crawl
+  fetches it again; a request that got a response the crawl accepts is
+  never forgotten.  See below.
+
+SEEND_FORGET_FAILED
+-------------------
+
+A download has failed for good when what reaches the engine, after every
+downloader middleware, is
+
+- an exception: RetryMiddleware gave up (its retries are spent, the stat
+  ``retry/max_reached``), or the exception is not one it retries;
+  ``IgnoreRequest`` (robots.txt, a redirect loop) is not a failure;
+- or a response that the crawl does not accept: HttpErrorMiddleware would
+  drop it (a status outside 200-299 that neither ``HTTPERROR_ALLOWED_CODES``,
+  ``HTTPERROR_ALLOW_ALL``, the spider's ``handle_httpstatus_list`` nor the
+  request's ``handle_httpstatus_list``/``handle_httpstatus_all`` meta
+  allows), such as a 500 whose retries are spent or a 404.  The crawl's own
+  HttpErrorMiddleware is asked, so its settings decide; without it every
+  response is accepted.
+
+Then the keys that the DupeFilter recorded for the request are forgotten:
+its own and those of the requests it was redirected from (kept in
+``request.meta["seend_recorded"]``, a tuple of str), so that the link that
+led to it is followed again.  Requests that were never recorded
+(``dont_filter``) have nothing to forget.  The failure is seen whatever the
+request's errback does with it.
+
+Only a filter of ``type = cuckoo`` can forget keys: with the setting on,
+``DupeFilter.open`` asks ``INFO`` for the type of ``SEEND_FILTER`` (without
+it, of every filter of the server, since the server may route a key to any
+of them), and a bloom filter stops the crawl at its start with an error
+naming the setting and the type.  A key forgotten during a crawl is not
+fetched again by the same process in that crawl (the process remembers it,
+about 150 bytes per failed request); another process, or the next crawl,
+fetches it.  Stats: ``seend/forgotten`` (keys forgotten),
+``seend/forget_not_held`` (keys the filter no longer held),
+``seend/forget_errors`` (requests whose keys could not be forgotten: seend
+unreachable or answering ``ERR``; logged as errors, the crawl goes on) and
+``seend/forgotten_skipped`` (links to a forgotten request answered "seen"
+by this process).
+
+How: Scrapy hands download exceptions to the request's errback without the
+spider middlewares (``Scraper._scrape2``), so the hook is a downloader
+middleware that ``DupeFilter.open`` appends, after every configured one, to
+the downloader's ``process_response``/``process_exception`` chains: it sees
+exactly what the engine gets, after RetryMiddleware and RedirectMiddleware
+have returned their new requests, which halts the chains before it.
 """
 import gc
 import logging
@@ -50,13 +99,14 @@ from typing import Any, Iterable, List, Optional, Sequence, cast
 
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter, RFPDupeFilter
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request
+from scrapy.spidermiddlewares.httperror import HttpError, HttpErrorMiddleware
 from scrapy.utils.misc import load_object
 
 import seend
 
-__all__ = ["DupeFilter", "SeenMiddleware", "SeendUnavailable"]
+__all__ = ["DupeFilter", "SeenMiddleware", "SeendUnavailable", "CannotForget"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +121,25 @@ logger = logging.getLogger(__name__)
 # request's fingerprint anyway.
 META_KEY = "seend_seen"
 CLOSE_REASON = "seend_unavailable"
+# request.meta key, with SEEND_FORGET_FAILED: the keys the DupeFilter
+# recorded as new for the request and for the requests it was redirected
+# from (a tuple: a redirect's copy of meta shares it, and must not change
+# the original's), forgotten if its download fails for good
+RECORDED_KEY = "seend_recorded"
+
+# crawler -> the keys its DupeFilter forgot (SEEND_FORGET_FAILED), which the
+# crawl's DupeFilter and SeenMiddleware (each with its own _Seend) answer
+# as seen without asking seend
+_forgotten: "weakref.WeakKeyDictionary[Any, set]" = weakref.WeakKeyDictionary()
 
 
 class SeendUnavailable(seend.ConnectionError):
     """seend could not answer and SEEND_FAIL_OPEN is off: the crawl stops."""
+
+
+class CannotForget(Exception):
+    """SEEND_FORGET_FAILED is on but the filter cannot forget keys (a bloom
+    filter), or the hook cannot be attached: the crawl does not start."""
 
 
 class _Seend:
@@ -98,6 +163,9 @@ class _Seend:
         # spending connect_retry on every request; fail closed for good
         self.down_until = 0.0
         self.stopped: Optional[Exception] = None
+        self.forget_failed: bool = s.getbool("SEEND_FORGET_FAILED", False)
+        self.forgotten: Optional[set] = \
+            _forgotten.setdefault(crawler, set()) if self.forget_failed else None
         self.client = seend.Client(self.address,
                                    token=s.get("SEEND_TOKEN") or None,
                                    timeout=s.getfloat("SEEND_TIMEOUT", 10.0),
@@ -113,8 +181,23 @@ class _Seend:
         SEEN of every key: True seen, False new.  None for a key seend did
         not answer (unreachable, connection lost, ERR) when failing closed:
         the crawl is then stopping.  Failing open, those are False, counted
-        in seend/fail_open.  An answer is never guessed as "seen".
+        in seend/fail_open.  An answer is never guessed as "seen".  A key
+        this crawl forgot (SEEND_FORGET_FAILED) is "seen" without asking:
+        recorded again, it would be fetched (and fail) again in this crawl,
+        and stay recorded for the next.
         """
+        forgotten = self.forgotten
+        if forgotten:
+            local = [k in forgotten for k in keys]
+            n = sum(local)
+            if n:
+                self.stats.inc_value("seend/forgotten_skipped", n, spider=spider)
+                ask = [k for k, here in zip(keys, local) if not here]
+                got = iter(self._ask(ask, spider) if ask else ())
+                return [True if here else next(got) for here in local]
+        return self._ask(keys, spider)
+
+    def _ask(self, keys: Sequence[str], spider: Any) -> List[Optional[bool]]:
         if self.stopped is not None:
             return self._failed(self.stopped, [None] * len(keys), spider)
         if self.fail_open and time.monotonic() < self.down_until:
@@ -166,6 +249,100 @@ class _Seend:
                 engine.close_spider(spider, CLOSE_REASON)
         return answers
 
+    def check_forgettable(self) -> None:
+        """
+        SEEND_FORGET_FAILED: raises CannotForget unless every filter this
+        crawl's keys may go to is of type cuckoo: SEEND_FILTER, or without
+        it every filter of the server (it may route a key to any of them).
+        A server whose INFO has no "type" predates cuckoo filters: bloom.
+        """
+        c = self.client
+        names = [self.filter] if self.filter is not None else list(c.filters())
+        bad = []
+        for name in names:
+            try:
+                kind = str(c.info(name).get("type", "bloom"))
+            except seend.Error as e:
+                raise self._cannot("seend at %s cannot tell the type of filter "
+                                   "%r: %s" % (self.address, name, e)) from e
+            if kind != "cuckoo":
+                bad.append("%r (type = %s)" % (name, kind))
+        if bad:
+            raise self._cannot(
+                "SEEND_FORGET_FAILED = True needs a filter that can forget "
+                "keys, but %s %s at seend %s cannot%s: only type = cuckoo "
+                "filters can (type = cuckoo in the filter's [filter.NAME] "
+                "section, or CF.RESERVE for a filter created at run time)%s"
+                % ("the filter" if self.filter is not None else
+                   "filter" if len(bad) == 1 else "filters",
+                   ", ".join(bad), self.address,
+                   "" if self.filter is not None else
+                   ", and without SEEND_FILTER the server may route this "
+                   "crawl's keys to any of its filters",
+                   "" if self.filter is not None else
+                   "; SEEND_FILTER names the one filter to use"))
+
+    def _cannot(self, text: str) -> "CannotForget":
+        if not text.startswith("SEEND_FORGET_FAILED"):
+            text = "SEEND_FORGET_FAILED = True: " + text
+        logger.error("%s; the crawl does not start", text)
+        return CannotForget(text)
+
+    def forget(self, keys: Sequence[str], request: Request, why: str,
+               spider: Any) -> None:
+        """
+        FORGET of the keys of a request whose download failed for good.
+        Never raises: a failure is logged and counted (seend/forget_errors),
+        and the crawl goes on.
+        """
+        assert self.forgotten is not None
+        # whatever happens below, this process does not fetch it again in
+        # this crawl
+        self.forgotten.update(keys)
+        if self.fail_open and time.monotonic() < self.down_until:
+            self._forget_failed(request, why, "it was unreachable a moment "
+                                "ago", spider)
+            return
+        self.client.connect_retry = self.retry if not self.down_until else 0.0
+        t0 = time.perf_counter()
+        try:
+            got = self.client.forget_many(list(keys), filter=self.filter)
+        except seend.ConnectionError as e:
+            if self.fail_open:
+                self.down_until = time.monotonic() + max(self.retry, 1.0)
+            self._forget_failed(request, why, str(e), spider)
+            return
+        except (seend.Error, ValueError) as e:
+            self._forget_failed(request, why, "it answered ERR %s" % e
+                                if isinstance(e, seend.Error) else str(e),
+                                spider)
+            return
+        finally:
+            self.stats.inc_value("seend/round_trips", spider=spider)
+            self.stats.inc_value("seend/wait_ms", (time.perf_counter() - t0) * 1e3,
+                                 spider=spider)
+        n = sum(got)
+        self.stats.inc_value("seend/forgotten", n, spider=spider)
+        if n < len(got):
+            self.stats.inc_value("seend/forget_not_held", len(got) - n,
+                                 spider=spider)
+        logger.debug("Forgot %(request)s%(chain)s in seend (download failed "
+                     "for good: %(why)s): a later crawl fetches it again",
+                     {"request": request, "why": why,
+                      "chain": "" if len(keys) < 2 else
+                      " and the %d request(s) it was redirected from"
+                      % (len(keys) - 1)},
+                     extra={"spider": spider})
+
+    def _forget_failed(self, request: Request, why: str, err: str,
+                       spider: Any) -> None:
+        self.stats.inc_value("seend/forget_errors", spider=spider)
+        logger.error("seend at %(address)s could not forget %(request)s, whose "
+                     "download failed for good (%(why)s): %(err)s; a later "
+                     "crawl will not fetch it (SEEND_FORGET_FAILED)",
+                     {"address": self.address, "request": request, "why": why,
+                      "err": err}, extra={"spider": spider})
+
     def unavailable_error(self) -> SeendUnavailable:
         return SeendUnavailable("seend at %s did not answer: %s; the crawl is "
                                 "stopping" % (self.address, self.stopped))
@@ -183,6 +360,7 @@ class DupeFilter(BaseDupeFilter):
         self.logdupes = True
         self.spider: Any = None
         self.logger = logger
+        self.failed_downloads: Optional[_FailedDownloads] = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "DupeFilter":
@@ -199,7 +377,12 @@ class DupeFilter(BaseDupeFilter):
         self.spider = spider
 
     def open(self) -> None:
-        """Checks at the start that seend answers (and takes the token)."""
+        """
+        Checks at the start that seend answers (and takes the token); with
+        SEEND_FORGET_FAILED, that the filter can forget (else CannotForget
+        stops the crawl), and attaches the hook that forgets failed
+        downloads.
+        """
         try:
             self.shared.client.ping()
         except seend.ConnectionError as e:
@@ -210,8 +393,19 @@ class DupeFilter(BaseDupeFilter):
                            "SEEND_FAIL_OPEN: requests count as new until it "
                            "answers", self.shared.address, e)
             self.shared.down_until = time.monotonic() + max(self.shared.retry, 1.0)
+        if self.shared.forget_failed:
+            if self.shared.down_until:
+                logger.warning("SEEND_FORGET_FAILED: seend at %s cannot be "
+                               "reached, so the type of its filter is not "
+                               "checked", self.shared.address)
+            else:
+                self.shared.check_forgettable()
+            self.failed_downloads = _FailedDownloads.install(self.shared)
 
     def close(self, reason: str) -> None:
+        if self.failed_downloads is not None:
+            self.failed_downloads.uninstall()
+            self.failed_downloads = None
         self.shared.client.close()
 
     def request_seen(self, request: Request) -> bool:
@@ -221,6 +415,8 @@ class DupeFilter(BaseDupeFilter):
         if mark is not None and (mark[2]() is request or
                                  mark[0] == (key := self.shared.key(request))):
             self.shared.stats.inc_value("seend/batched", spider=self.spider)
+            if not mark[1] and self.shared.forget_failed:
+                self._recorded(request, mark[0])
             return bool(mark[1])
         if key is None:
             key = self.shared.key(request)
@@ -230,7 +426,15 @@ class DupeFilter(BaseDupeFilter):
             # not "seen", not "new": the request is not scheduled, and the
             # crawl is stopping with the error logged
             raise self.shared.unavailable_error()
+        if not answer and self.shared.forget_failed:
+            self._recorded(request, key)
         return answer
+
+    @staticmethod
+    def _recorded(request: Request, key: str) -> None:
+        """SEEND_FORGET_FAILED: notes in the request the key recorded for
+        it, after those of the requests it was redirected from."""
+        request.meta[RECORDED_KEY] = request.meta.get(RECORDED_KEY, ()) + (key,)
 
     def log(self, request: Request, spider: Any) -> None:
         """
@@ -239,6 +443,109 @@ class DupeFilter(BaseDupeFilter):
         so the messages stay those of the installed Scrapy.
         """
         RFPDupeFilter.log(self, request, spider)  # type: ignore[arg-type]
+
+
+class _FailedDownloads:
+    """
+    SEEND_FORGET_FAILED's hook: a downloader middleware that
+    ``DupeFilter.open`` appends to the downloader's chains, after every
+    configured downloader middleware, so that the settings need nothing
+    beside SEEND_FORGET_FAILED.
+
+    Scrapy's DownloaderMiddlewareManager calls ``process_response`` and
+    ``process_exception`` from the highest order to the lowest and stops at
+    the first that returns a Request (RetryMiddleware's retry,
+    RedirectMiddleware's redirect) or, for exceptions, a Response.  Last in
+    both chains, this sees what the engine gets: the final response, after
+    retries (RetryMiddleware returns the response itself once its retries
+    are spent), or the final exception, which the engine hands to the
+    request's errback without the spider middlewares (Scraper._scrape2);
+    a spider middleware could not see it.  Whether a response is accepted
+    is asked of the crawl's own HttpErrorMiddleware instances, which are
+    what would drop it.
+    """
+
+    def __init__(self, shared: _Seend, methods: Any,
+                 httperror: List[Any]) -> None:
+        self.shared = shared
+        self.methods = methods
+        self.httperror = httperror
+
+    @classmethod
+    def install(cls, shared: _Seend) -> Optional["_FailedDownloads"]:
+        engine = getattr(shared.crawler, "engine", None)
+        if engine is None:
+            # a crawler made by hand (tests), which downloads nothing
+            return None
+        try:
+            methods = engine.downloader.middleware.methods
+            spidermws = engine.scraper.spidermw.middlewares
+            chains = (methods["process_response"], methods["process_exception"])
+            if not all(hasattr(c, "append") and hasattr(c, "remove")
+                       for c in chains):
+                raise TypeError("its middleware chains are %s"
+                                % type(chains[0]).__name__)
+        except (AttributeError, KeyError, TypeError) as e:
+            raise shared._cannot("cannot attach to this Scrapy's downloader "
+                                 "(%s: %s)" % (type(e).__name__, e)) from e
+        hook = cls(shared, methods,
+                   [m for m in spidermws if isinstance(m, HttpErrorMiddleware)])
+        methods["process_response"].append(hook.process_response)
+        methods["process_exception"].append(hook.process_exception)
+        return hook
+
+    def uninstall(self) -> None:
+        for name, method in (("process_response", self.process_response),
+                             ("process_exception", self.process_exception)):
+            try:
+                self.methods[name].remove(method)
+            except ValueError:
+                pass
+
+    def process_response(self, request: Request, response: Any,
+                         spider: Any) -> Any:
+        if 200 <= response.status < 300:
+            return response          # HttpErrorMiddleware's common case
+        keys = request.meta.get(RECORDED_KEY)
+        if keys:
+            try:
+                if not self._accepted(request, response, spider):
+                    self.shared.forget(keys, request, "HTTP %d" % response.status,
+                                       spider)
+            except Exception:
+                # never turn a response into an error
+                logger.exception("SEEND_FORGET_FAILED: error while looking at "
+                                 "%s", response, extra={"spider": spider})
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException,
+                          spider: Any) -> None:
+        if isinstance(exception, IgnoreRequest):
+            return None              # dropped on purpose, not a failure
+        keys = request.meta.get(RECORDED_KEY)
+        if keys:
+            try:
+                self.shared.forget(keys, request, "%s: %s" % (
+                    type(exception).__name__, exception), spider)
+            except Exception:
+                logger.exception("SEEND_FORGET_FAILED: error while forgetting "
+                                 "%s", request, extra={"spider": spider})
+        return None
+
+    def _accepted(self, request: Request, response: Any, spider: Any) -> bool:
+        """Would the crawl's HttpErrorMiddleware let the response through?"""
+        if not self.httperror:
+            return True
+        if response.request is None:
+            # the engine sets it after the downloader middlewares; a copy
+            # carries it for HttpErrorMiddleware, which reads response.meta
+            response = response.replace(request=request)
+        for mw in self.httperror:
+            try:
+                mw.process_spider_input(response, spider)
+            except HttpError:
+                return False
+        return True
 
 
 class _GCPause:
