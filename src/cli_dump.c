@@ -83,7 +83,40 @@ struct job {
 	uint64_t	 keys;		/* the header chunk's count */
 	uint32_t	 chunks;	/* chunks handled */
 	uint32_t	 nchunks;	/* the header chunk's count of them */
+	int		 cf;		/* a cuckoo filter: CF.SCANDUMP and
+					   CF.LOADCHUNK, not BF.* */
 };
+
+/* The command of the job's filter type: "BF.SCANDUMP" or "CF.SCANDUMP". */
+static const char *
+dump_cmd(const struct job *j, const char *bf)
+{
+	static char name[32];
+
+	snprintf(name, sizeof(name), "%s", bf);
+	if (j->cf)
+		name[0] = 'C';
+	return name;
+}
+
+/* The dump's first reply: a cuckoo filter answers BF.SCANDUMP with
+ * WRONGTYPE; CF.SCANDUMP then asks again. Returns 0, or -1. */
+static int	call(struct job *, struct rconn *, int, const char *const [],
+		    const void *, size_t, struct reply *);
+
+static int
+scandump_first(struct job *j, struct rconn *c, const char *argv[3],
+    struct reply *r)
+{
+	argv[0] = "BF.SCANDUMP";
+	if (call(j, c, 3, argv, NULL, 0, r) == -1)
+		return -1;
+	if (r->type != '-' || strncmp(r->text, "WRONGTYPE", 9) != 0)
+		return 0;
+	j->cf = 1;
+	argv[0] = "CF.SCANDUMP";
+	return call(j, c, 3, argv, NULL, 0, r);
+}
 
 /* The temporary file of a dump, removed if a signal ends the run. */
 static volatile sig_atomic_t	 tmp_live;
@@ -507,35 +540,38 @@ scandump_reply(struct job *j, struct rconn *c, const struct reply *r,
     const char *side)
 {
 	if (r->type == '-') {
-		job_warn(j, "%s%s: BF.SCANDUMP %s: %s", side, c->name,
-		    j->filter, r->text);
+		job_warn(j, "%s%s: %s %s: %s", side, c->name,
+		    dump_cmd(j, "BF.SCANDUMP"), j->filter, r->text);
 		return -1;
 	}
 	if (r->type != '*') {
-		job_warn(j, "%s%s: BF.SCANDUMP %s: unexpected reply", side,
-		    c->name, j->filter);
+		job_warn(j, "%s%s: %s %s: unexpected reply", side,
+		    c->name, dump_cmd(j, "BF.SCANDUMP"), j->filter);
 		return -1;
 	}
 	if (r->num == 0 && r->dlen == 0) {
 		if (j->chunks == 0 || j->chunks != j->nchunks) {
-			job_warn(j, "%s%s: BF.SCANDUMP %s: the dump ended "
+			job_warn(j, "%s%s: %s %s: the dump ended "
 			    "after %" PRIu32 " of %" PRIu32 " chunks", side,
-			    c->name, j->filter, j->chunks, j->nchunks);
+			    c->name, dump_cmd(j, "BF.SCANDUMP"), j->filter,
+			    j->chunks, j->nchunks);
 			return -1;
 		}
 		return 0;
 	}
 	if (r->num == 0 || frame_ok(j, r->data, r->dlen, c->name) == -1) {
 		if (r->num == 0)
-			job_warn(j, "%s%s: BF.SCANDUMP %s: a chunk came with "
-			    "iterator 0", side, c->name, j->filter);
+			job_warn(j, "%s%s: %s %s: a chunk came with "
+			    "iterator 0", side, c->name, dump_cmd(j, "BF.SCANDUMP"),
+			    j->filter);
 		return -1;
 	}
 	if (j->chunks == 0)
 		progress_init(&j->prog, header_chunk(j, r->data, r->dlen));
 	else if (j->chunks >= j->nchunks) {
-		job_warn(j, "%s%s: BF.SCANDUMP %s: more chunks than the %"
-		    PRIu32 " the dump announced", side, c->name, j->filter,
+		job_warn(j, "%s%s: %s %s: more chunks than the %"
+		    PRIu32 " the dump announced", side, c->name,
+		    dump_cmd(j, "BF.SCANDUMP"), j->filter,
 		    j->nchunks);
 		return -1;
 	}
@@ -630,10 +666,9 @@ run_dump(struct job *j, struct rconn *c, const char *file)
 		goto out;
 	}
 	tmp_live = 1;
-	argv[0] = "BF.SCANDUMP";
 	argv[1] = j->filter;
 	argv[2] = "0";
-	if (call(j, c, 3, argv, NULL, 0, &r) == -1)
+	if (scandump_first(j, c, argv, &r) == -1)
 		goto out;
 	while ((rc = scandump_reply(j, c, &r, "")) == 1) {
 		/* the next one is on its way while this one is written */
@@ -773,14 +808,19 @@ load_chunk(struct job *j, struct rconn *c, const char *filter,
 	char		 iter[16];
 
 	snprintf(iter, sizeof(iter), "%" PRIu32, j->chunks + 1);
-	argv[0] = "BF.LOADCHUNK";
+	/* the header chunk says the type: its payload's layout (dump.h) */
+	if (j->chunks == 0 && len >= DUMP_CHUNK_HEADER + 4)
+		j->cf = ((const unsigned char *)chunk)[DUMP_CHUNK_HEADER] ==
+		    CUCKOO_LAYOUT_PACKED4;
+	argv[0] = dump_cmd(j, "BF.LOADCHUNK");
 	argv[1] = filter;
 	argv[2] = iter;
 	if (call(j, c, 3, argv, chunk, len, &r) == -1)
 		return -1;
 	if (r.type == '-') {
-		job_warn(j, "%s%s: BF.LOADCHUNK %s (chunk %" PRIu32 "): %s",
-		    side, c->name, filter, j->chunks, r.text);
+		job_warn(j, "%s%s: %s %s (chunk %" PRIu32 "): %s",
+		    side, c->name, dump_cmd(j, "BF.LOADCHUNK"), filter,
+		    j->chunks, r.text);
 		return -1;
 	}
 	if (r.type != '+') {
@@ -1092,10 +1132,9 @@ run_copy(struct job *j, struct rconn *src, struct rconn *dst,
 	char		 iter[32];
 	int		 rc, last = 0, status = 1;
 
-	argv[0] = "BF.SCANDUMP";
 	argv[1] = j->filter;
 	argv[2] = "0";
-	if (call(j, src, 3, argv, NULL, 0, &r) == -1)
+	if (scandump_first(j, src, argv, &r) == -1)
 		return 1;
 	while ((rc = scandump_reply(j, src, &r, "source: ")) == 1) {
 		snprintf(iter, sizeof(iter), "%lld", r.num);

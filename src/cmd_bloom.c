@@ -87,30 +87,13 @@ arg_index(const struct op *op, const char *word)
 /* ------------------------------------------------------------------ */
 
 /*
- * 1 if f is a Bloom filter. Every filter is one today; when cuckoo filters
- * (type = cuckoo, CF.*) share the names, this is where BF.* tells them
- * apart: BF.RESERVE, BF.ADD, BF.MADD, BF.INSERT, BF.INFO (and BF.CARD)
- * then answer WRONGTYPE on one, and BF.EXISTS / BF.MEXISTS answer 0, as
- * RedisBloom does.
+ * The Bloom filter argv[1] names: BF.RESERVE, BF.ADD, BF.MADD, BF.INSERT,
+ * BF.INFO and BF.CARD answer WRONGTYPE on a cuckoo filter, as RedisBloom.
  */
-static inline int
-is_bloom(const struct filter *f)
-{
-	(void)f;
-	return 1;
-}
-
 enum bf_status
 command_bf_lookup(struct session *s, struct op *op, struct filter **fp)
 {
-	*fp = registry_find(s->core->reg, op->argv[1], op->argl[1]);
-	if (*fp == NULL)
-		return BF_MISSING;
-	if (!is_bloom(*fp)) {
-		*fp = NULL;
-		return BF_WRONGTYPE;
-	}
-	return BF_FOUND;
+	return command_typed_lookup(s, op, FILTER_TYPE_BLOOM, fp);
 }
 
 /* A runtime filter from request parameters; NULL with r set. */
@@ -118,17 +101,8 @@ static struct filter *
 create_filter(struct session *s, struct op *op, long long cap, double rate,
     unsigned growth, struct result *r)
 {
-	struct filter	*f;
-	char		 err[400];
-
-	f = registry_create(s->core->reg, s->core->cfg, op->argv[1],
-	    op->argl[1], (uint64_t)cap, rate, growth, err, sizeof(err));
-	if (f == NULL)
-		result_error(r, "ERR", "%s", err);
-	else
-		log_info("filter %s created by client %llu (%s)", f->name,
-		    (unsigned long long)s->id, s->peer);
-	return f;
+	return command_create_filter(s, op->argv[1], op->argl[1],
+	    (uint64_t)cap, rate, growth, FILTER_TYPE_BLOOM, 0, r);
 }
 
 /*
@@ -162,27 +136,6 @@ refusal(const struct filter *f, struct result *r)
 {
 	if (f->full && f->growth == 0)
 		result_error(r, "ERR", FULL_TEXT);
-}
-
-/* r's error as an element of an array. */
-static int
-add_error(struct buf *b, const struct result *r)
-{
-	char		 code[32];
-	const char	*sp;
-	size_t		 n;
-
-	if (r->code != NULL)
-		return resp_add_error(b, r->code, r->text, r->len);
-	/* a bare text: its first word is its code */
-	sp = memchr(r->text, ' ', r->len);
-	n = sp != NULL ? (size_t)(sp - r->text) : r->len;
-	if (n >= sizeof(code))
-		n = sizeof(code) - 1;
-	memcpy(code, r->text, n);
-	code[n] = '\0';
-	return sp != NULL ? resp_add_error(b, code, sp + 1,
-	    r->len - n - 1) : resp_add_error(b, code, "", 0);
 }
 
 /*
@@ -227,7 +180,7 @@ add_items(struct session *s, struct op *op, struct filter *f, int first,
 	for (size_t j = 0; j < i; j++)
 		if (resp_add_bool(b, done[j]) == -1)
 			goto oom;
-	if (add_error(b, r) == -1)
+	if (command_add_error(b, r) == -1)
 		goto oom;
 	free(done);
 	r->boolean = 0;
@@ -327,6 +280,26 @@ cmd_bf_add(struct session *s, struct op *op, struct result *r)
 		result_bool(r, !hit);
 }
 
+/* BF.CARD f: the keys held; 0 for a missing filter (SCARD's answer),
+ * WRONGTYPE for a cuckoo one, as RedisBloom. */
+void
+cmd_bf_card(struct session *s, struct op *op, struct result *r)
+{
+	struct filter *f;
+
+	switch (command_bf_lookup(s, op, &f)) {
+	case BF_FOUND:
+		result_int(r, (long long)filter_count(f));
+		return;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return;
+	case BF_MISSING:
+		result_int(r, 0);
+		return;
+	}
+}
+
 /* BF.MADD f item...: BF.ADD of each, in one array. */
 void
 cmd_bf_madd(struct session *s, struct op *op, struct result *r)
@@ -354,19 +327,10 @@ cmd_bf_exists(struct session *s, struct op *op, struct result *r)
 void
 cmd_bf_mexists(struct session *s, struct op *op, struct result *r)
 {
-	struct filter	*f;
-	size_t		 n = (size_t)(op->argc - 2);
-	uint8_t		*a;
-	int		 found = command_bf_lookup(s, op, &f) == BF_FOUND;
+	struct filter *f;
 
-	if ((a = result_answers(r, n)) == NULL) {
-		result_error(r, "ERR", "out of memory");
-		return;
-	}
-	r->boolean = 1;
-	for (size_t i = 0; i < n; i++)
-		a[i] = found ? (uint8_t)command_dedup_key(s, f,
-		    op->argv[i + 2], op->argl[i + 2], 1, r) : 0;
+	command_mexists(s, op, command_bf_lookup(s, op, &f) == BF_FOUND ? f :
+	    NULL, r);
 }
 
 /*

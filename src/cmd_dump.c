@@ -131,9 +131,17 @@ dump_capture(struct dump_out *d, struct filter *f)
 	d->img.expire_ms = (uint64_t)f->expire_ms;
 	d->img.created = (uint64_t)time(NULL);
 	d->img.nslices = (uint32_t)n;
-	/* a bloom filter's capture takes references only: it cannot fail
-	 * (BF.SCANDUMP answers WRONGTYPE on a cuckoo filter) */
-	(void)filter_capture(f, d->img.slices, d->owners);
+	d->img.cuckoo = filter_is_cuckoo(f);
+	d->img.max_kicks = f->max_kicks;
+	d->img.forgotten = f->forgotten;
+	/* a cuckoo filter's tables are copied now: out of memory */
+	if (filter_capture(f, d->img.slices, d->owners) == -1) {
+		free(d->owners);
+		free(d->img.slices);
+		d->owners = NULL;
+		d->img.slices = NULL;
+		return -1;
+	}
 	for (size_t i = 0; i < n; i++)
 		d->img.count += d->img.slices[i].count;
 	return 0;
@@ -198,7 +206,31 @@ scandump_start(struct session *s, struct filter *f, struct result *r)
 	reply_chunk(r, iter_of(slot, d, 1), d, 0);
 }
 
-/* BF.SCANDUMP f iter */
+/*
+ * The filter a dump command names, of the command's type (BF.* a bloom
+ * filter, CF.* a cuckoo one): BF_FOUND with *fp, else r is set.
+ */
+static int
+dump_lookup(struct session *s, struct op *op, struct filter **fp,
+    struct result *r)
+{
+	int type = op->cmd->lname[0] == 'c' ? FILTER_TYPE_CUCKOO :
+	    FILTER_TYPE_BLOOM;
+
+	switch (command_typed_lookup(s, op, type, fp)) {
+	case BF_FOUND:
+		return 0;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		return -1;
+	case BF_MISSING:
+		break;
+	}
+	result_error(r, "ERR", "not found");
+	return -1;
+}
+
+/* BF.SCANDUMP f iter, CF.SCANDUMP f iter */
 void
 cmd_bf_scandump(struct session *s, struct op *op, struct result *r)
 {
@@ -212,16 +244,8 @@ cmd_bf_scandump(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "invalid iterator");
 		return;
 	}
-	switch (command_bf_lookup(s, op, &f)) {
-	case BF_FOUND:
-		break;
-	case BF_WRONGTYPE:
-		result_bare(r, WRONGTYPE_TEXT);
+	if (dump_lookup(s, op, &f, r) == -1)
 		return;
-	case BF_MISSING:
-		result_error(r, "ERR", "not found");
-		return;
-	}
 	if (iter == 0) {
 		scandump_start(s, f, r);
 		return;
@@ -357,6 +381,14 @@ cmd_bf_loadchunk(struct session *s, struct op *op, struct result *r)
 		if ((s->load = dump_load_start(op->argv[3], op->argl[3],
 		    load_room(), err, sizeof(err))) == NULL) {
 			result_error(r, "ERR", "%s", err);
+			return;
+		}
+		if (dump_load_is_cuckoo(s->load) != (op->cmd->lname[0] == 'c')) {
+			result_error(r, "ERR", "the dump is of a %s filter: "
+			    "load it with %s", dump_load_is_cuckoo(s->load) ?
+			    "cuckoo" : "bloom", dump_load_is_cuckoo(s->load) ?
+			    "CF.LOADCHUNK" : "BF.LOADCHUNK");
+			load_drop(s);
 			return;
 		}
 		memcpy(s->load_name, name, namel);

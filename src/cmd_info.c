@@ -54,18 +54,52 @@ growth_text(const struct filter *f, char *buf, size_t len)
 	return buf;
 }
 
+/* The lines that differ by type: a Bloom filter's bits and hashes, a
+ * cuckoo filter's buckets and fingerprints (fill: slots in use). */
 static void
-info_filter(const struct filter *f)
+info_layout(const struct filter *f)
 {
 	const struct slice	*h = f->head;
 	double			 bits = (double)filter_bytes(f) * 8;
-	uint64_t		 bits_set = 0, cap = filter_slice_capacity(f);
-	char			 g[16];
+	uint64_t		 bits_set = 0, slots;
 
+	if (filter_is_cuckoo(f)) {
+		slots = filter_slots(f);
+		buf_printf(&result_buf,
+		    "buckets %llu\r\n"
+		    "bucket_size %u\r\n"
+		    "fingerprint_bits %u\r\n"
+		    "layout cuckoo-packed4\r\n"
+		    "slots_used %llu\r\n"
+		    "fill_ratio %.6f\r\n"
+		    "forgotten %llu\r\n",
+		    (unsigned long long)filter_buckets(f), CUCKOO_SLOTS,
+		    h ? h->cuckoo.fpbits : 0, (unsigned long long)filter_count(f),
+		    slots ? (double)filter_count(f) / (double)slots : 0.0,
+		    (unsigned long long)f->forgotten);
+		return;
+	}
 	for (size_t i = 0; i < filter_nall(f); i++)
 		bits_set += filter_slice_at(f, i)->bloom.bits_set;
 	buf_printf(&result_buf,
+	    "hashes %u\r\n"
+	    "layout split-block-512\r\n"
+	    "bits_set %llu\r\n"
+	    "fill_ratio %.6f\r\n",
+	    h ? h->bloom.hashes : 0, (unsigned long long)bits_set,
+	    bits > 0 ? (double)bits_set / bits : 0.0);
+}
+
+static void
+info_filter(const struct filter *f)
+{
+	double			 bits = (double)filter_bytes(f) * 8;
+	uint64_t		 cap = filter_slice_capacity(f);
+	char			 g[16];
+
+	buf_printf(&result_buf,
 	    "name %s\r\n"
+	    "type %s\r\n"
 	    "capacity %llu\r\n"
 	    "error_rate %g\r\n"
 	    "growth %s\r\n"
@@ -79,26 +113,24 @@ info_filter(const struct filter *f)
 	    "bits %.0f\r\n"
 	    "bytes %llu\r\n"
 	    "mapped_bytes %llu\r\n"
-	    "bits_per_key %.2f\r\n"
-	    "hashes %u\r\n"
-	    "layout split-block-512\r\n"
-	    "bits_set %llu\r\n"
-	    "fill_ratio %.6f\r\n"
+	    "bits_per_key %.2f\r\n",
+	    f->name, filter_is_cuckoo(f) ? "cuckoo" : "bloom",
+	    (unsigned long long)f->capacity, f->error_rate,
+	    growth_text(f, g, sizeof(g)), (long long)(f->expire_ms / 1000),
+	    f->normalize ? "standard" : "off", filter_state_name(filter_state(f)),
+	    (unsigned long long)filter_count(f), filter_nall(f), f->nmerged,
+	    (unsigned long long)cap, bits, (unsigned long long)filter_bytes(f),
+	    (unsigned long long)filter_mapped(f),
+	    cap ? bits / (double)cap : 0.0);
+	info_layout(f);
+	buf_printf(&result_buf,
 	    "estimated_fp_rate %.3g\r\n"
 	    "fp_rate_at_capacity %.3g\r\n"
 	    "seen_new %llu\r\n"
 	    "seen_old %llu\r\n"
 	    "checks %llu\r\n"
 	    "refused_full %llu\r\n",
-	    f->name, (unsigned long long)f->capacity, f->error_rate,
-	    growth_text(f, g, sizeof(g)), (long long)(f->expire_ms / 1000),
-	    f->normalize ? "standard" : "off", filter_state_name(filter_state(f)),
-	    (unsigned long long)filter_count(f), filter_nall(f), f->nmerged,
-	    (unsigned long long)cap, bits, (unsigned long long)filter_bytes(f),
-	    (unsigned long long)filter_mapped(f),
-	    cap ? bits / (double)cap : 0.0, h ? h->bloom.hashes : 0,
-	    (unsigned long long)bits_set, bits > 0 ? (double)bits_set / bits :
-	    0.0, filter_fp_estimate(f), filter_fp_planned(f),
+	    filter_fp_estimate(f), filter_fp_planned(f),
 	    (unsigned long long)f->seen_new, (unsigned long long)f->seen_old,
 	    (unsigned long long)f->checks, (unsigned long long)f->refused);
 	buf_printf(&result_buf,

@@ -66,8 +66,7 @@ wall_ms(void)
 static const char *
 type_name(const struct filter *f)
 {
-	(void)f;
-	return "MBbloom--";
+	return filter_is_cuckoo(f) ? "MBbloomCF" : "MBbloom--";
 }
 
 /* An argument in an error text as Redis writes one (addReplyErrorFormat):
@@ -244,6 +243,8 @@ drop(struct core *core, struct filter *f, const char *why)
 {
 	char path[4096];
 
+	/* replay must not make it again from its 'r' record */
+	persist_filter_dropped(core, f);
 	registry_remove(core->reg, f);
 	f->deleted = 1;
 	if (snapshot_path(path, sizeof(path), core->cfg->data_dir,
@@ -433,6 +434,8 @@ cmd_del(struct session *s, struct op *op, struct result *r)
 			continue;
 		changed |= deadline_remove(&deadlines, f->name, f->namelen);
 		drop(core, f, why);
+		/* its drop record goes before the reply, as a key's */
+		s->journaled = 1;
 		n++;
 	}
 	if (changed) {

@@ -86,6 +86,15 @@ same_kind(const struct filter *ref, struct filter *const *srcs, size_t n,
     struct result *r)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (filter_is_cuckoo(srcs[i]) || filter_is_cuckoo(ref)) {
+			/* a table's fingerprints cannot be OR-ed; moving
+			 * them one by one is not built */
+			result_error(r, "ERR", "filter %s is a cuckoo filter: "
+			    "MERGE takes bloom filters only",
+			    filter_is_cuckoo(srcs[i]) ? srcs[i]->name :
+			    ref->name);
+			return -1;
+		}
 		if (srcs[i]->expire_ms != ref->expire_ms) {
 			result_error(r, "ERR", "filter %s has expire %llds, "
 			    "%s %llds: merged filters share their window",

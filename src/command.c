@@ -47,6 +47,7 @@ static const struct command commands[] = {
 	{ "SAVE",	"save",	CMD_SAVE,	0, 1, LINE, 0, cmd_save },
 	{ "QUIT",	"quit",	CMD_QUIT,	0, 0, LINE, 1, cmd_quit },
 	{ "RESET",	"reset", CMD_COUNT,	1, 1, LINE, 0, cmd_reset },
+	{ "FORGET",	"forget", CMD_COUNT,	1, 2, BOTH, 0, cmd_forget },
 	/* RESP: the hot ones first */
 	{ "SETNX",	"setnx", CMD_SEEN,	2, 2, RESP, 0, cmd_setnx },
 	{ "SADD",	"sadd",	CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
@@ -64,7 +65,7 @@ static const struct command commands[] = {
 	    cmd_bf_mexists },
 	{ "BF.INSERT",	"bf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_bf_insert },
 	{ "SCARD",	"scard", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
-	{ "BF.CARD",	"bf.card", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
+	{ "BF.CARD",	"bf.card", CMD_COUNT,	1, 1, RESP, 0, cmd_bf_card },
 	{ "BF.RESERVE",	"bf.reserve", CMD_COUNT, 3, 6, RESP, 0,
 	    cmd_bf_reserve },
 	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info },
@@ -73,6 +74,23 @@ static const struct command commands[] = {
 	    cmd_bf_scandump },
 	{ "BF.LOADCHUNK", "bf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
 	    cmd_bf_loadchunk },
+	{ "CF.SCANDUMP", "cf.scandump", CMD_COUNT, 2, 2, RESP, 0,
+	    cmd_bf_scandump },
+	{ "CF.LOADCHUNK", "cf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
+	    cmd_bf_loadchunk },
+	{ "CF.RESERVE",	"cf.reserve", CMD_COUNT, 2, -1, RESP, 0,
+	    cmd_cf_reserve },
+	{ "CF.ADD",	"cf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add },
+	{ "CF.ADDNX",	"cf.addnx", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add },
+	{ "CF.INSERT",	"cf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_cf_insert },
+	{ "CF.INSERTNX", "cf.insertnx", CMD_SEEN, 3, -1, RESP, 0,
+	    cmd_cf_insert },
+	{ "CF.EXISTS",	"cf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_cf_exists },
+	{ "CF.MEXISTS",	"cf.mexists", CMD_CHECK, 2, -1, RESP, 0,
+	    cmd_cf_mexists },
+	{ "CF.DEL",	"cf.del", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_del },
+	{ "CF.COUNT",	"cf.count", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_count },
+	{ "CF.INFO",	"cf.info", CMD_COUNT,	1, 1, RESP, 0, cmd_cf_info },
 	{ "DEL",	"del",	CMD_COUNT,	1, -1, RESP, 0, cmd_del },
 	{ "UNLINK",	"unlink", CMD_COUNT,	1, -1, RESP, 0, cmd_del },
 	{ "TYPE",	"type",	CMD_COUNT,	1, 1, RESP, 0, cmd_type },
@@ -488,6 +506,81 @@ cmd_seen(struct session *s, struct op *op, struct result *r)
 	result_int(r, hit);
 }
 
+int
+command_forget_key(struct session *s, struct filter *f, const char *key,
+    size_t len, struct result *r)
+{
+	struct core	*core = s->core;
+	uint64_t	 h;
+
+	if (!filter_is_cuckoo(f)) {
+		result_error(r, "ERR", "%s cannot forget keys (type = bloom)",
+		    f->name);
+		return -1;
+	}
+	if (core->journal != NULL && persist_make_room(core, 1) == -1) {
+		f->refused++;
+		result_error(r, "ERR", "journal %s", persist_reason(core));
+		return -1;
+	}
+	h = filter_hash(f, key, len);
+	if (!filter_forget(f, h))
+		return 0;
+	persist_key_op(core, f, JOURNAL_OP_FORGET, h);
+	s->journaled = 1;
+	return 1;
+}
+
+int
+command_add_copy(struct session *s, struct filter *f, const char *key,
+    size_t len, struct result *r)
+{
+	struct core	*core = s->core;
+	uint64_t	 h;
+
+	if (core->journal != NULL && persist_make_room(core, 1) == -1) {
+		f->refused++;
+		result_error(r, "ERR", "journal %s", persist_reason(core));
+		return FILTER_FULL;
+	}
+	h = filter_hash(f, key, len);
+	if (filter_add_copy(f, h) == FILTER_FULL) {
+		f->refused++;
+		result_error(r, "ERR", "full %s", f->name);
+		return FILTER_FULL;
+	}
+	f->seen_new++;
+	persist_key_op(core, f, JOURNAL_OP_COPY, h);
+	s->journaled = 1;
+	return 0;
+}
+
+/* FORGET [<filter>] <key>: routed as SEEN is. */
+void
+cmd_forget(struct session *s, struct op *op, struct result *r)
+{
+	const struct registry	*reg = s->core->reg;
+	struct filter		*f;
+	char			 tok[80];
+	int			 n = op->argc;
+
+	f = n == 2 ? registry_route(reg, op->argv[1], op->argl[1]) :
+	    registry_find(reg, op->argv[1], op->argl[1]);
+	if (f == NULL) {
+		if (n == 3)
+			result_error(r, "ERR", "no such filter '%s'",
+			    command_printable(op->argv[1], op->argl[1], tok,
+			    sizeof(tok)));
+		else
+			command_no_route(s, r);
+		return;
+	}
+	n = command_forget_key(s, f, op->argv[op->argc - 1],
+	    op->argl[op->argc - 1], r);
+	if (n >= 0)
+		result_int(r, n);
+}
+
 /* One simple request between being hashed and being answered. */
 struct simple {
 	struct filter	*f;
@@ -712,9 +805,10 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 		}
 		if (cmd == RESP_HOT_SETNX)
 			f = registry_route(reg, key, keyl);
-		if (f == NULL || f->nmerged > 0)
-			break;	/* the general path explains, creates or
-				 * asks merged slices */
+		if (f == NULL || f->nmerged > 0 ||
+		    (cmd == RESP_HOT_BFADD && filter_is_cuckoo(f)))
+			break;	/* the general path explains, creates, asks
+				 * merged slices or answers WRONGTYPE */
 		q[n].f = f;
 		q[n].check = 0;
 		uniform &= f == q[0].f;
@@ -736,7 +830,6 @@ command_named_filter(struct session *s, struct op *op, int create, struct result
 {
 	const struct config	*cfg = s->core->cfg;
 	struct filter		*f;
-	char			 err[400];
 
 	f = registry_find(s->core->reg, op->argv[1], op->argl[1]);
 	if (f != NULL || !create)
@@ -747,14 +840,84 @@ command_named_filter(struct session *s, struct op *op, int create, struct result
 		    op->argv[1]);
 		return NULL;
 	}
-	f = registry_create(s->core->reg, cfg, op->argv[1], op->argl[1],
+	return command_create_filter(s, op->argv[1], op->argl[1],
 	    cfg->new_filter_capacity, cfg->new_filter_error_rate,
-	    cfg->new_filter_growth, err, sizeof(err));
+	    cfg->new_filter_growth, FILTER_TYPE_BLOOM, 0, r);
+}
+
+/* r's error as an element of an array. */
+int
+command_add_error(struct buf *b, const struct result *r)
+{
+	char		 code[32];
+	const char	*sp;
+	size_t		 n;
+
+	if (r->code != NULL)
+		return resp_add_error(b, r->code, r->text, r->len);
+	/* a bare text: its first word is its code */
+	sp = memchr(r->text, ' ', r->len);
+	n = sp != NULL ? (size_t)(sp - r->text) : r->len;
+	if (n >= sizeof(code))
+		n = sizeof(code) - 1;
+	memcpy(code, r->text, n);
+	code[n] = '\0';
+	return sp != NULL ? resp_add_error(b, code, sp + 1,
+	    r->len - n - 1) : resp_add_error(b, code, "", 0);
+}
+
+enum bf_status
+command_typed_lookup(struct session *s, struct op *op, int type,
+    struct filter **fp)
+{
+	*fp = registry_find(s->core->reg, op->argv[1], op->argl[1]);
+	if (*fp == NULL)
+		return BF_MISSING;
+	if ((*fp)->type != type) {
+		*fp = NULL;
+		return BF_WRONGTYPE;
+	}
+	return BF_FOUND;
+}
+
+void
+command_mexists(struct session *s, struct op *op, struct filter *f,
+    struct result *r)
+{
+	size_t	 n = (size_t)(op->argc - 2);
+	uint8_t	*a;
+
+	if ((a = result_answers(r, n)) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	r->boolean = 1;
+	for (size_t i = 0; i < n; i++)
+		a[i] = f != NULL ? (uint8_t)command_dedup_key(s, f,
+		    op->argv[i + 2], op->argl[i + 2], 1, r) : 0;
+}
+
+struct filter *
+command_create_filter(struct session *s, const char *name, size_t len,
+    uint64_t capacity, double error_rate, unsigned growth, int type,
+    unsigned max_kicks, struct result *r)
+{
+	struct core	*core = s->core;
+	struct filter	*f;
+	char		 err[400];
+
+	f = registry_create_type(core->reg, core->cfg, name, len, capacity,
+	    error_rate, growth, type, err, sizeof(err));
 	if (f == NULL) {
 		result_error(r, "ERR", "%s", err);
 		return NULL;
 	}
-	log_info("filter %s created by client %llu (%s)", f->name,
+	f->max_kicks = max_kicks;
+	/* replay makes it again before its keys: it has no snapshot yet */
+	persist_filter_created(core, f);
+	s->journaled = 1;
+	log_info("%sfilter %s created by client %llu (%s)", type ==
+	    FILTER_TYPE_CUCKOO ? "cuckoo " : "", f->name,
 	    (unsigned long long)s->id, s->peer);
 	return f;
 }

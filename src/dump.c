@@ -52,7 +52,10 @@ _Static_assert(sizeof(double) == 8, "the header stores IEEE-754 doubles");
 #define HP_EXPIRE	48
 #define HP_CREATED	56
 #define HP_TOTAL	64
+#define HP_MAXKICKS	72	/* cuckoo */
+#define HP_FORGOTTEN	80	/* cuckoo */
 #define HP_RESERVED	72
+#define HP_RESERVED_CF	88
 /* slice entry, as in snapshot.h (version 3) */
 #define SE_NBLOCKS	0
 #define SE_HASHES	8
@@ -90,15 +93,30 @@ chunk_sum(const unsigned char *hdr, const unsigned char *payload, size_t len)
 	return XXH3_64bits_digest(&st);
 }
 
+/* A slice's array: a Bloom filter's bits or a cuckoo filter's table. */
+static unsigned char *
+slice_bytes(const struct snapshot_slice *s, uint64_t *len)
+{
+	if (s->cuckoo.nbuckets != 0) {
+		*len = cuckoo_table_bytes_for(s->cuckoo.nbuckets,
+		    s->cuckoo.fpbits);
+		return s->cuckoo.table;
+	}
+	*len = bloom_bytes(&s->bloom);
+	return (unsigned char *)s->bloom.words;
+}
+
 /* ---- writing ---- */
 
 uint64_t
 dump_bits_bytes(const struct dump_image *im)
 {
-	uint64_t total = 0;
+	uint64_t total = 0, len;
 
-	for (uint32_t i = 0; i < im->nslices; i++)
-		total += bloom_bytes(&im->slices[i].bloom);
+	for (uint32_t i = 0; i < im->nslices; i++) {
+		(void)slice_bytes(&im->slices[i], &len);
+		total += len;
+	}
 	return total;
 }
 
@@ -153,8 +171,13 @@ static void
 put_slice_entry(unsigned char *e, const struct snapshot_slice *s)
 {
 	memset(e, 0, DUMP_SLICE_ENTRY);
-	put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
-	put_le32(e + SE_HASHES, s->bloom.hashes);
+	if (s->cuckoo.nbuckets != 0) {
+		put_le64(e + SE_NBLOCKS, s->cuckoo.nbuckets);
+		put_le32(e + SE_HASHES, s->cuckoo.fpbits);
+	} else {
+		put_le64(e + SE_NBLOCKS, s->bloom.nblocks);
+		put_le32(e + SE_HASHES, s->bloom.hashes);
+	}
 	if (s->merged) {
 		put_le32(e + SE_FLAGS, SE_F_MERGED);
 		put_le64(e + SE_SEED, s->seed);
@@ -179,7 +202,12 @@ put_header_payload(unsigned char *p, const struct dump_image *im)
 		put_slice_entry(p + DUMP_HEADER_FIXED +
 		    (size_t)i * DUMP_SLICE_ENTRY, &im->slices[i]);
 	}
-	put_le32(p + HP_LAYOUT, BLOOM_LAYOUT_SPLIT512);
+	put_le32(p + HP_LAYOUT, im->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
+	    BLOOM_LAYOUT_SPLIT512);
+	if (im->cuckoo) {
+		put_le32(p + HP_MAXKICKS, im->max_kicks);
+		put_le64(p + HP_FORGOTTEN, im->forgotten);
+	}
 	put_le32(p + HP_NSLICES, im->nslices);
 	put_le32(p + HP_GROWTH, im->growth);
 	put_le32(p + HP_NORMALIZE, (uint32_t)im->normalize);
@@ -225,13 +253,18 @@ read_arrays(const struct dump_image *im, uint64_t off, unsigned char *dst,
 	size_t		k;
 
 	for (; n > 0; i++) {
-		len = bloom_bytes(&im->slices[i].bloom);
+		const unsigned char *table = slice_bytes(&im->slices[i], &len);
+
 		if (off >= len) {
 			off -= len;
 			continue;
 		}
 		k = len - off < n ? (size_t)(len - off) : n;
-		read_live(&im->slices[i].bloom, off, dst, k);
+		/* a cuckoo table is the dump's own copy: no one writes it */
+		if (im->slices[i].cuckoo.nbuckets != 0)
+			memcpy(dst, table + off, k);
+		else
+			read_live(&im->slices[i].bloom, off, dst, k);
 		dst += k;
 		n -= k;
 		off = 0;
@@ -394,6 +427,36 @@ parse_chunk(const void *data, size_t len, struct chunk *c, char *err,
  * slice's: flags 0 or merged, a seed only on a merged slice, and no own
  * slice after a merged one (prev: slice i-1, NULL for the first).
  */
+/* A cuckoo filter's slice entry (layout 2). */
+static int
+parse_cuckoo_slice(const unsigned char *e, uint32_t i,
+    struct snapshot_slice *s, char *err, size_t errlen)
+{
+	uint64_t nb = get_le64(e + SE_NBLOCKS);
+	uint32_t bits = get_le32(e + SE_HASHES);
+
+	s->capacity = get_le64(e + SE_CAPACITY);
+	s->error_rate = bits_double(get_le64(e + SE_ERRRATE));
+	s->count = get_le64(e + SE_COUNT);
+	s->start_ms = (int64_t)get_le64(e + SE_START);
+	if (nb == 0 || nb > CUCKOO_MAX_BYTES || bits < CUCKOO_FP_MIN ||
+	    bits > CUCKOO_FP_MAX ||
+	    cuckoo_table_bytes_for(nb, bits) > CUCKOO_MAX_BYTES)
+		return refuse(err, errlen, "slice %" PRIu32 ": bad cuckoo "
+		    "table of %" PRIu64 " buckets of %" PRIu32 "-bit "
+		    "fingerprints", i, nb, bits);
+	s->cuckoo.nbuckets = nb;
+	s->cuckoo.fpbits = bits;
+	if (get_le32(e + SE_FLAGS) != 0 || get_le64(e + SE_SEED) != 0 ||
+	    get_le64(e + SE_BITSSET) != 0 || s->capacity == 0 ||
+	    s->count > nb * CUCKOO_SLOTS ||
+	    !(s->error_rate > 0 && s->error_rate < 1) ||
+	    s->start_ms < 0 || s->start_ms > SNAPSHOT_MAX_TIME_MS)
+		return refuse(err, errlen, "slice %" PRIu32 ": bad flags, "
+		    "capacity, error rate, count or start time", i);
+	return 0;
+}
+
 static int
 parse_slice(const unsigned char *e, uint32_t i, struct snapshot_slice *s,
     const struct snapshot_slice *prev, char *err, size_t errlen)
@@ -452,9 +515,19 @@ parse_fixed(struct dump_load *l, const unsigned char *p, char *err,
 	im->expire_ms = get_le64(p + HP_EXPIRE);
 	im->created = get_le64(p + HP_CREATED);
 	l->total = get_le64(p + HP_TOTAL);
-	if (layout != BLOOM_LAYOUT_SPLIT512)
+	if (layout != BLOOM_LAYOUT_SPLIT512 && layout != CUCKOO_LAYOUT_PACKED4)
 		return refuse(err, errlen, "unknown layout %" PRIu32 " (this "
-		    "seend knows layout %d)", layout, BLOOM_LAYOUT_SPLIT512);
+		    "seend knows layouts %d and %d)", layout,
+		    BLOOM_LAYOUT_SPLIT512, CUCKOO_LAYOUT_PACKED4);
+	im->cuckoo = layout == CUCKOO_LAYOUT_PACKED4;
+	if (im->cuckoo) {
+		im->max_kicks = get_le32(p + HP_MAXKICKS);
+		im->forgotten = get_le64(p + HP_FORGOTTEN);
+		if (im->expire_ms != 0 || normalize > 1 ||
+		    get_le32(p + HP_MAXKICKS + 4) != 0)
+			return refuse(err, errlen, "a cuckoo filter with a "
+			    "window or bad fields");
+	}
 	if (normalize > 1)
 		return refuse(err, errlen, "bad normalize %" PRIu32, normalize);
 	im->normalize = (int)normalize;
@@ -466,7 +539,9 @@ parse_fixed(struct dump_load *l, const unsigned char *p, char *err,
 	if (im->capacity == 0 || !(im->error_rate > 0 && im->error_rate < 1))
 		return refuse(err, errlen, "bad capacity %" PRIu64 " or error "
 		    "rate", im->capacity);
-	if (!all_zero(p + HP_RESERVED, DUMP_HEADER_FIXED - HP_RESERVED))
+	if (im->cuckoo ? !all_zero(p + HP_RESERVED_CF, DUMP_HEADER_FIXED -
+	    HP_RESERVED_CF) : !all_zero(p + HP_RESERVED, DUMP_HEADER_FIXED -
+	    HP_RESERVED))
 		return refuse(err, errlen, "header: reserved bytes not zero");
 	return 0;
 }
@@ -481,15 +556,18 @@ parse_table(struct dump_load *l, const unsigned char *p, char *err,
     size_t errlen)
 {
 	struct dump_image	*im = &l->image;
-	uint64_t		 bytes = 0, count = 0;
+	uint64_t		 bytes = 0, count = 0, len;
 
 	for (uint32_t i = 0; i < im->nslices; i++) {
 		struct snapshot_slice *s = &im->slices[i];
 
-		if (parse_slice(p + (size_t)i * DUMP_SLICE_ENTRY, i, s,
-		    i > 0 ? &im->slices[i - 1] : NULL, err, errlen) == -1)
+		if ((im->cuckoo ? parse_cuckoo_slice(p + (size_t)i *
+		    DUMP_SLICE_ENTRY, i, s, err, errlen) : parse_slice(p +
+		    (size_t)i * DUMP_SLICE_ENTRY, i, s, i > 0 ?
+		    &im->slices[i - 1] : NULL, err, errlen)) == -1)
 			return -1;
-		bytes += bloom_bytes(&s->bloom);
+		(void)slice_bytes(s, &len);
+		bytes += len;
 		if (__builtin_add_overflow(count, s->count, &count))
 			return refuse(err, errlen, "the slices' counts "
 			    "overflow");
@@ -533,6 +611,16 @@ alloc_arrays(struct dump_load *l, char *err, size_t errlen)
 		struct snapshot_slice	*s = &im->slices[i];
 		uint64_t		 nb = s->bloom.nblocks;
 
+		if (im->cuckoo) {
+			uint64_t nbk = s->cuckoo.nbuckets;
+			uint32_t bits = s->cuckoo.fpbits;
+
+			if (cuckoo_init(&s->cuckoo, nbk, bits, im->seed) == -1)
+				return refuse(err, errlen, "cannot allocate %"
+				    PRIu64 " bytes for slice %" PRIu32,
+				    cuckoo_table_bytes_for(nbk, bits), i);
+			continue;
+		}
 		/* a merged slice's keys were hashed with its own seed */
 		if (bloom_init(&s->bloom, nb, s->bloom.hashes, s->merged ?
 		    s->seed : im->seed) == -1)
@@ -612,12 +700,15 @@ populate_arrays(void *arg)
 	struct dump_load *l = arg;
 
 	for (uint32_t i = 0; i < l->image.nslices; i++) {
-		struct bloom	*b = &l->image.slices[i].bloom;
-		char		*p = (char *)b->words;
+		const struct snapshot_slice *s = &l->image.slices[i];
+		size_t	 map = s->cuckoo.table != NULL ? s->cuckoo.map_bytes :
+			    s->bloom.map_bytes;
+		char	*p = s->cuckoo.table != NULL ? (char *)s->cuckoo.table :
+			    (char *)s->bloom.words;
 
-		for (size_t off = 0; off < b->map_bytes; off += POPULATE_STEP) {
-			size_t n = b->map_bytes - off < POPULATE_STEP ?
-			    b->map_bytes - off : POPULATE_STEP;
+		for (size_t off = 0; off < map; off += POPULATE_STEP) {
+			size_t n = map - off < POPULATE_STEP ?
+			    map - off : POPULATE_STEP;
 
 			if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED))
 				return NULL;
@@ -750,20 +841,39 @@ copy_in(struct dump_load *l, const unsigned char *src, size_t n)
 	size_t		k;
 
 	for (uint32_t i = 0; n > 0; i++) {
-		struct bloom *b = &l->image.slices[i].bloom;
+		struct snapshot_slice	*s = &l->image.slices[i];
+		unsigned char		*dst = slice_bytes(s, &len);
 
-		len = bloom_bytes(b);
 		if (off >= len) {
 			off -= len;
 			continue;
 		}
 		k = len - off < n ? (size_t)(len - off) : n;
-		memcpy((unsigned char *)b->words + off, src, k);
-		b->bits_set += popcount_bytes(src, k);
+		memcpy(dst + off, src, k);
+		if (!l->image.cuckoo)
+			s->bloom.bits_set += popcount_bytes(src, k);
 		src += k;
 		n -= k;
 		off = 0;
 	}
+}
+
+/* A cuckoo dump is whole: each table holds the count its entry says
+ * (the checksums only say each chunk arrived as sent). */
+static int
+recount(struct dump_load *l, char *err, size_t errlen)
+{
+	populate_end(l);
+	for (uint32_t i = 0; i < l->image.nslices; i++) {
+		struct snapshot_slice *s = &l->image.slices[i];
+
+		s->cuckoo.count = cuckoo_recount(&s->cuckoo);
+		if (s->cuckoo.count != s->count)
+			return refuse(err, errlen, "slice %" PRIu32 " holds %"
+			    PRIu64 " fingerprints, its entry says %" PRIu64, i,
+			    s->cuckoo.count, s->count);
+	}
+	return 0;
 }
 
 int
@@ -786,7 +896,18 @@ dump_load_add(struct dump_load *l, const void *data, size_t len, char *err,
 	copy_in(l, c.payload, c.len);
 	l->done += c.len;
 	l->next++;
+	if (l->next == l->nchunks && l->image.cuckoo &&
+	    recount(l, err, errlen) == -1) {
+		l->broken = 1;
+		return -1;
+	}
 	return l->next == l->nchunks;
+}
+
+int
+dump_load_is_cuckoo(const struct dump_load *l)
+{
+	return l->image.cuckoo;
 }
 
 int

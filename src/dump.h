@@ -41,13 +41,23 @@
  *    48     8  expire window in milliseconds (0 = never)
  *    56     8  creation time (Unix seconds) of the dump
  *    64     8  total bytes of the slices' arrays
- *    72    56  reserved, zero
+ *    72     4  a cuckoo filter's MAXITERATIONS (layout 2; else zero)
+ *    76     4  reserved, zero
+ *    80     8  keys a cuckoo filter forgot (layout 2; else zero)
+ *    88    40  reserved, zero
  *   128  64*n  one entry per slice, oldest first, as in a version 3
  *              snapshot (snapshot.h): +0 nblocks, +8 hashes (u32),
  *              +12 flags (u32: bit 0 merged, no other bit), +16 capacity,
  *              +24 error_rate (double), +32 count, +40 bits set, +48
  *              start of its period (Unix ms, signed), +56 seed of a
  *              merged slice's keys (zero for the filter's own slices)
+ *
+ * A cuckoo filter (CF.SCANDUMP) has layout CUCKOO_LAYOUT_PACKED4 (2) and
+ * its slice entries are those of a version 4 snapshot: +0 nbuckets, +8
+ * fingerprint bits (u32), +40 zero, no flags or seed; its "arrays" are
+ * its tables (cuckoo.h), copied when the dump starts (a table changes
+ * under a reader), and a loader recounts each table against its count.
+ * A loader from before cuckoo filters refuses layout 2.
  *
  * Merged slices (MERGE: from filters of other seeds or shapes, read-only,
  * their keys hashed with their own seed) come after the filter's own; a
@@ -94,6 +104,10 @@ struct dump_image {
 	uint64_t		 count;		/* sum of the slices' counts */
 	uint64_t		 created;
 	uint32_t		 nslices;
+	/* a cuckoo filter's (layout 2): its slices' cuckoo tables */
+	int			 cuckoo;
+	uint32_t		 max_kicks;
+	uint64_t		 forgotten;
 	/* writing: bloom points at the live arrays (the caller holds
 	 * them: slice_ref), count and bits_set taken at the start;
 	 * loading: arrays allocated by dump_load_start */
@@ -142,6 +156,8 @@ struct dump_load;
  */
 struct dump_load *dump_load_start(const void *chunk, size_t len,
 		    uint64_t max_bytes, char *err, size_t errlen);
+/* 1 if the dump is a cuckoo filter's (layout 2). */
+int		 dump_load_is_cuckoo(const struct dump_load *);
 /* 1 once every chunk of the dump is in. */
 int		 dump_load_complete(const struct dump_load *);
 /*

@@ -1163,7 +1163,11 @@ filter_from_dump(const char *name, struct dump_image *img, char *err,
 	info.error_rate = img->error_rate;
 	info.count = img->count;
 	info.created = img->created;
+	info.cuckoo = img->cuckoo;
+	info.max_kicks = img->max_kicks;
+	info.forgotten = img->forgotten;
 	memset(&shape, 0, sizeof(shape));
+	shape.type = img->cuckoo ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM;
 	shape.capacity = img->capacity;
 	shape.error_rate = img->error_rate;
 	shape.growth = img->growth;

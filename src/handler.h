@@ -10,6 +10,7 @@
  *   cmd_bloom.c       RedisBloom's BF.*
  *   cmd_dump.c        moving a filter: BF.SCANDUMP BF.LOADCHUNK
  *   cmd_merge.c       MERGE
+ *   cmd_cuckoo.c      RedisBloom's CF.* (cuckoo filters)
  *   cmd_keyspace.c    filters as keys: DEL UNLINK TYPE KEYS SCAN EXPIRE...
  *                     and the line protocol's RESET
  *   cmd_info.c        INFO FILTERS SAVE DBSIZE
@@ -73,6 +74,7 @@ void	cmd_scard(struct session *, struct op *, struct result *);
 /* cmd_bloom.c */
 void	cmd_bf_add(struct session *, struct op *, struct result *);
 void	cmd_bf_madd(struct session *, struct op *, struct result *);
+void	cmd_bf_card(struct session *, struct op *, struct result *);
 void	cmd_bf_exists(struct session *, struct op *, struct result *);
 void	cmd_bf_mexists(struct session *, struct op *, struct result *);
 void	cmd_bf_reserve(struct session *, struct op *, struct result *);
@@ -81,6 +83,18 @@ void	cmd_bf_info(struct session *, struct op *, struct result *);
 /* cmd_dump.c */
 void	cmd_bf_scandump(struct session *, struct op *, struct result *);
 void	cmd_bf_loadchunk(struct session *, struct op *, struct result *);
+/* cmd_cuckoo.c */
+void	cmd_cf_reserve(struct session *, struct op *, struct result *);
+void	cmd_cf_add(struct session *, struct op *, struct result *);
+void	cmd_cf_insert(struct session *, struct op *, struct result *);
+void	cmd_cf_exists(struct session *, struct op *, struct result *);
+void	cmd_cf_mexists(struct session *, struct op *, struct result *);
+void	cmd_cf_del(struct session *, struct op *, struct result *);
+void	cmd_cf_count(struct session *, struct op *, struct result *);
+void	cmd_cf_info(struct session *, struct op *, struct result *);
+/* command.c: FORGET [<filter>] <key> */
+void	cmd_forget(struct session *, struct op *, struct result *);
+
 /* cmd_merge.c: MERGE, and a step of the merge under way (1: more) */
 void	cmd_merge(struct session *, struct op *, struct result *);
 int	cmd_merge_work(struct core *);
@@ -118,10 +132,38 @@ int		 command_dedup_key(struct session *, struct filter *,
 		    const char *key, size_t len, int check, struct result *r);
 /* The error of a key no filter takes. */
 void		 command_no_route(struct session *, struct result *r);
+/*
+ * FORGET / CF.DEL of one key in f, journaled before the reply: 1 a copy
+ * was forgotten, 0 none was held, -1 with the error in r (a bloom filter
+ * cannot forget; the journal refused it).
+ */
+int		 command_forget_key(struct session *, struct filter *,
+		    const char *key, size_t len, struct result *r);
+/* CF.ADD / CF.INSERT of one key in a cuckoo filter: one more copy stored,
+ * held or not, journaled: 0, or FILTER_FULL with the error in r. */
+int		 command_add_copy(struct session *, struct filter *,
+		    const char *key, size_t len, struct result *r);
 /* The filter a RESP command names in argv[1]; creates it (with the
  * new_filter_* settings) when create is set and create_filters is on.
  * NULL: missing, with r set if that is an error. */
 struct filter	*command_named_filter(struct session *, struct op *, int create,
+		    struct result *r);
+/* r's error as an element of an array (BF.MADD's, CF.INSERT's): 0, or
+ * -1 out of memory. */
+int		 command_add_error(struct buf *, const struct result *r);
+/* BF.MEXISTS / CF.MEXISTS: CHECK of argv[2..] in f (NULL: a missing
+ * filter, or one of another type, holds nothing), in one array. */
+void		 command_mexists(struct session *, struct op *, struct filter *,
+		    struct result *);
+/*
+ * A runtime filter made by a command (BF.RESERVE, CF.RESERVE, a first
+ * BF.ADD, SADD...): in the registry, and journaled before the reply so
+ * that its keys outlive a kill -9 before its first snapshot. NULL with
+ * the error in r.
+ */
+struct filter	*command_create_filter(struct session *, const char *name,
+		    size_t len, uint64_t capacity, double error_rate,
+		    unsigned growth, int type, unsigned max_kicks,
 		    struct result *r);
 /* The Bloom filter named by argv[1] (URL keys are another namespace: a
  * name is only ever a filter), in *fp when found (cmd_bloom.c). */
@@ -129,6 +171,9 @@ enum bf_status { BF_FOUND, BF_MISSING, BF_WRONGTYPE };
 #define WRONGTYPE_TEXT \
 	"WRONGTYPE Operation against a key holding the wrong kind of value"
 enum bf_status	 command_bf_lookup(struct session *, struct op *,
+		    struct filter **fp);
+/* The same for a filter of type (FILTER_TYPE_*): CF.* asks for cuckoo. */
+enum bf_status	 command_typed_lookup(struct session *, struct op *, int type,
 		    struct filter **fp);
 /* Numbers as Redis and RedisBloom read them (integers as string2ll:
  * the whole text, no '+', spaces or leading zeros): 0, or -1. */

@@ -184,6 +184,10 @@ rec_size(uint32_t v, unsigned type)
 		return v >= JOURNAL_VERSION ? JOURNAL_BATCH_HEAD : 0;
 	case JOURNAL_REC_RESET:
 		return v >= JOURNAL_VERSION_V3 ? JOURNAL_RESET_SIZE : 0;
+	case JOURNAL_REC_CREATE:
+		return v >= JOURNAL_VERSION ? JOURNAL_CREATE_SIZE : 0;
+	case JOURNAL_REC_DROP:
+		return v >= JOURNAL_VERSION ? JOURNAL_DROP_SIZE : 0;
 	case JOURNAL_REC_TIME:
 		return v == JOURNAL_VERSION_V1 ? JOURNAL_TIME_SIZE : 0;
 	case JOURNAL_REC_KEY:
@@ -424,6 +428,7 @@ give_key(struct reader *r, const struct name_slot *s, uint64_t hash,
 	struct journal_key	 k;
 	char			 cberr[256];
 
+	memset(&k, 0, sizeof(k));
 	k.op = op;
 	k.name = s->name;
 	k.namelen = s->len;
@@ -432,8 +437,6 @@ give_key(struct reader *r, const struct name_slot *s, uint64_t hash,
 	k.time = time;
 	k.seq = r->seq;
 	k.offset = off;
-	k.reset = 0;
-	k.new_seed = 0;
 	info->keys++;
 	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
 		snprintf(r->err, r->errlen, "%s: key at byte offset %" PRIu64
@@ -458,6 +461,83 @@ bound_name(struct reader *r, const unsigned char *p, uint64_t off)
 		return NULL;
 	}
 	return &r->names[id];
+}
+
+static uint64_t
+get_double_bits(const unsigned char *p)
+{
+	return get_le64(p);
+}
+
+static int
+all_zero(const unsigned char *p, size_t n)
+{
+	while (n-- > 0)
+		if (*p++ != 0)
+			return 0;
+	return 1;
+}
+
+/* A name of len bytes at p, zero padded to JOURNAL_NAME_MAX: 0, or -1. */
+static int
+padded_name(const unsigned char *p, unsigned len)
+{
+	if (len == 0 || len > JOURNAL_NAME_MAX)
+		return -1;
+	for (unsigned i = len; i < JOURNAL_NAME_MAX; i++)
+		if (p[i] != 0)
+			return -1;
+	return 0;
+}
+
+/* A whole 'r' or 'x' record at off, its checksum verified. */
+static int
+take_filter(struct reader *r, const unsigned char *p, uint64_t off,
+    journal_replay_cb cb, void *arg, struct journal_replay_info *info)
+{
+	struct journal_key	 k;
+	char			 cberr[256];
+	uint64_t		 bits;
+	int			 create = p[0] == JOURNAL_REC_CREATE;
+
+	memset(&k, 0, sizeof(k));
+	k.op = JOURNAL_OP_NEW;
+	k.seq = r->seq;
+	k.offset = off;
+	k.namelen = p[4];
+	if (create) {
+		k.create = 1;
+		k.name = (const char *)p + 48;
+		k.seed = get_le64(p + 8);
+		k.shape.type = p[5];
+		k.shape.normalize = p[6];
+		k.shape.capacity = get_le64(p + 16);
+		bits = get_double_bits(p + 24);
+		memcpy(&k.shape.error_rate, &bits, sizeof(bits));
+		k.shape.growth = get_le32(p + 32);
+		k.shape.max_kicks = get_le32(p + 36);
+		k.time = get_le64(p + 40);
+		if (p[2] || p[3] || p[7] || p[5] > 1 || p[6] > 1 ||
+		    padded_name(p + 48, p[4]) == -1 ||
+		    !all_zero(p + 112, 12) || k.shape.capacity == 0 ||
+		    !(k.shape.error_rate > 0 && k.shape.error_rate < 1))
+			return damage(r, off, "bad create record");
+	} else {
+		k.drop = 1;
+		k.name = (const char *)p + 32;
+		k.seed = get_le64(p + 8);
+		k.time = get_le64(p + 24);
+		if (p[2] || p[3] || p[5] || p[6] || p[7] ||
+		    padded_name(p + 32, p[4]) == -1 || get_le64(p + 16) != 0)
+			return damage(r, off, "bad drop record");
+	}
+	info->filters++;
+	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
+		snprintf(r->err, r->errlen, "%s: %s at byte offset %" PRIu64
+		    ": %s", r->path, create ? "create" : "drop", off, cberr);
+		return -1;
+	}
+	return 0;
 }
 
 /* A whole reset record at off, its checksum verified. */
@@ -523,6 +603,9 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		return 0;
 	case JOURNAL_REC_RESET:
 		return take_reset(r, p, off, cb, arg, info);
+	case JOURNAL_REC_CREATE:
+	case JOURNAL_REC_DROP:
+		return take_filter(r, p, off, cb, arg, info);
 	case JOURNAL_REC_TIME:
 		if (p[2] || p[3])
 			return damage(r, off, "bad time record");
@@ -630,7 +713,7 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 	r->have = r->pos = 0;
 	for (;;) {
 		/* the longest fixed-size record, unless at EOF */
-		if (fill(r, JOURNAL_NAME_SIZE) == -1)
+		if (fill(r, JOURNAL_FIXED_MAX) == -1)
 			return -1;
 		if (r->pos == r->have)
 			return 0;
@@ -1215,6 +1298,66 @@ journal_append_reset(struct journal *j, const char *name, size_t namelen,
 	memcpy(p + 32, name, namelen);
 	seal(p, JOURNAL_RESET_SIZE);
 	j->len += JOURNAL_RESET_SIZE;
+	return 0;
+}
+
+int
+journal_append_create(struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, const struct journal_filter *sh, uint64_t time)
+{
+	unsigned char	*p;
+	uint64_t	 bits;
+
+	if (namelen == 0 || namelen > JOURNAL_NAME_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	close_batch(j);
+	if (buffer_room(j, JOURNAL_CREATE_SIZE) == -1)
+		return -1;
+	p = j->buf + j->len;
+	memset(p, 0, JOURNAL_CREATE_SIZE);
+	p[0] = JOURNAL_REC_CREATE;
+	p[1] = JOURNAL_CREATE_SIZE;
+	p[4] = (unsigned char)namelen;
+	p[5] = (unsigned char)(sh->type != 0);
+	p[6] = (unsigned char)(sh->normalize != 0);
+	put_le64(p + 8, seed);
+	put_le64(p + 16, sh->capacity);
+	memcpy(&bits, &sh->error_rate, sizeof(bits));
+	put_le64(p + 24, bits);
+	put_le32(p + 32, sh->growth);
+	put_le32(p + 36, sh->max_kicks);
+	put_le64(p + 40, time);
+	memcpy(p + 48, name, namelen);
+	seal(p, JOURNAL_CREATE_SIZE);
+	j->len += JOURNAL_CREATE_SIZE;
+	return 0;
+}
+
+int
+journal_append_drop(struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, uint64_t time)
+{
+	unsigned char *p;
+
+	if (namelen == 0 || namelen > JOURNAL_NAME_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	close_batch(j);
+	if (buffer_room(j, JOURNAL_DROP_SIZE) == -1)
+		return -1;
+	p = j->buf + j->len;
+	memset(p, 0, JOURNAL_DROP_SIZE);
+	p[0] = JOURNAL_REC_DROP;
+	p[1] = JOURNAL_DROP_SIZE;
+	p[4] = (unsigned char)namelen;
+	put_le64(p + 8, seed);
+	put_le64(p + 24, time);
+	memcpy(p + 32, name, namelen);
+	seal(p, JOURNAL_DROP_SIZE);
+	j->len += JOURNAL_DROP_SIZE;
 	return 0;
 }
 

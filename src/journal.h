@@ -39,6 +39,19 @@
  *   'a' (0x61) copy batch, as 'B' (version 4 only): keys a cuckoo filter
  *     stored one more copy of whether it held them or not (CF.ADD,
  *     CF.INSERT); a 'B' key is stored only when it is not held
+ *   'r' (0x72) runtime filter created, 128 bytes (version 4 only): a
+ *     filter made by a command (BF.RESERVE, CF.RESERVE, a first BF.ADD or
+ *     SADD), before its first key; replay creates it if no snapshot has
+ *     it, so its keys are not skipped as those of an unknown filter
+ *     0 1 type, 1 1 length (128), 2 2 reserved zero, 4 1 name length
+ *     (1-64), 5 1 filter type (0 bloom, 1 cuckoo), 6 1 normalize (0, 1),
+ *     7 1 reserved zero, 8 8 seed, 16 8 capacity, 24 8 error_rate
+ *     (IEEE-754 double), 32 4 growth, 36 4 MAXITERATIONS (cuckoo; else
+ *     zero), 40 8 Unix milliseconds, 48 64 the name, zero padded, 112 12
+ *     reserved zero, 124 4 checksum of bytes 0-123
+ *   'x' (0x78) runtime filter dropped, 100 bytes (version 4 only): DEL,
+ *     UNLINK or an EXPIRE deadline removed it; laid out as 'E' with bytes
+ *     16-23 zero (no new seed)
  *   'T' (0x54) time, 16 bytes (version 1 only): the time of the keys
  *     that follow
  *     0 1 type, 1 1 length (16), 2 2 reserved zero,
@@ -47,7 +60,7 @@
  *     0 1 type, 1 1 length (16), 2 2 name id,
  *     4 8 the key's hash, 12 4 checksum of bytes 0-11
  *
- * A version 4 segment holds 'N', 'B', 'E', 'f' and 'a' records; a
+ * A version 4 segment holds 'N', 'B', 'E', 'f', 'a', 'r' and 'x' records; a
  * version 3 one (seend before cuckoo filters; replayed, never written)
  * 'N', 'B' and 'E', a version 2 one
  * (seend 1.x before resets; replayed, never written) 'N' and 'B', a
@@ -100,8 +113,8 @@
  * Why these type codes and length bytes: the codes of one version differ
  * from each other in at least two bits ('B' and 'N' in two, 'E' from
  * both in three, 'N', 'T' and 'K' in two or more; 'R' would be one bit
- * from 'B'; 'f' and 'a' differ from 'B', 'N', 'E' and each other in at
- * least two) and the length byte must match the type, so one
+ * from 'B'; 'f', 'a', 'r' and 'x' differ from 'B', 'N', 'E' and each
+ * other in at least two) and the length byte must match the type, so one
  * flipped bit in a record's first two bytes is always an error rather
  * than a length that would run past the end of the file and pass for a
  * torn tail.
@@ -150,6 +163,12 @@
 #define JOURNAL_REC_RESET	0x45	/* 'E', version 3 */
 #define JOURNAL_REC_FORGET	0x66	/* 'f', version 4 */
 #define JOURNAL_REC_COPY	0x61	/* 'a', version 4 */
+#define JOURNAL_REC_CREATE	0x72	/* 'r', version 4 */
+#define JOURNAL_REC_DROP	0x78	/* 'x', version 4 */
+#define JOURNAL_CREATE_SIZE	128
+#define JOURNAL_DROP_SIZE	100
+/* the longest fixed-size record */
+#define JOURNAL_FIXED_MAX	JOURNAL_CREATE_SIZE
 #define JOURNAL_REC_TIME	0x54	/* 'T', version 1 */
 #define JOURNAL_REC_KEY		0x4B	/* 'K', version 1 */
 #define JOURNAL_NAME_SIZE	84
@@ -183,6 +202,16 @@ struct journal_key {
 	uint64_t	 offset;	/* of the record in its segment */
 	int		 reset;		/* an 'E' record: the filter was emptied */
 	int		 op;		/* a key's: JOURNAL_OP_* */
+	int		 create;	/* an 'r' record: shape says how */
+	int		 drop;		/* an 'x' record */
+	struct journal_filter {
+		int	 type;		/* 0 bloom, 1 cuckoo */
+		int	 normalize;
+		uint64_t capacity;
+		double	 error_rate;
+		uint32_t growth;
+		uint32_t max_kicks;
+	}		 shape;
 	uint64_t	 new_seed;	/* a reset's: the seed from then on */
 };
 
@@ -199,6 +228,7 @@ struct journal_replay_info {
 	uint64_t	 segments;	/* segment files read */
 	uint64_t	 keys;		/* key records replayed */
 	uint64_t	 resets;	/* reset records replayed */
+	uint64_t	 filters;	/* create and drop records replayed */
 	uint64_t	 bytes;		/* in all segments, torn tail excluded */
 	uint64_t	 last_seq;	/* highest sequence found, 0 if none */
 	int		 torn;		/* a torn tail was found: */
@@ -335,6 +365,17 @@ int		 journal_append_op(struct journal *, int op, const char *name,
  * came after it (a forget is not idempotent).
  */
 uint64_t	 journal_position(const struct journal *, uint64_t *seq);
+/*
+ * Appends an 'r' record: runtime filter name of seed and that shape was
+ * created at time; or an 'x' record: it was dropped. In order with the
+ * keys, as journal_append_reset. Returns 0, or -1 with errno EINVAL or
+ * ENOBUFS (nothing was added).
+ */
+int		 journal_append_create(struct journal *, const char *name,
+		    size_t namelen, uint64_t seed,
+		    const struct journal_filter *, uint64_t time);
+int		 journal_append_drop(struct journal *, const char *name,
+		    size_t namelen, uint64_t seed, uint64_t time);
 /*
  * Makes the buffer hold at least room more bytes without a write,
  * growing it past the size journal_open was given: for a caller that

@@ -74,6 +74,9 @@ metrics_filter_figures(const struct filter *f, struct filter_figures *ff)
 	ff->error_rate = f->error_rate;
 	ff->bytes = filter_bytes(f);
 	ff->fill_ratio = bits > 0 ? (double)set / bits : 0;
+	if (filter_is_cuckoo(f) && filter_slots(f) > 0)
+		ff->fill_ratio = (double)ff->keys / (double)filter_slots(f);
+	ff->forgotten = f->forgotten;
 	ff->fp_rate = filter_fp_estimate(f);
 	ff->slices = (unsigned)filter_nall(f);
 	ff->dirty = filter_dirty(f);
@@ -306,7 +309,7 @@ server_figures(struct evbuffer *out, struct core *core)
 enum ff_field {
 	FF_KEYS, FF_CAPACITY, FF_ERROR_RATE, FF_BYTES, FF_FILL, FF_FP,
 	FF_SLICES, FF_DIRTY, FF_LAST_SAVE, FF_AGE, FF_DURATION, FF_SAVES_OK,
-	FF_SAVES_FAILED, FF_COUNT
+	FF_SAVES_FAILED, FF_FORGOTTEN, FF_COUNT
 };
 
 static const struct {
@@ -321,7 +324,8 @@ static const struct {
 	[FF_BYTES] = { "seend_filter_bytes", "gauge",
 	    "Bytes of the filter's bits." },
 	[FF_FILL] = { "seend_filter_fill_ratio", "gauge",
-	    "Fraction of the filter's bits that are set." },
+	    "Fraction of the filter's bits that are set (a cuckoo filter: "
+	    "of its slots in use)." },
 	[FF_FP] = { "seend_filter_estimated_false_positive_rate", "gauge",
 	    "False-positive rate expected at the filter's current fill." },
 	[FF_SLICES] = { "seend_filter_slices", "gauge",
@@ -339,6 +343,9 @@ static const struct {
 	    "Snapshots written." },
 	[FF_SAVES_FAILED] = { "seend_filter_snapshot_failures_total",
 	    "counter", "Snapshots that failed." },
+	[FF_FORGOTTEN] = { "seend_filter_forgotten_total", "counter",
+	    "Keys a cuckoo filter forgot (FORGET, CF.DEL); 0 for a bloom "
+	    "filter." },
 };
 
 static double
@@ -361,6 +368,7 @@ ff_value(const struct filter_figures *ff, enum ff_field which, time_t now,
 	case FF_DURATION:	return ff->last_save_secs;
 	case FF_SAVES_OK:	return (double)ff->saves_ok;
 	case FF_SAVES_FAILED:	return (double)ff->saves_failed;
+	case FF_FORGOTTEN:	return (double)ff->forgotten;
 	default:		return 0;
 	}
 }

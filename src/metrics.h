@@ -25,7 +25,8 @@ struct filter_figures {
 	uint64_t	capacity;
 	double		error_rate;	/* the target */
 	uint64_t	bytes;		/* of its bits */
-	double		fill_ratio;	/* bits set / bits */
+	double		fill_ratio;	/* bits set / bits; a cuckoo
+					   filter's slots in use / slots */
 	double		fp_rate;	/* estimated from the fill */
 	unsigned	slices;
 	int		dirty;
@@ -33,6 +34,7 @@ struct filter_figures {
 	double		last_save_secs;
 	uint64_t	saves_ok, saves_failed;
 	uint64_t	seen_new, seen_old, checks;
+	uint64_t	forgotten;	/* a cuckoo filter's FORGETs */
 };
 
 /*

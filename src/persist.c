@@ -81,6 +81,7 @@ struct persist {
 
 struct replay {
 	struct registry	*reg;
+	const struct config *cfg;
 	/* the last record's filter: records come in runs of one filter */
 	char		 name[JOURNAL_NAME_MAX];
 	size_t		 namelen;
@@ -88,6 +89,8 @@ struct replay {
 	struct filter	*f;		/* NULL: not configured */
 	int		 have;
 	uint64_t	 applied, other_seed, unknown, expired;
+	uint64_t	 covered;	/* cuckoo records its snapshot holds */
+	uint64_t	 created, dropped;	/* runtime filters */
 	uint64_t	 resets, resets_newer;
 	char		 skipped[SKIP_NAMES][JOURNAL_NAME_MAX + 1];
 	int		 nskipped;
@@ -137,6 +140,84 @@ replay_reset(struct replay *r, const struct journal_key *k)
 }
 
 /*
+ * A cuckoo filter's record. Its snapshot holds every record before the
+ * journal position it was captured at, and those are skipped: a forget
+ * applied twice would take another key's fingerprint with it (a Bloom
+ * filter's keys, only ever set, may be applied again).
+ */
+static void
+replay_cuckoo(struct replay *r, struct filter *f, const struct journal_key *k)
+{
+	if (f->loaded_at != 0 && (k->seq < f->loaded_jseq ||
+	    (k->seq == f->loaded_jseq && k->offset < f->loaded_joff))) {
+		r->covered++;
+		return;
+	}
+	switch (k->op) {
+	case JOURNAL_OP_FORGET:
+		r->applied += (uint64_t)filter_forget(f, k->hash);
+		break;
+	case JOURNAL_OP_COPY:
+		r->applied += filter_add_copy(f, k->hash) == 0;
+		break;
+	default:
+		r->applied += filter_seen_at(f, k->hash, (int64_t)k->time) == 0;
+		break;
+	}
+}
+
+/*
+ * An 'r' record: a runtime filter made by a command. One that a snapshot
+ * holds (or a config section names) is there already; else it is made
+ * now with the record's seed and shape, so that the keys after it apply.
+ */
+static void
+replay_create(struct replay *r, const struct journal_key *k)
+{
+	struct filter	*f;
+	char		 err[400];
+
+	r->have = 0;
+	if (registry_find(r->reg, k->name, k->namelen) != NULL)
+		return;
+	f = registry_create_type(r->reg, r->cfg, k->name, k->namelen,
+	    k->shape.capacity, k->shape.error_rate, k->shape.growth,
+	    k->shape.type ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM, err,
+	    sizeof(err));
+	if (f == NULL) {
+		log_warn("journal: runtime filter %.*s not made again: %s",
+		    (int)k->namelen, k->name, err);
+		return;
+	}
+	/* it holds nothing: its keys' seed is the record's (filter_reseed
+	 * refuses a filter that owes its first snapshot) */
+	f->seed = k->seed;
+	f->max_kicks = k->shape.max_kicks;
+	r->created++;
+}
+
+/* An 'x' record: the runtime filter of that seed was dropped (DEL,
+ * UNLINK, a deadline), with its file. */
+static void
+replay_drop(struct replay *r, const struct journal_key *k)
+{
+	struct filter	*f = registry_find(r->reg, k->name, k->namelen);
+	char		 path[PATH_MAX];
+
+	r->have = 0;
+	if (f == NULL || !f->runtime || f->seed != k->seed)
+		return;
+	registry_remove(r->reg, f);
+	f->deleted = 1;
+	if (snapshot_path(path, sizeof(path), r->cfg->data_dir, f->name) == 0 &&
+	    unlink(path) == -1 && errno != ENOENT)
+		log_warn("journal: filter %s: cannot remove %s: %s", f->name,
+		    path, strerror(errno));
+	filter_unref(f);
+	r->dropped++;
+}
+
+/*
  * The seed rules: a filter with no snapshot and no key yet takes the seed
  * of its first journalled key (it was created since its last snapshot,
  * and journal records are its only trace); a record whose seed is not
@@ -152,6 +233,14 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 	(void)errlen;
 	if (k->reset) {
 		replay_reset(r, k);
+		return 0;
+	}
+	if (k->create) {
+		replay_create(r, k);
+		return 0;
+	}
+	if (k->drop) {
+		replay_drop(r, k);
 		return 0;
 	}
 	if (!r->have || r->namelen != k->namelen || r->seed != k->seed ||
@@ -171,6 +260,14 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 	}
 	if (f->seed != k->seed) {
 		r->other_seed++;
+		return 0;
+	}
+	if (filter_is_cuckoo(f)) {
+		replay_cuckoo(r, f, k);
+		return 0;
+	}
+	if (k->op != JOURNAL_OP_NEW) {
+		r->other_seed++;	/* a cuckoo filter's, of another type now */
 		return 0;
 	}
 	if (filter_seen_at(f, k->hash, (int64_t)k->time) == 0)
@@ -206,6 +303,7 @@ persist_open(struct core *core)
 	core->persist = p;
 	p->mode = core->cfg->journal;
 	r->reg = core->reg;
+	r->cfg = core->cfg;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* with journal = off too: a journal left by a run with it on holds
 	 * acknowledged keys */
@@ -233,6 +331,10 @@ persist_open(struct core *core)
 		    (unsigned long long)info.segments,
 		    (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (info.filters > 0)
+		log_info("journal: %llu runtime filter(s) made again, %llu "
+		    "dropped", (unsigned long long)r->created,
+		    (unsigned long long)r->dropped);
 	if (info.resets > 0)
 		log_info("journal: %llu filter reset(s) replayed, %llu "
 		    "already in the snapshots", (unsigned long long)r->resets,
@@ -379,6 +481,75 @@ persist_append_failed(struct core *core, struct filter *f, uint64_t h)
 	if (errno == ENOBUFS && room_for(core, JOURNAL_APPEND_MAX) == 0 &&
 	    journal_append(p->j, f->name, strlen(f->name), f->seed, h,
 	    (uint64_t)filter_now_ms) == 0)
+		return;
+	p->lost++;
+	if (!p->fault)
+		enter_fault(core, "the journal's buffer is full");
+}
+
+/* An 'r' (create) or 'x' (drop) record of runtime filter f. */
+static void
+append_filter(struct core *core, struct filter *f, int create)
+{
+	struct persist		*p = core->persist;
+	struct journal_filter	 sh;
+	char			 why[600];
+	int			 rc;
+
+	if (p == NULL || p->j == NULL)
+		return;
+	(void)room_for(core, JOURNAL_CREATE_SIZE);
+	if (create) {
+		memset(&sh, 0, sizeof(sh));
+		sh.type = filter_is_cuckoo(f);
+		sh.normalize = f->normalize;
+		sh.capacity = f->capacity;
+		sh.error_rate = f->error_rate;
+		sh.growth = f->growth;
+		sh.max_kicks = f->max_kicks;
+		rc = journal_append_create(p->j, f->name, f->namelen, f->seed,
+		    &sh, (uint64_t)filter_now_ms);
+	} else
+		rc = journal_append_drop(p->j, f->name, f->namelen, f->seed,
+		    (uint64_t)filter_now_ms);
+	if (rc == -1) {
+		p->lost++;
+		if (!p->fault)
+			enter_fault(core, "the journal's buffer is full");
+		return;
+	}
+	/* journal = off with segments left: nothing waits for the turn */
+	if (p->mode == JOURNAL_OFF && fits(core) &&
+	    journal_write(p->j, why, sizeof(why)) == -1)
+		log_warn("journal: %s", why);
+}
+
+void
+persist_filter_created(struct core *core, struct filter *f)
+{
+	append_filter(core, f, 1);
+}
+
+void
+persist_filter_dropped(struct core *core, struct filter *f)
+{
+	append_filter(core, f, 0);
+}
+
+void
+persist_key_op(struct core *core, struct filter *f, int op, uint64_t h)
+{
+	struct persist	*p = core->persist;
+	uint64_t	 now = (uint64_t)filter_now_ms;
+
+	if (core->journal == NULL)
+		return;
+	if (journal_append_op(core->journal, op, f->name, f->namelen, f->seed,
+	    h, now) == 0)
+		return;
+	if (errno == ENOBUFS && room_for(core, JOURNAL_APPEND_MAX) == 0 &&
+	    journal_append_op(p->j, op, f->name, f->namelen, f->seed, h,
+	    now) == 0)
 		return;
 	p->lost++;
 	if (!p->fault)

@@ -82,6 +82,19 @@ int	persist_make_room(struct core *, size_t n);
 /* journal_append into core->journal failed after a key was set
  * (everysec): write and retry, else count it as lost to the journal. */
 void	persist_append_failed(struct core *, struct filter *, uint64_t h);
+/*
+ * A runtime filter made by a command, or dropped (DEL, UNLINK, a
+ * deadline): a journal record in order with the keys ('r', 'x'), so that
+ * replay makes it again before its keys (it may have no snapshot yet) and
+ * does not bring back one that was dropped. Written at the turn's end,
+ * before the reply, like a key's.
+ */
+void	persist_filter_created(struct core *, struct filter *);
+void	persist_filter_dropped(struct core *, struct filter *);
+/* A cuckoo filter's forget or extra copy (JOURNAL_OP_FORGET, _COPY)
+ * into the journal (after persist_make_room), as journal_key does for a
+ * new key: a failed append is retried, else counted lost. */
+void	persist_key_op(struct core *, struct filter *, int op, uint64_t h);
 /* Whether a journal is open in data_dir: always when it is on (it cannot
  * start or be turned on otherwise), and when off with segments snapshots
  * do not cover yet (then it reopens there if turned on). */

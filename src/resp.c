@@ -242,7 +242,8 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		}
 		/* a dump's chunk is one argument bigger than any key */
 		if (i == 0 && n == 4 && lim->max_chunk > 0 && l == 12 &&
-		    strncasecmp(p + body, "BF.LOADCHUNK", 12) == 0) {
+		    (strncasecmp(p + body, "BF.LOADCHUNK", 12) == 0 ||
+		    strncasecmp(p + body, "CF.LOADCHUNK", 12) == 0)) {
 			max_bulk = lim->max_chunk;
 			max_request = lim->max_request + lim->max_chunk;
 		}

@@ -677,7 +677,10 @@ test_hostile_header(void)
 	    "header: an own slice's seed field (once reserved)");
 	bad_header(&a, SE(1, 12), 4, 4, "slice 1: bad flags 0x4",
 	    "header: an own slice's flags field (once reserved)");
-	bad_header(&a, HP(0), 4, 2, "unknown layout 2", "header: layout 2");
+	bad_header(&a, HP(0), 4, 3, "unknown layout 3", "header: layout 3");
+	/* a bloom dump relabelled cuckoo (layout 2) is no cuckoo filter: a
+	 * window, or 4 or 8-bit "fingerprints" */
+	bad_header(&a, HP(0), 4, 2, "cuckoo", "header: layout 2");
 	bad_header(&a, HP(12), 4, 2, "bad normalize 2", "header: normalize 2");
 	bad_header(&a, HP(8), 4, 5000, "bad growth", "header: growth 5000");
 	bad_header(&a, HP(32), 8, 0, "bad capacity",
