@@ -360,7 +360,9 @@ int		 journal_append_op(struct journal *, int op, const char *name,
 /*
  * Where the next record goes: the current segment's sequence in *seq and
  * the byte offset in it (the buffer counted). A key appended after this
- * call has a greater (seq, offset) in replay's journal_key: a snapshot of
+ * call has a (seq, offset) in replay's journal_key at least this one, a
+ * key appended before it a lesser one (the next key of an open batch
+ * starts exactly here): a snapshot of
  * a cuckoo filter keeps this position so that replay applies only what
  * came after it (a forget is not idempotent).
  */

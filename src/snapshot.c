@@ -1012,6 +1012,12 @@ load_one(int rc, const char *name, struct snapshot_info *info,
 {
 	if (rc != 1)
 		return rc;
+	if (info->cuckoo) {
+		snprintf(err, errlen, "%s: a cuckoo filter; this loader takes "
+		    "a bloom filter of one slice", name);
+		snapshot_slices_free(sl, info->nslices);
+		return -1;
+	}
 	for (uint32_t i = 0; i < info->nslices; i++)
 		if (sl[i].merged) {
 			snprintf(err, errlen, "%s: slice %u is merged (from "

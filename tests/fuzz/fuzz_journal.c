@@ -9,9 +9,10 @@
  * damage with a message; a segment accepted as an earlier one is accepted
  * as the last with the same keys; never more keys than 8-byte hashes fit.
  * Every version: the seeds hold version 1 segments (seend 0.x's 'N', 'T'
- * and 'K' records), version 2 ones ('N' and 'B' key batches) and version
- * 3 ones (batches and 'E' resets). A reset counts as a record too, and
- * its name must be 1 to 64 bytes like a key's.
+ * and 'K' records), version 2 ones ('N' and 'B' key batches), version
+ * 3 ones (batches and 'E' resets) and version 4 ones (also 'f' forget
+ * and 'a' copy batches, laid out as 'B'). A reset counts as a record
+ * too, and its name must be 1 to 64 bytes like a key's.
  *
  * A mutated file almost never passes its checksums, so each input is also
  * tried with every checksum recomputed (a batch's body and header sums
@@ -41,7 +42,9 @@ count(void *arg, const struct journal_key *k, char *err, size_t errlen)
 
 	(void)err;
 	(void)errlen;
-	if (k->namelen == 0 || k->namelen > JOURNAL_NAME_MAX)
+	if (k->namelen == 0 || k->namelen > JOURNAL_NAME_MAX ||
+	    k->op < JOURNAL_OP_NEW || k->op > JOURNAL_OP_COPY ||
+	    (k->reset && k->op != JOURNAL_OP_NEW))
 		abort();
 	(*n)++;
 	return 0;
@@ -103,7 +106,13 @@ rec_len(const uint8_t *p, size_t avail)
 		return JOURNAL_KEY_SIZE;
 	case JOURNAL_REC_RESET:
 		return JOURNAL_RESET_SIZE;
+	case JOURNAL_REC_CREATE:
+		return JOURNAL_CREATE_SIZE;
+	case JOURNAL_REC_DROP:
+		return JOURNAL_DROP_SIZE;
 	case JOURNAL_REC_BATCH:
+	case JOURNAL_REC_FORGET:
+	case JOURNAL_REC_COPY:
 		if (avail < JOURNAL_BATCH_HEAD)
 			return JOURNAL_BATCH_HEAD;
 		count = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
@@ -128,7 +137,8 @@ put_sum(uint8_t *at, const uint8_t *p, size_t len)
 static void
 seal(uint8_t *p, size_t len)
 {
-	if (p[0] == JOURNAL_REC_BATCH) {
+	if (p[0] == JOURNAL_REC_BATCH || p[0] == JOURNAL_REC_FORGET ||
+	    p[0] == JOURNAL_REC_COPY) {
 		put_sum(p + 16, p + JOURNAL_BATCH_HEAD,
 		    len - JOURNAL_BATCH_HEAD);
 		put_sum(p + 20, p, 20);

@@ -7,7 +7,10 @@
  * header or body, count out of bounds, zero pages after a power loss,
  * split at JOURNAL_BATCH_MAX) and version 1 segments, which still replay;
  * version 3's reset records (in order among the keys, torn, damaged, not
- * in a version 2 segment) and a buffer grown by journal_reserve.
+ * in a version 2 segment) and a buffer grown by journal_reserve; version
+ * 4's forget ('f') and copy ('a') batches (in order among the 'B' keys of
+ * their filter and millisecond, never continued by the fast path, torn,
+ * damaged, not in a version 3 or 2 segment) and journal_position.
  *
  * With JOURNAL_CORPUS_DIR set in the environment it writes the seed corpus
  * for tests/fuzz/fuzz_journal.c there and exits:
@@ -159,6 +162,8 @@ struct rec {
 	uint64_t	 time;
 	int		 reset;
 	uint64_t	 new_seed;
+	int		 op;		/* JOURNAL_OP_* */
+	uint64_t	 seq, offset;	/* where replay found it */
 };
 
 struct seen {
@@ -191,6 +196,9 @@ collect(void *arg, const struct journal_key *k, char *e, size_t elen)
 	s->v[s->n].time = k->time;
 	s->v[s->n].reset = k->reset;
 	s->v[s->n].new_seed = k->new_seed;
+	s->v[s->n].op = k->op;
+	s->v[s->n].seq = k->seq;
+	s->v[s->n].offset = k->offset;
 	s->n++;
 	return 0;
 }
@@ -240,6 +248,7 @@ matches(const struct seen *s, uint64_t from, uint64_t to, unsigned nnames)
 	for (uint64_t i = from; i < to; i++) {
 		gen(&r, i, nnames);
 		if (s->v[i - from].reset ||
+		    s->v[i - from].op != JOURNAL_OP_NEW ||
 		    strcmp(r.name, s->v[i - from].name) != 0 ||
 		    r.seed != s->v[i - from].seed ||
 		    r.hash != s->v[i - from].hash ||
@@ -539,6 +548,8 @@ record_start(const struct blob *b, uint64_t off)
 		switch (b->p[at]) {
 		case JOURNAL_REC_NAME: size = JOURNAL_NAME_SIZE; break;
 		case JOURNAL_REC_BATCH:
+		case JOURNAL_REC_FORGET:
+		case JOURNAL_REC_COPY:
 			size = JOURNAL_BATCH_HEAD +
 			    8 * (uint64_t)get_le32(b->p + at + 4);
 			break;
@@ -1602,12 +1613,508 @@ test_reserve(void)
 	rm_dir(dir);
 }
 
+/* ---- version 4: forget ('f') and copy ('a') batches ---- */
+
+#define CF_SEED		0xcf5eedcf5eedULL
+
+/*
+ * The types and offsets of the records of a version 2 to 4 segment image,
+ * in order, up to max of them or the first it cannot size.
+ */
+static size_t
+walk(const struct blob *b, unsigned char *types, uint64_t *offs, size_t max)
+{
+	uint64_t	 at = JOURNAL_HEADER_SIZE, size;
+	size_t		 n = 0;
+
+	while (at + JOURNAL_BATCH_HEAD <= b->len && n < max) {
+		switch (b->p[at]) {
+		case JOURNAL_REC_NAME:
+			size = JOURNAL_NAME_SIZE;
+			break;
+		case JOURNAL_REC_RESET:
+			size = JOURNAL_RESET_SIZE;
+			break;
+		case JOURNAL_REC_BATCH:
+		case JOURNAL_REC_FORGET:
+		case JOURNAL_REC_COPY:
+			size = JOURNAL_BATCH_HEAD +
+			    8 * (uint64_t)get_le32(b->p + at + 4);
+			break;
+		default:
+			return n;
+		}
+		types[n] = b->p[at];
+		offs[n++] = at;
+		at += size;
+	}
+	return n;
+}
+
+static void
+test_op_order(void)
+{
+	static const int		 want[10] = { JOURNAL_OP_NEW,
+	    JOURNAL_OP_NEW, JOURNAL_OP_FORGET, JOURNAL_OP_FORGET,
+	    JOURNAL_OP_NEW, JOURNAL_OP_COPY, JOURNAL_OP_COPY, JOURNAL_OP_NEW,
+	    JOURNAL_OP_NEW, JOURNAL_OP_FORGET };
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	struct blob			 img;
+	const char			*name = "cf";
+	char				 dir[64], p1[128];
+	unsigned char			 types[16];
+	uint64_t			 offs[16], b0;
+	size_t				 n;
+	int				 order = 1;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	ok(journal_append(j, name, 2, CF_SEED, 1, T0) == 0 &&
+	    journal_append_fast(j, name, CF_SEED, 2, T0) == 1,
+	    "ops: a 'B' batch is open and the fast path continues it");
+	b0 = journal_bytes(j);
+	ok(journal_append_op(j, JOURNAL_OP_FORGET, name, 2, CF_SEED, 3, T0) ==
+	    0 && journal_bytes(j) - b0 == JOURNAL_BATCH_HEAD + 8,
+	    "ops: a forget of the same filter and millisecond opens an 'f' "
+	    "batch (24 + 8 bytes, the name already bound)");
+	ok(journal_append_fast(j, name, CF_SEED, 100, T0) == 0 &&
+	    journal_bytes(j) - b0 == JOURNAL_BATCH_HEAD + 8,
+	    "ops: the fast path never continues an 'f' batch: 0, nothing "
+	    "stored");
+	b0 = journal_bytes(j);
+	ok(journal_append_op(j, JOURNAL_OP_FORGET, name, 2, CF_SEED, 4, T0) ==
+	    0 && journal_bytes(j) - b0 == 8, "ops: the next forget continues "
+	    "the 'f' batch (8 bytes)");
+	b0 = journal_bytes(j);
+	ok(journal_append(j, name, 2, CF_SEED, 5, T0) == 0 &&
+	    journal_bytes(j) - b0 == JOURNAL_BATCH_HEAD + 8, "ops: a key "
+	    "answered new after it opens a new 'B' batch");
+	b0 = journal_bytes(j);
+	ok(journal_append_op(j, JOURNAL_OP_COPY, name, 2, CF_SEED, 6, T0) ==
+	    0 && journal_append_fast(j, name, CF_SEED, 101, T0) == 0 &&
+	    journal_bytes(j) - b0 == JOURNAL_BATCH_HEAD + 8, "ops: a copy "
+	    "opens an 'a' batch, which the fast path does not continue "
+	    "either");
+	b0 = journal_bytes(j);
+	ok(journal_append_op(j, JOURNAL_OP_COPY, name, 2, CF_SEED, 7, T0) ==
+	    0 && journal_bytes(j) - b0 == 8, "ops: the next copy continues "
+	    "the 'a' batch");
+	ok(journal_append(j, name, 2, CF_SEED, 8, T0) == 0 &&
+	    journal_append_fast(j, name, CF_SEED, 9, T0) == 1,
+	    "ops: the 'B' batch after them is the fast path's again");
+	b0 = journal_bytes(j);
+	ok(journal_append_op(j, JOURNAL_OP_FORGET, name, 2, CF_SEED, 10,
+	    T0 + 1) == 0 && journal_bytes(j) - b0 == JOURNAL_BATCH_HEAD + 8,
+	    "ops: a forget of another millisecond opens a batch");
+	errno = 0;
+	ok(journal_append_op(j, JOURNAL_OP_FORGET, "", 0, CF_SEED, 1, T0) ==
+	    -1 && errno == EINVAL && journal_bytes(j) - b0 ==
+	    JOURNAL_BATCH_HEAD + 8, "ops: an empty name is refused "
+	    "(EINVAL), nothing added");
+	err[0] = '\0';
+	ok(journal_write(j, err, sizeof(err)) == 0, "ops: written%s%s",
+	    err[0] ? ": " : "", err);
+	journal_close(j);
+
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &img);
+	n = walk(&img, types, offs, 16);
+	ok(get_le32(img.p + 8) == 4 && n == 7 &&
+	    memcmp(types, "NBfBaBf", 7) == 0 && offs[6] + JOURNAL_BATCH_HEAD +
+	    8 == img.len, "ops: a version 4 segment of records N B f B a B f "
+	    "(%.*s)", (int)n, (const char *)types);
+	err[0] = '\0';
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    s.n == 10 && info.keys == 10 && info.resets == 0 && !info.torn,
+	    "ops: replay gives 10 keys (%s)", err[0] ? err : "ok");
+	for (size_t i = 0; i < s.n && i < 10; i++)
+		order &= s.v[i].hash == i + 1 && s.v[i].op == want[i] &&
+		    !s.v[i].reset && strcmp(s.v[i].name, "cf") == 0 &&
+		    s.v[i].seed == CF_SEED && s.v[i].time == T0 + (i == 9) &&
+		    s.v[i].seq == 1 && (i == 0 ||
+		    s.v[i].offset > s.v[i - 1].offset);
+	ok(s.n == 10 && order, "ops: in the order appended, each with its op "
+	    "(new new forget forget new copy copy new new forget), name, "
+	    "seed and time");
+	seen_free(&s);
+	free(img.p);
+	rm_dir(dir);
+}
+
+/*
+ * Segment 1 of dir: keys 1 and 2 of "cf" answered new, two keys of op
+ * (3, 4), key 5 new, two keys of the other op (6, 7), all in one
+ * millisecond: records N B x B y with y last. *x_at and *y_at are where
+ * the two op batches begin.
+ */
+static int
+op_segment(const char *dir, int op, uint64_t *x_at, uint64_t *y_at)
+{
+	struct journal	*j;
+	int		 other = op == JOURNAL_OP_FORGET ? JOURNAL_OP_COPY :
+			    JOURNAL_OP_FORGET, rc = 0;
+
+	if ((j = open_j(dir, 0)) == NULL)
+		return -1;
+	rc |= journal_append(j, "cf", 2, CF_SEED, 1, T0);
+	rc |= journal_append(j, "cf", 2, CF_SEED, 2, T0);
+	*x_at = journal_bytes(j);
+	rc |= journal_append_op(j, op, "cf", 2, CF_SEED, 3, T0);
+	rc |= journal_append_op(j, op, "cf", 2, CF_SEED, 4, T0);
+	rc |= journal_append(j, "cf", 2, CF_SEED, 5, T0);
+	*y_at = journal_bytes(j);
+	rc |= journal_append_op(j, other, "cf", 2, CF_SEED, 6, T0);
+	rc |= journal_append_op(j, other, "cf", 2, CF_SEED, 7, T0);
+	rc |= journal_write(j, err, sizeof(err));
+	journal_close(j);
+	return rc == 0 ? 0 : -1;
+}
+
+/* A version 3 (or 2) segment never held an 'f' or an 'a': damage. */
+static void
+test_op_old_versions(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct blob			 img;
+	char				 dir[64], p1[128], want[128];
+	uint64_t			 x_at, y_at;
+
+	for (int k = 0; k < 2; k++) {
+		int	 op = k == 0 ? JOURNAL_OP_FORGET : JOURNAL_OP_COPY;
+		int	 type = k == 0 ? JOURNAL_REC_FORGET : JOURNAL_REC_COPY;
+
+		new_dir(dir, sizeof(dir));
+		if (op_segment(dir, op, &x_at, &y_at) == -1) {
+			ok(0, "old versions: setup (%s)", err);
+			return;
+		}
+		seg(p1, sizeof(p1), dir, 1);
+		slurp(p1, &img);
+		ok(img.p[x_at] == type && get_le32(img.p + 8) == 4,
+		    "'%c' in a version 4 segment at %" PRIu64, type, x_at);
+		for (uint32_t v = JOURNAL_VERSION_V3; v >= JOURNAL_VERSION_V2;
+		    v--) {
+			put_le32(img.p + 8, v);
+			put_sum(img.p + 36, img.p, 36);
+			spit(p1, img.p, img.len);
+			snprintf(want, sizeof(want), "unknown record type "
+			    "0x%02x in a version %u segment", type, v);
+			ok(journal_replay(dir, collect, &s, &info, err,
+			    sizeof(err)) == -1 && strstr(err, want) != NULL &&
+			    strstr(err, p1) != NULL && s.n == 2,
+			    "'%c' in a version %u segment: damage after the 2 "
+			    "keys before it (%s)", type, v, err);
+			snprintf(want, sizeof(want), "at byte offset %" PRIu64
+			    ";", x_at);
+			ok(strstr(err, want) != NULL, "'%c' in a version %u "
+			    "segment: the message gives its offset", type, v);
+			seen_free(&s);
+		}
+		ok(journal_open(dir, NULL, 0, err, sizeof(err)) == NULL &&
+		    same_file(p1, &img), "'%c' in a version 2 segment: "
+		    "journal_open refuses it too, the file kept", type);
+		free(img.p);
+		rm_dir(dir);
+	}
+}
+
+/*
+ * Every single-bit flip in the two op batches (the one in the middle, the
+ * one last in the last segment) is damage reported at the batch's start,
+ * as for 'B'; a cut inside the last one is a torn tail at its start.
+ */
+static void
+test_op_damage(void)
+{
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct blob			 img;
+	char				 dir[64], p1[128], want[64];
+	uint64_t			 at[2];
+	int				 refused, untouched, torn_ok, ops_ok;
+	unsigned			 flips, cuts;
+
+	for (int k = 0; k < 2; k++) {
+		int op = k == 0 ? JOURNAL_OP_FORGET : JOURNAL_OP_COPY;
+		int mid = op == JOURNAL_OP_FORGET ? 'f' : 'a';
+		int last = op == JOURNAL_OP_FORGET ? 'a' : 'f';
+
+		new_dir(dir, sizeof(dir));
+		if (op_segment(dir, op, &at[0], &at[1]) == -1) {
+			ok(0, "op damage: setup (%s)", err);
+			return;
+		}
+		seg(p1, sizeof(p1), dir, 1);
+		slurp(p1, &img);
+		ok(img.len == at[1] + JOURNAL_BATCH_HEAD + 16 &&
+		    img.p[at[0]] == mid && img.p[at[1]] == last,
+		    "op damage: '%c' in the middle, '%c' last", mid, last);
+		for (int r = 0; r < 2; r++) {
+			refused = untouched = 1;
+			flips = 0;
+			snprintf(want, sizeof(want), "at byte offset %" PRIu64
+			    ";", at[r]);
+			for (size_t bit = 0; bit < (JOURNAL_BATCH_HEAD + 16) *
+			    8; bit++) {
+				size_t off = (size_t)at[r] + bit / 8;
+
+				img.p[off] ^= (unsigned char)(1u << (bit % 8));
+				spit(p1, img.p, img.len);
+				flips++;
+				err[0] = '\0';
+				if (journal_replay(dir, NULL, NULL, &info, err,
+				    sizeof(err)) != -1 ||
+				    strstr(err, want) == NULL) {
+					if (refused)
+						diag("'%c' byte %zu bit %zu: %s",
+						    r ? last : mid,
+						    off - (size_t)at[r],
+						    bit % 8, err);
+					refused = 0;
+				}
+				untouched &= same_file(p1, &img);
+				img.p[off] ^= (unsigned char)(1u << (bit % 8));
+			}
+			spit(p1, img.p, img.len);
+			ok(refused, "op damage: all %u single-bit flips in the "
+			    "'%c' batch (%s) are damage at its offset, none a "
+			    "torn tail", flips, r ? last : mid,
+			    r ? "last in the last segment" : "in the middle");
+			ok(untouched, "op damage: replay changes nothing");
+		}
+
+		/* the middle batch's count: its header checksum fails */
+		img.p[at[0] + 4] ^= 0x02;
+		spit(p1, img.p, img.len);
+		ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) ==
+		    -1 && strstr(err, "batch header fails its checksum") !=
+		    NULL, "op damage: a flipped count in '%c' fails the header "
+		    "checksum (%s)", mid, err);
+		img.p[at[0] + 4] ^= 0x02;
+		/* a sealed count of 0 */
+		put_le32(img.p + at[0] + 4, 0);
+		put_sum(img.p + at[0] + 20, img.p + at[0], 20);
+		spit(p1, img.p, img.len);
+		ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) ==
+		    -1 && strstr(err, "batch of 0 keys") != NULL,
+		    "op damage: an empty '%c' batch is damage (%s)", mid, err);
+		put_le32(img.p + at[0] + 4, 2);
+		put_sum(img.p + at[0] + 20, img.p + at[0], 20);
+
+		/* cut anywhere inside the last batch: a torn tail */
+		torn_ok = ops_ok = 1;
+		cuts = 0;
+		for (size_t cut = (size_t)at[1] + 1; cut < img.len; cut++) {
+			spit(p1, img.p, cut);
+			cuts++;
+			if (journal_replay(dir, collect, &s, &info, err,
+			    sizeof(err)) != 0 || !info.torn ||
+			    info.torn_offset != at[1] ||
+			    info.torn_bytes != cut - at[1] || s.n != 5) {
+				if (torn_ok)
+					diag("cut at %zu: %s, torn %d at %"
+					    PRIu64 ", %zu keys", cut, err,
+					    info.torn, info.torn_offset, s.n);
+				torn_ok = 0;
+			} else
+				ops_ok &= s.v[2].op == op && s.v[3].op == op &&
+				    s.v[4].op == JOURNAL_OP_NEW &&
+				    s.v[4].hash == 5;
+			seen_free(&s);
+		}
+		ok(torn_ok && ops_ok, "op torn: each of %u cuts inside the "
+		    "last '%c' batch is a torn tail at its start; the 5 keys "
+		    "before it replay with their ops", cuts, last);
+		spit(p1, img.p, img.len);
+		err[0] = '\0';
+		ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) ==
+		    0 && s.n == 7 && !info.torn, "op damage: the restored "
+		    "segment replays (%s)", err[0] ? err : "ok");
+		seen_free(&s);
+		free(img.p);
+		rm_dir(dir);
+	}
+}
+
+/* ---- journal_position ---- */
+
+struct jpos {
+	uint64_t	 seq, off;
+	size_t		 before;	/* keys appended before it was taken */
+};
+
+static uint64_t
+splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* (a, b) < (c, d), the order of journal positions. */
+static int
+pos_lt(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	return a < c || (a == c && b < d);
+}
+
+/*
+ * Where a snapshot of a cuckoo filter says it was captured: every key
+ * appended before the call is below that position, every key appended
+ * after it at or above it (persist.c skips offset < joff, so a key that
+ * continues the open batch, whose hash goes exactly there, is applied),
+ * across 'B', 'f' and 'a' batches, writes and rotations.
+ */
+static void
+test_position(void)
+{
+	static const char *const names[2] = { "cf", "other-cf" };
+	struct journal_replay_info	 info;
+	struct seen			 s = { 0 };
+	struct journal			*j;
+	struct jpos			*pos;
+	char				 dir[64], p[128];
+	uint64_t			 x = 42, seq, off, r, t = T0, closed;
+	uint64_t			 equal = 0, above = 0;
+	size_t				 npos = 0, keys = 0, bad = 0;
+	int				 good = 1, after_write = 1;
+	int				 after_rotate = 1, monotonic = 1;
+	const size_t			 steps = 4000;
+
+	if ((pos = calloc(steps + 2, sizeof(*pos))) == NULL)
+		exit(2);
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 4096)) == NULL)
+		return;
+	off = journal_position(j, &seq);
+	ok(seq == 1 && off == JOURNAL_HEADER_SIZE, "position: a new journal "
+	    "is at (1, %d) (%" PRIu64 ", %" PRIu64 ")", JOURNAL_HEADER_SIZE,
+	    seq, off);
+	/* the open batch: the next key's hash goes at the position */
+	good &= journal_append(j, "cf", 2, CF_SEED, 0, t) == 0;
+	keys++;
+	pos[npos].off = journal_position(j, &pos[npos].seq);
+	pos[npos++].before = keys;
+	good &= journal_append_fast(j, "cf", CF_SEED, 1, t) == 1;
+	keys++;
+	for (size_t i = 0; i < steps; i++) {
+		const char	*name = names[(r = splitmix64(&x)) & 1];
+		unsigned	 what = (unsigned)((r >> 8) % 100);
+		uint64_t	 h = 0x1000 + keys;
+
+		if ((r >> 32) % 40 == 0)
+			t++;
+		if (journal_full(j))
+			good &= journal_write(j, err, sizeof(err)) == 0;
+		if (what < 45) {
+			good &= journal_append(j, name, strlen(name), CF_SEED,
+			    h, t) == 0;
+			keys++;
+		} else if (what < 60) {
+			good &= journal_append_op(j, JOURNAL_OP_FORGET, name,
+			    strlen(name), CF_SEED, h, t) == 0;
+			keys++;
+		} else if (what < 70) {
+			good &= journal_append_op(j, JOURNAL_OP_COPY, name,
+			    strlen(name), CF_SEED, h, t) == 0;
+			keys++;
+		} else if (what < 76) {
+			good &= journal_write(j, err, sizeof(err)) == 0;
+			off = journal_position(j, &seq);
+			seg(p, sizeof(p), dir, journal_seq(j));
+			after_write &= seq == journal_seq(j) &&
+			    off == file_size(p) && journal_pending(j) == 0;
+			pos[npos].seq = seq;
+			pos[npos].off = off;
+			pos[npos++].before = keys;
+		} else if (what < 78) {
+			good &= journal_rotate(j, &closed, err,
+			    sizeof(err)) == 0;
+			off = journal_position(j, &seq);
+			after_rotate &= seq == closed + 1 &&
+			    off == JOURNAL_HEADER_SIZE;
+			pos[npos].seq = seq;
+			pos[npos].off = off;
+			pos[npos++].before = keys;
+		} else {
+			pos[npos].off = journal_position(j, &pos[npos].seq);
+			pos[npos++].before = keys;
+		}
+	}
+	good &= journal_write(j, err, sizeof(err)) == 0;
+	ok(good, "position: %zu keys of 'B', 'f' and 'a' batches appended "
+	    "with writes and rotations, %zu positions taken", keys, npos);
+	ok(after_write, "position: after journal_write, the current segment "
+	    "and its size");
+	ok(after_rotate, "position: after journal_rotate, the new segment "
+	    "and its header's end");
+	journal_close(j);
+
+	err[0] = '\0';
+	ok(journal_replay(dir, collect, &s, &info, err, sizeof(err)) == 0 &&
+	    s.n == keys && !info.torn, "position: all %zu keys replay (%s)",
+	    keys, err[0] ? err : "ok");
+	if (s.n != keys)
+		goto out;
+	for (size_t i = 1; i < s.n; i++)
+		monotonic &= pos_lt(s.v[i - 1].seq, s.v[i - 1].offset,
+		    s.v[i].seq, s.v[i].offset);
+	ok(monotonic, "position: replay's (seq, offset) grow with every key");
+	ok(s.v[1].seq == pos[0].seq && s.v[1].offset == pos[0].off,
+	    "position: taken with a batch open, it is where the next key of "
+	    "that batch went (%" PRIu64 ")", pos[0].off);
+	for (size_t i = 0; i < npos; i++) {
+		const struct jpos	*q = &pos[i];
+		size_t			 m = q->before;
+		int			 ok_before, ok_after;
+
+		ok_before = m == 0 || pos_lt(s.v[m - 1].seq,
+		    s.v[m - 1].offset, q->seq, q->off);
+		ok_after = m == s.n || !pos_lt(s.v[m].seq, s.v[m].offset,
+		    q->seq, q->off);
+		if (m < s.n && ok_after) {
+			if (s.v[m].seq == q->seq && s.v[m].offset == q->off)
+				equal++;
+			else
+				above++;
+		}
+		if (!ok_before || !ok_after) {
+			if (bad++ == 0)
+				diag("position %zu (%" PRIu64 ", %" PRIu64
+				    ") after %zu keys: key before at (%"
+				    PRIu64 ", %" PRIu64 "), after at (%"
+				    PRIu64 ", %" PRIu64 ")", i, q->seq, q->off,
+				    m, m ? s.v[m - 1].seq : 0,
+				    m ? s.v[m - 1].offset : 0,
+				    m < s.n ? s.v[m].seq : 0,
+				    m < s.n ? s.v[m].offset : 0);
+		}
+	}
+	ok(bad == 0, "position: each of %zu positions is above every key "
+	    "appended before it and at most every key appended after it "
+	    "(%zu wrong)", npos, bad);
+	ok(equal > 0 && above > 0, "position: both cases met: the next key "
+	    "exactly there, continuing a batch (%" PRIu64 "), and above, "
+	    "opening a record (%" PRIu64 ")", equal, above);
+ out:
+	seen_free(&s);
+	free(pos);
+	rm_dir(dir);
+}
+
 /* ---- seeds for the fuzzer ---- */
 
 /*
- * Version 3 seeds (v3-*, with a reset record). The v1-* seeds in the
- * corpus were written by seend 0.x's writer and the v2-* ones by seend
- * 1.x's, and are kept as they are: replay reads versions 1 and 2.
+ * Version 4 seeds (v4-*: key batches, forget and copy batches, resets).
+ * The v1-* seeds in the corpus were written by seend 0.x's writer, the
+ * v2-* ones by seend 1.x's and the v3-* ones by the writer before cuckoo
+ * filters, and are kept as they are: replay reads versions 1 to 3.
  */
 static void
 write_corpus(const char *out)
@@ -1615,7 +2122,7 @@ write_corpus(const char *out)
 	struct journal	*j;
 	struct blob	 b;
 	char		 dir[64], p1[128], path[512];
-	uint64_t	 start, reset_at;
+	uint64_t	 start, forget_at, copy_at, last_at;
 
 	new_dir(dir, sizeof(dir));
 	if ((j = open_j(dir, 0)) == NULL)
@@ -1627,28 +2134,149 @@ write_corpus(const char *out)
 	start = journal_bytes(j);
 	for (uint64_t i = 0; i < 40; i++)
 		journal_append(j, "f", 1, 5, i, T0 + 100 + i / 20);
+	forget_at = journal_bytes(j);
+	for (uint64_t i = 0; i < 6; i++)
+		journal_append_op(j, JOURNAL_OP_FORGET, "f", 1, 5, i * 3,
+		    T0 + 101);
+	journal_append(j, "f", 1, 5, 50, T0 + 101);
+	copy_at = journal_bytes(j);
+	for (uint64_t i = 0; i < 3; i++)
+		journal_append_op(j, JOURNAL_OP_COPY, "f", 1, 5, 60 + i % 2,
+		    T0 + 101);
 	journal_append_reset(j, "f", 1, 5, 6, T0 + 102);
 	for (uint64_t i = 0; i < 5; i++)
 		journal_append(j, "f", 1, 6, 100 + i, T0 + 103);
-	reset_at = journal_bytes(j);
+	journal_append_op(j, JOURNAL_OP_FORGET, "f", 1, 6, 101, T0 + 103);
 	journal_append_reset(j, "a-much-longer-filter-name-for-the-name-record",
 	    45, 3, 4, T0 + 104);
+	last_at = journal_bytes(j);
+	for (uint64_t i = 0; i < 4; i++)
+		journal_append_op(j, JOURNAL_OP_COPY, "other", 5, 8, 200 + i,
+		    T0 + 105);
 	journal_write(j, err, sizeof(err));
 	journal_close(j);
 	seg(p1, sizeof(p1), dir, 1);
 	slurp(p1, &b);
-	snprintf(path, sizeof(path), "%s/v3-valid", out);
+	snprintf(path, sizeof(path), "%s/v4-valid", out);
 	spit(path, b.p, b.len);
-	/* cut inside the last record, a reset */
-	snprintf(path, sizeof(path), "%s/v3-torn", out);
-	spit(path, b.p, (size_t)reset_at + 37);
-	snprintf(path, sizeof(path), "%s/v3-header-only", out);
+	/* cut inside the last record, an 'a' batch after its name record */
+	snprintf(path, sizeof(path), "%s/v4-torn", out);
+	spit(path, b.p, (size_t)last_at + JOURNAL_NAME_SIZE + 30);
+	snprintf(path, sizeof(path), "%s/v4-header-only", out);
 	spit(path, b.p, 40);
 	b.p[start + JOURNAL_NAME_SIZE + 30] ^= 4;
-	b.p[reset_at + 20] ^= 1;
-	snprintf(path, sizeof(path), "%s/v3-damaged", out);
+	b.p[forget_at + JOURNAL_BATCH_HEAD + 9] ^= 1;
+	b.p[copy_at + 20] ^= 1;
+	snprintf(path, sizeof(path), "%s/v4-damaged", out);
 	spit(path, b.p, b.len);
 	free(b.p);
+	rm_dir(dir);
+}
+
+/* ---- version 4's 'r' (create) and 'x' (drop) records ---- */
+
+struct frec {
+	int		 kind;		/* 'B', 'f', 'r', 'x' */
+	char		 name[JOURNAL_NAME_MAX + 1];
+	uint64_t	 seed, hash, time;
+	struct journal_filter shape;
+};
+
+struct fseen {
+	struct frec	 v[16];
+	size_t		 n;
+};
+
+static int
+fcollect(void *arg, const struct journal_key *k, char *e, size_t elen)
+{
+	struct fseen	*s = arg;
+	struct frec	*r;
+
+	(void)e;
+	(void)elen;
+	if (s->n == sizeof(s->v) / sizeof(s->v[0]))
+		return 0;
+	r = &s->v[s->n++];
+	memset(r, 0, sizeof(*r));
+	r->kind = k->create ? 'r' : k->drop ? 'x' : k->reset ? 'E' :
+	    k->op == JOURNAL_OP_FORGET ? 'f' : k->op == JOURNAL_OP_COPY ? 'a' :
+	    'B';
+	memcpy(r->name, k->name, k->namelen);
+	r->seed = k->seed;
+	r->hash = k->hash;
+	r->time = k->time;
+	r->shape = k->shape;
+	return 0;
+}
+
+static void
+test_filter_records(void)
+{
+	struct journal_replay_info	 info;
+	struct journal_filter		 sh = { 1, 0, 5000, 0.001, 2, 20 };
+	struct fseen			 s;
+	struct journal			*j;
+	struct blob			 img;
+	char				 dir[64], p1[PATH_MAX];
+	uint64_t			 b0;
+
+	new_dir(dir, sizeof(dir));
+	if ((j = open_j(dir, 0)) == NULL)
+		return;
+	journal_append(j, "cf", 2, 7, 1, T0);
+	b0 = journal_bytes(j);
+	ok(journal_append_create(j, "rt", 2, 9, &sh, T0 + 1) == 0 &&
+	    journal_bytes(j) - b0 == JOURNAL_CREATE_SIZE, "create: a record of "
+	    "%d bytes", JOURNAL_CREATE_SIZE);
+	journal_append(j, "rt", 2, 9, 2, T0 + 1);
+	journal_append_op(j, JOURNAL_OP_FORGET, "rt", 2, 9, 2, T0 + 1);
+	b0 = journal_bytes(j);
+	ok(journal_append_drop(j, "rt", 2, 9, T0 + 2) == 0 &&
+	    journal_bytes(j) - b0 == JOURNAL_DROP_SIZE, "drop: a record of %d "
+	    "bytes", JOURNAL_DROP_SIZE);
+	ok(journal_append_create(j, "", 0, 9, &sh, T0) == -1 &&
+	    errno == EINVAL && journal_append_drop(j, "", 0, 9, T0) == -1 &&
+	    errno == EINVAL, "create, drop: an empty name is refused");
+	journal_append(j, "cf", 2, 7, 3, T0 + 2);
+	ok(journal_write(j, err, sizeof(err)) == 0, "create, drop: written");
+	journal_close(j);
+	memset(&s, 0, sizeof(s));
+	ok(journal_replay(dir, fcollect, &s, &info, err, sizeof(err)) == 0 &&
+	    info.filters == 2 && info.keys == 4 && s.n == 6,
+	    "create, drop: replay gives 4 keys and 2 filter records (%s)", err);
+	ok(s.n == 6 && s.v[0].kind == 'B' && s.v[1].kind == 'r' &&
+	    s.v[2].kind == 'B' && s.v[3].kind == 'f' && s.v[4].kind == 'x' &&
+	    s.v[5].kind == 'B', "create, drop: in order among the keys");
+	ok(s.n == 6 && strcmp(s.v[1].name, "rt") == 0 && s.v[1].seed == 9 &&
+	    s.v[1].time == T0 + 1 && s.v[1].shape.type == 1 &&
+	    s.v[1].shape.capacity == 5000 && s.v[1].shape.error_rate == 0.001 &&
+	    s.v[1].shape.growth == 2 && s.v[1].shape.max_kicks == 20,
+	    "create: name, seed, time and shape as appended");
+	ok(s.n == 6 && strcmp(s.v[4].name, "rt") == 0 && s.v[4].seed == 9 &&
+	    s.v[4].time == T0 + 2, "drop: name, seed and time as appended");
+
+	/* a flipped bit in the create record (keys after it): damage */
+	seg(p1, sizeof(p1), dir, 1);
+	slurp(p1, &img);
+	for (size_t off = JOURNAL_HEADER_SIZE; off < img.len; off++)
+		if (img.p[off] == JOURNAL_REC_CREATE &&
+		    img.p[off + 1] == JOURNAL_CREATE_SIZE) {
+			img.p[off + 60] ^= 0x04;
+			break;
+		}
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, "checksum") != NULL, "create: a flipped bit is "
+	    "damage (%s)", err);
+	/* a version 3 segment cannot hold one */
+	put_le32(img.p + 8, JOURNAL_VERSION_V3);
+	put_le32(img.p + 36, (uint32_t)XXH3_64bits(img.p, 36));
+	spit(p1, img.p, img.len);
+	ok(journal_replay(dir, NULL, NULL, &info, err, sizeof(err)) == -1 &&
+	    strstr(err, "unknown record type 0x72") != NULL, "create: refused "
+	    "in a version 3 segment (%s)", err);
+	free(img.p);
 	rm_dir(dir);
 }
 
@@ -1683,5 +2311,10 @@ main(void)
 	test_reset_record();
 	test_reset_damage();
 	test_reserve();
+	test_op_order();
+	test_op_old_versions();
+	test_op_damage();
+	test_position();
+	test_filter_records();
 	return done_testing();
 }
