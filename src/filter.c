@@ -1035,10 +1035,12 @@ adopt(struct filter *f, const struct snapshot_info *info,
 {
 	f->seed = info->seed;
 	if (info->cuckoo != (f->type == FILTER_TYPE_CUCKOO)) {
-		snprintf(err, errlen, "its snapshot is of a %s filter, the "
-		    "config says type = %s; restore that type or move the "
-		    "file away", info->cuckoo ? "cuckoo" : "bloom",
-		    info->cuckoo ? "bloom" : "cuckoo");
+		snprintf(err, errlen, "filter %s: its snapshot is of a %s "
+		    "filter, the config says type = %s; restore type = %s or "
+		    "move %s%s out of data_dir", f->name, info->cuckoo ?
+		    "cuckoo" : "bloom", info->cuckoo ? "bloom" : "cuckoo",
+		    info->cuckoo ? "cuckoo" : "bloom", f->name,
+		    SNAPSHOT_SUFFIX);
 		return -1;
 	}
 	f->forgotten = info->forgotten;

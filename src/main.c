@@ -84,18 +84,28 @@ inspect(const char *path)
 	}
 	close(fd);
 	printf("file %s\nstatus ok (checksum verified)\nversion %u\n"
-	    "layout %u\nnblocks %llu\nbytes %llu\nhashes %u\nseed %016llx\n"
-	    "capacity %llu\nerror_rate %g\ncount %llu\nbits_set %llu\n"
-	    "fill_ratio %.6f\ncreated %llu\nslices %u\ngrowth %u\n"
-	    "expire_ms %llu\n", path, h.version, h.layout,
-	    (unsigned long long)h.nblocks,
-	    (unsigned long long)h.nblocks * BLOOM_BLOCK_BYTES, h.hashes,
+	    "type %s\nlayout %u\n", path, h.version, h.cuckoo ? "cuckoo" :
+	    "bloom", h.layout);
+	if (h.cuckoo)
+		/* a table's shape is per slice; its bytes are what follows */
+		printf("bytes %llu\njournal_seq %llu\njournal_offset %llu\n"
+		    "max_iterations %u\nforgotten %llu\n",
+		    (unsigned long long)h.array_bytes,
+		    (unsigned long long)h.jseq, (unsigned long long)h.joff,
+		    h.max_kicks, (unsigned long long)h.forgotten);
+	else
+		printf("nblocks %llu\nbytes %llu\nhashes %u\nbits_set %llu\n"
+		    "fill_ratio %.6f\n", (unsigned long long)h.nblocks,
+		    (unsigned long long)h.nblocks * BLOOM_BLOCK_BYTES, h.hashes,
+		    (unsigned long long)h.bits_set, h.nblocks ?
+		    (double)h.bits_set / ((double)h.nblocks *
+		    BLOOM_BLOCK_BITS) : 0.0);
+	printf("seed %016llx\ncapacity %llu\nerror_rate %g\ncount %llu\n"
+	    "created %llu\nslices %u\ngrowth %u\nexpire_ms %llu\n",
 	    (unsigned long long)h.seed, (unsigned long long)h.capacity,
 	    h.error_rate, (unsigned long long)h.count,
-	    (unsigned long long)h.bits_set,
-	    h.nblocks ? (double)h.bits_set / ((double)h.nblocks *
-	    BLOOM_BLOCK_BITS) : 0.0, (unsigned long long)h.created, h.nslices,
-	    h.growth, (unsigned long long)h.expire_ms);
+	    (unsigned long long)h.created, h.nslices, h.growth,
+	    (unsigned long long)h.expire_ms);
 	return 0;
 }
 
@@ -115,9 +125,10 @@ log_filters(const struct registry *reg)
 	for (size_t i = 0; i < reg->nfilters; i++) {
 		const struct filter *f = reg->filters[i];
 
-		log_info("filter %s: capacity %llu, error_rate %g, growth %u, "
+		log_info("%sfilter %s: capacity %llu, error_rate %g, growth %u, "
 		    "expire %llds, %llu bytes in %zu slice(s), %llu keys%s",
-		    f->name, (unsigned long long)f->capacity, f->error_rate,
+		    filter_is_cuckoo(f) ? "cuckoo " : "", f->name,
+		    (unsigned long long)f->capacity, f->error_rate,
 		    f->growth, (long long)(f->expire_ms / 1000),
 		    (unsigned long long)filter_bytes(f), f->nslices,
 		    (unsigned long long)filter_count(f),

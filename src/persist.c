@@ -324,7 +324,7 @@ persist_open(struct core *core)
 		    info.torn_path, (unsigned long long)info.torn_bytes,
 		    (unsigned long long)info.torn_offset);
 	if (info.segments > 0)
-		log_info("journal: replayed %llu keys (%llu new to the "
+		log_info("journal: replayed %llu keys (%llu changed the "
 		    "filters) from %llu segment(s) in %.3f s",
 		    (unsigned long long)info.keys,
 		    (unsigned long long)r->applied,
@@ -335,6 +335,9 @@ persist_open(struct core *core)
 		log_info("journal: %llu runtime filter(s) made again, %llu "
 		    "dropped", (unsigned long long)r->created,
 		    (unsigned long long)r->dropped);
+	if (r->covered > 0)
+		log_info("journal: %llu records of cuckoo filters skipped: "
+		    "their snapshots hold them", (unsigned long long)r->covered);
 	if (info.resets > 0)
 		log_info("journal: %llu filter reset(s) replayed, %llu "
 		    "already in the snapshots", (unsigned long long)r->resets,

@@ -551,7 +551,9 @@ registry_build(const struct config *cfg, const struct registry *old,
 		if (f != NULL && f->type != fc->shape.type) {
 			snprintf(err, errlen, "[filter.%s]: type = %s, but the "
 			    "running filter is a %s filter: a filter's type "
-			    "cannot change (DEL it, or restore its type)",
+			    "cannot change (restore its type; or remove the "
+			    "section, reload, move its snapshot away and add "
+			    "the section again)",
 			    fc->name, fc->shape.type == FILTER_TYPE_CUCKOO ?
 			    "cuckoo" : "bloom", filter_is_cuckoo(f) ? "cuckoo" :
 			    "bloom");
