@@ -26,7 +26,17 @@
 void
 cmd_ping(struct session *s, struct op *op, struct result *r)
 {
-	(void)s;
+	if (s->nsubs != 0 && !s->resp3 && op->proto == COMMAND_RESP) {
+		/* subscribed, RESP2: ["pong", message or ""], as Redis */
+		struct buf *b = result_reset();
+
+		resp_add_array(b, 2);
+		resp_add_bulk(b, "pong", 4);
+		resp_add_bulk(b, op->argc == 2 ? op->argv[1] : "",
+		    op->argc == 2 ? op->argl[1] : 0);
+		result_scratch(r, RESULT_ARRAY);
+		return;
+	}
 	if (op->argc == 2) {
 		r->kind = RESULT_BULK;
 		r->text = op->argv[1];
@@ -185,7 +195,84 @@ client_setinfo(struct op *op, struct result *r)
 }
 
 /*
- * CLIENT SETNAME/GETNAME/ID/SETINFO; other subcommands (MAINT_NOTIFICATIONS
+ * CLIENT KILL <ip:port> (+OK, or no such client), or CLIENT KILL
+ * [TYPE normal|pubsub|master|replica|slave] [ID n] [ADDR ip:port]
+ * [SKIPME yes|no] (how many were closed), as Redis 7: the caller is
+ * spared unless SKIPME no, and closed after its reply if not. No
+ * connection is a master or a replica yet (issue 23).
+ */
+static void
+client_kill(struct session *s, struct op *op, struct result *r)
+{
+	struct session_match	 m = { SESSION_TYPE_ANY, 0, NULL, 0, 1 };
+	long long		 n;
+
+	if (op->argc == 3) {
+		m.addr = op->argv[2];
+		m.addrl = op->argl[2];
+		m.skipme = 0;
+		if (s->ops == NULL || s->ops->kill(s, &m) == 0)
+			result_error(r, "ERR", "No such client");
+		else
+			result_status(r, "OK");
+		return;
+	}
+	for (int i = 2; i < op->argc; i += 2) {
+		const char	*w = op->argv[i], *v;
+		size_t		 l = op->argl[i], vl;
+
+		if (i + 1 >= op->argc) {
+			result_error(r, "ERR", "syntax error");
+			return;
+		}
+		v = op->argv[i + 1];
+		vl = op->argl[i + 1];
+		if (name_is(w, l, "TYPE", 4)) {
+			if (name_is(v, vl, "NORMAL", 6))
+				m.type = SESSION_TYPE_NORMAL;
+			else if (name_is(v, vl, "PUBSUB", 6))
+				m.type = SESSION_TYPE_PUBSUB;
+			else if (name_is(v, vl, "MASTER", 6) ||
+			    name_is(v, vl, "REPLICA", 7) ||
+			    name_is(v, vl, "SLAVE", 5))
+				m.type = SESSION_TYPE_NONE;
+			else {
+				result_error(r, "ERR", "Unknown client type "
+				    "'%.*s'", (int)(vl < 128 ? vl : 128), v);
+				return;
+			}
+		} else if (name_is(w, l, "ID", 2)) {
+			long long id;
+
+			if (command_arg_ll(v, vl, &id) == -1 || id < 1) {
+				result_error(r, "ERR", "client-id should be "
+				    "greater than 0");
+				return;
+			}
+			m.id = (uint64_t)id;
+		} else if (name_is(w, l, "ADDR", 4)) {
+			m.addr = v;
+			m.addrl = vl;
+		} else if (name_is(w, l, "SKIPME", 6)) {
+			if (name_is(v, vl, "YES", 3))
+				m.skipme = 1;
+			else if (name_is(v, vl, "NO", 2))
+				m.skipme = 0;
+			else {
+				result_error(r, "ERR", "syntax error");
+				return;
+			}
+		} else {
+			result_error(r, "ERR", "syntax error");
+			return;
+		}
+	}
+	n = s->ops != NULL ? s->ops->kill(s, &m) : 0;
+	result_int(r, n);
+}
+
+/*
+ * CLIENT SETNAME/GETNAME/ID/SETINFO/KILL; other subcommands (MAINT_NOTIFICATIONS
  * that redis-py 8 and go-redis send on connect, among them) as Redis 7.0
  * refuses unknown ones, which those clients tolerate.
  */
@@ -198,6 +285,7 @@ cmd_client(struct session *s, struct op *op, struct result *r)
 	} subs[] = {
 		{ "SETNAME", "setname", 3 }, { "GETNAME", "getname", 2 },
 		{ "ID", "id", 2 }, { "SETINFO", "setinfo", 4 },
+		{ "KILL", "kill", -3 },
 	};
 	const char	*w = op->argv[1];
 	size_t		 l = op->argl[1], i;
@@ -210,7 +298,8 @@ cmd_client(struct session *s, struct op *op, struct result *r)
 		    "HELP.", (int)(l < 128 ? l : 128), w);
 		return;
 	}
-	if (op->argc != subs[i].argc) {
+	if (subs[i].argc < 0 ? op->argc < -subs[i].argc :
+	    op->argc != subs[i].argc) {
 		result_error(r, "ERR", "wrong number of arguments for "
 		    "'client|%s' command", subs[i].lname);
 		return;
@@ -229,8 +318,11 @@ cmd_client(struct session *s, struct op *op, struct result *r)
 	case 2:
 		result_int(r, (long long)s->id);
 		break;
-	default:
+	case 3:
 		client_setinfo(op, r);
+		break;
+	default:
+		client_kill(s, op, r);
 		break;
 	}
 }
@@ -355,11 +447,22 @@ cmd_command(struct session *s, struct op *op, struct result *r)
 }
 
 /* CONFIG GET: what redis-benchmark asks (save, appendonly) as an
- * persistence-free Redis answers; anything else is not there. */
+ * persistence-free Redis answers; anything else is not there. CONFIG
+ * REWRITE (Redis Sentinel's, after a SLAVEOF): +OK. */
 void
 cmd_config(struct session *s, struct op *op, struct result *r)
 {
 	(void)s;
+	if (name_is(op->argv[1], op->argl[1], "REWRITE", 7)) {
+		/* nothing to write back: what seend changes at run time it
+		 * keeps itself (INTERFACE.md, "Replicas and failover") */
+		if (op->argc != 2)
+			result_error(r, "ERR", "wrong number of arguments for "
+			    "'config|rewrite' command");
+		else
+			result_status(r, "OK");
+		return;
+	}
 	if (!name_is(op->argv[1], op->argl[1], "GET", 3)) {
 		result_error(r, "ERR", "unknown subcommand '%.*s'. Try CONFIG HELP.",
 		    (int)(op->argl[1] < 128 ? op->argl[1] : 128), op->argv[1]);

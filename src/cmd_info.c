@@ -160,13 +160,15 @@ info_server(struct core *core)
 	buf_printf(&result_buf,
 	    "version %s\r\n"
 	    "pid %ld\r\n"
+	    "run_id %s\r\n"
 	    "uptime_seconds %lld\r\n"
 	    "connections_current %u\r\n"
 	    "connections_total %llu\r\n"
 	    "connections_refused %llu\r\n"
 	    "max_clients %u\r\n"
 	    "commands_total %llu\r\n",
-	    PACKAGE_VERSION, (long)getpid(), (long long)(now - st->started),
+	    PACKAGE_VERSION, (long)getpid(), command_run_id(),
+	    (long long)(now - st->started),
 	    st->clients, (unsigned long long)st->conns_total,
 	    (unsigned long long)st->conns_refused, core->cfg->max_clients,
 	    (unsigned long long)st->commands);
@@ -225,34 +227,92 @@ cmd_filters(struct session *s, struct op *op, struct result *r)
 	result_scratch(r, op->proto == COMMAND_RESP ? RESULT_BULK : RESULT_TEXT);
 }
 
+/* INFO's sections over RESP. */
+#define SECTION_SERVER	1	/* seend's own fields, run_id among them */
+#define SECTION_REPL	2	/* "# Replication" */
+#define SECTION_OTHER	4	/* one of Redis's that seend has no fields of */
+
+/* The sections a word of RESP INFO names when it is one of Redis's section
+ * names (0: it is not; then it names a filter). */
+static int
+redis_section(const char *w, size_t l)
+{
+	static const char *const other[] = { "CLIENTS", "MEMORY",
+	    "PERSISTENCE", "STATS", "CPU", "KEYSPACE" };
+
+	if (name_is(w, l, "SERVER", 6))
+		return SECTION_SERVER;
+	if (name_is(w, l, "REPLICATION", 11))
+		return SECTION_REPL;
+	if (name_is(w, l, "ALL", 3) || name_is(w, l, "DEFAULT", 7) ||
+	    name_is(w, l, "EVERYTHING", 10))
+		return SECTION_SERVER | SECTION_REPL;
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		if (name_is(w, l, other[i], strlen(other[i])))
+			return SECTION_OTHER;
+	return 0;
+}
+
+/*
+ * INFO [<filter>]. Over RESP, INFO <word> is Redis's section when the
+ * word is one of Redis's section names, otherwise the filter of that name
+ * (seend: seend's own fields); several words, their sections.
+ */
 void
 cmd_info(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	char		 tok[80];
+	int		 sec = 0;
 
 	result_reset();
-	if (op->argc == 2 && (f = registry_find(s->core->reg, op->argv[1],
-	    op->argl[1])) != NULL)
-		info_filter(f);
-	else if (op->argc == 2 && op->proto == COMMAND_LINE) {
-		result_error(r, "ERR", "no such filter '%s'",
-		    command_printable(op->argv[1], op->argl[1], tok, sizeof(tok)));
+	if (op->proto == COMMAND_LINE) {
+		if (op->argc == 2) {
+			if ((f = registry_find(s->core->reg, op->argv[1],
+			    op->argl[1])) == NULL) {
+				result_error(r, "ERR", "no such filter '%s'",
+				    command_printable(op->argv[1], op->argl[1],
+				    tok, sizeof(tok)));
+				return;
+			}
+			info_filter(f);
+		} else {
+			info_server(s->core);
+			command_info_replication(&result_buf);
+		}
+		result_scratch(r, RESULT_TEXT);
 		return;
-	} else if (op->argc > 2 || (op->argc == 2 &&
-	    !name_is(op->argv[1], op->argl[1], "SERVER", 6) &&
-	    !name_is(op->argv[1], op->argl[1], "ALL", 3) &&
-	    !name_is(op->argv[1], op->argl[1], "DEFAULT", 7) &&
-	    !name_is(op->argv[1], op->argl[1], "EVERYTHING", 10) &&
-	    !name_is(op->argv[1], op->argl[1], "SEEND", 5))) {
-		/* Redis answers an unknown section with nothing */
-		r->kind = RESULT_TEXT;
-		r->text = "";
-		r->len = 0;
-		return;
+	}
+	if (op->argc == 1)
+		sec = SECTION_SERVER | SECTION_REPL;
+	else if (op->argc == 2 && (sec = redis_section(op->argv[1],
+	    op->argl[1])) == 0) {
+		if ((f = registry_find(s->core->reg, op->argv[1],
+		    op->argl[1])) != NULL) {
+			info_filter(f);
+			result_scratch(r, RESULT_TEXT);
+			return;
+		}
+		if (name_is(op->argv[1], op->argl[1], "SEEND", 5))
+			sec = SECTION_SERVER;
 	} else
+		for (int i = 1; i < op->argc; i++)
+			sec |= redis_section(op->argv[i], op->argl[i]);
+	if (sec & SECTION_SERVER)
 		info_server(s->core);
+	if (sec & SECTION_REPL) {
+		/* a header line goes as it is (result.c); a blank line
+		 * between sections, as Redis writes them */
+		if (sec & SECTION_SERVER)
+			buf_append(&result_buf, "\r\n", 2);
+		buf_append_str(&result_buf, "# Replication\r\n");
+		command_info_replication(&result_buf);
+	}
+	/* nothing (an unknown section, or one seend has no fields of) is
+	 * an empty string, as Redis answers an unknown one */
 	result_scratch(r, RESULT_TEXT);
+	if (r->len == 0)
+		r->text = "";
 }
 
 /*

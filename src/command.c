@@ -26,6 +26,7 @@
 #include "journal.h"
 #include "log.h"
 #include "persist.h"
+#include "pubsub.h"
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
@@ -116,6 +117,20 @@ static const struct command commands[] = {
 	{ "HELLO",	"hello", CMD_COUNT,	0, -1, RESP, 1, cmd_hello },
 	{ "READONLY",	"readonly", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly },
 	{ "READWRITE",	"readwrite", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly },
+	/* what Redis Sentinel sends (INTERFACE.md, "Replicas and failover") */
+	{ "SUBSCRIBE",	"subscribe", CMD_COUNT,	1, -1, RESP, 0, cmd_subscribe },
+	{ "UNSUBSCRIBE", "unsubscribe", CMD_COUNT, 0, -1, RESP, 0,
+	    cmd_unsubscribe },
+	{ "PSUBSCRIBE",	"psubscribe", CMD_COUNT, 1, -1, RESP, 0, cmd_subscribe },
+	{ "PUNSUBSCRIBE", "punsubscribe", CMD_COUNT, 0, -1, RESP, 0,
+	    cmd_unsubscribe },
+	{ "PUBLISH",	"publish", CMD_COUNT,	2, 2, RESP, 0, cmd_publish },
+	{ "MULTI",	"multi", CMD_COUNT,	0, 0, RESP, 0, cmd_multi },
+	{ "EXEC",	"exec",	CMD_COUNT,	0, 0, RESP, 0, cmd_exec },
+	{ "DISCARD",	"discard", CMD_COUNT,	0, 0, RESP, 0, cmd_discard },
+	{ "ROLE",	"role",	CMD_COUNT,	0, 0, RESP, 0, cmd_role },
+	{ "REPLICAOF",	"replicaof", CMD_COUNT,	2, 2, RESP, 0, cmd_replicaof },
+	{ "SLAVEOF",	"slaveof", CMD_COUNT,	2, 2, RESP, 0, cmd_replicaof },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -131,6 +146,8 @@ void
 command_session_end(struct session *s)
 {
 	cmd_dump_session_end(s);
+	command_multi_end(s);
+	pubsub_session_end(s);
 	free(s->name);
 	s->name = NULL;
 }
@@ -255,6 +272,34 @@ unknown_resp(const struct op *op, struct result *r)
 	    "with: %s", (int)(l < 128 ? l : 128), op->argv[0], args);
 }
 
+/*
+ * A RESP request of a session in MULTI or subscribed in RESP2: refused
+ * (the pub/sub context), queued (MULTI), or 0: run as usual.
+ */
+static int
+general_request(struct session *s, struct op *op, struct result *r)
+{
+	const struct command *cmd = op->cmd;
+	command_fn fn = cmd->fn;
+
+	/* what a subscribed RESP2 session may send, and what runs at once
+	 * inside MULTI, as Redis has them */
+	if (s->nsubs != 0 && !s->resp3 && fn != cmd_subscribe &&
+	    fn != cmd_unsubscribe && fn != cmd_ping && fn != cmd_quit) {
+		result_error(r, "ERR", "Can't execute '%s': only (P|S)SUBSCRIBE "
+		    "/ (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+		    "this context", cmd->lname);
+		command_multi_error(s);
+		return 1;
+	}
+	if (s->multi != NULL && fn != cmd_multi && fn != cmd_exec &&
+	    fn != cmd_discard && fn != cmd_quit) {
+		command_multi_queue(s, op, r);
+		return 1;
+	}
+	return 0;
+}
+
 void
 command_run(struct session *s, struct op *op, struct result *r)
 {
@@ -305,19 +350,25 @@ command_run(struct session *s, struct op *op, struct result *r)
 	st->commands++;
 	if (cmd == NULL) {
 		unknown_resp(op, r);
+		command_multi_error(s);
 		return;
 	}
 	if (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args)) {
 		result_error(r, "ERR", "wrong number of arguments for '%s' command",
 		    cmd->lname);
+		command_multi_error(s);
 		return;
 	}
 	if (!s->authed && !cmd->before_auth) {
 		st->auth_failures++;
 		r->need_auth = 1;
 		result_error(r, "NOAUTH", "Authentication required.");
+		command_multi_error(s);
 		return;
 	}
+	if (__builtin_expect(session_general(s), 0) &&
+	    general_request(s, op, r))
+		return;
 	if (cmd->id < CMD_COUNT && cmd->id != CMD_SEEN && cmd->id != CMD_CHECK)
 		st->by_cmd[cmd->id]++;
 	cmd->fn(s, op, r);

@@ -243,6 +243,18 @@ static const char cf_insertnx_docs[] =
 	"ist\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n"
 	"$2\r\nbf\r\n";
 
+static const char cf_loadchunk_info[] =
+	"*10\r\n$12\r\ncf.loadchunk\r\n:4\r\n~3\r\n+write\r\n+denyoom\r\n+module\r\n:1\r\n"
+	":1\r\n:1\r\n~0\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+update\r\n"
+	"$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+	"index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n"
+	"%3\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+
+static const char cf_loadchunk_docs[] =
+	"%4\r\n$7\r\nsummary\r\n$47\r\nRestores a cuckoo filter saved with CF.SCANDUMP\r\n"
+	"$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\n"
+	"bf\r\n";
+
 static const char cf_mexists_info[] =
 	"*10\r\n$10\r\ncf.mexists\r\n:-3\r\n~3\r\n+readonly\r\n+module\r\n+fast\r\n:1\r\n:1\r\n"
 	":1\r\n~0\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+update\r\n"
@@ -265,6 +277,17 @@ static const char cf_reserve_info[] =
 static const char cf_reserve_docs[] =
 	"%4\r\n$7\r\nsummary\r\n$27\r\nCreates a new cuckoo filter\r\n$5\r\nsince\r\n$5\r\n"
 	"1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\nbf\r\n";
+
+static const char cf_scandump_info[] =
+	"*10\r\n$11\r\ncf.scandump\r\n:3\r\n~3\r\n+readonly\r\n+module\r\n+fast\r\n:1\r\n:1\r\n"
+	":1\r\n~0\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+update\r\n"
+	"$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+	"index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n"
+	"%3\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+
+static const char cf_scandump_docs[] =
+	"%4\r\n$7\r\nsummary\r\n$45\r\nBegins an incremental save of a cuckoo filter\r\n$5\r\n"
+	"since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\nbf\r\n";
 
 static const char client_info[] =
 	"*10\r\n$6\r\nclient\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n"
@@ -570,6 +593,15 @@ static const char del_docs[] =
 	"key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
 	"+multiple\r\n";
 
+static const char discard_info[] =
+	"*10\r\n$7\r\ndiscard\r\n:1\r\n~5\r\n+noscript\r\n+loading\r\n+stale\r\n+fast\r\n"
+	"+allow_busy\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@transaction\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char discard_docs[] =
+	"%4\r\n$7\r\nsummary\r\n$39\r\nDiscard all commands issued after MULTI\r\n$5\r\n"
+	"since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$12\r\ntransactions\r\n$10\r\ncomplexity\r\n"
+	"$45\r\nO(N), when N is the number of queued commands\r\n";
+
 static const char echo_info[] =
 	"*10\r\n$4\r\necho\r\n:2\r\n~3\r\n+loading\r\n+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n"
 	"~2\r\n+@fast\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n";
@@ -658,6 +690,14 @@ static const char filters_docs[] =
 	"%4\r\n$7\r\nsummary\r\n$50\r\nLists the filters with their parameters and counts\r\n"
 	"$5\r\nsince\r\n$5\r\n0.1.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$5\r\n"
 	"seend\r\n";
+
+static const char forget_info[] =
+	"*10\r\n$6\r\nforget\r\n:-2\r\n~3\r\n+write\r\n+module\r\n+fast\r\n:0\r\n:0\r\n:0\r\n"
+	"~0\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char forget_docs[] =
+	"%4\r\n$7\r\nsummary\r\n$32\r\nForgets a key of a cuckoo filter\r\n$5\r\nsince\r\n"
+	"$5\r\n0.1.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$5\r\nseend\r\n";
 
 static const char get_info[] =
 	"*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
@@ -827,6 +867,19 @@ static const char ping_docs[] =
 	"*1\r\n%3\r\n$4\r\nname\r\n$7\r\nmessage\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
 	"flags\r\n~1\r\n+optional\r\n";
 
+static const char psubscribe_info[] =
+	"*10\r\n$10\r\npsubscribe\r\n:-2\r\n~4\r\n+pubsub\r\n+noscript\r\n+loading\r\n"
+	"+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char psubscribe_docs[] =
+	"%5\r\n$7\r\nsummary\r\n$69\r\n"
+	"Listen for messages published to channels matching the given patterns\r\n$5\r\n"
+	"since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n$75\r\n"
+	"O(N) where N is the number of patterns the client is already subscribed to.\r\n$9\r\n"
+	"arguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+	"$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+	"pattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n";
+
 static const char pttl_info[] =
 	"*10\r\n$4\r\npttl\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
 	"+@keyspace\r\n+@read\r\n+@fast\r\n~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
@@ -853,6 +906,19 @@ static const char publish_docs[] =
 	"he total number of subscribed patterns (by any client).\r\n$9\r\narguments\r\n*2\r\n"
 	"%2\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
 	"name\r\n$7\r\nmessage\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+
+static const char punsubscribe_info[] =
+	"*10\r\n$12\r\npunsubscribe\r\n:-1\r\n~4\r\n+pubsub\r\n+noscript\r\n+loading\r\n"
+	"+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char punsubscribe_docs[] =
+	"%5\r\n$7\r\nsummary\r\n$74\r\n"
+	"Stop listening for messages posted to channels matching the given patterns\r\n$5\r\n"
+	"since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n$153\r\n"
+	"O(N+M) where N is the number of patterns the client is already subscribed and M is the"
+	" number of total patterns subscribed in the system (by any client).\r\n$9\r\n"
+	"arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\n"
+	"pattern\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 
 static const char quit_info[] =
 	"*10\r\n$4\r\nquit\r\n:-1\r\n~6\r\n+noscript\r\n+loading\r\n+stale\r\n+fast\r\n"
@@ -1129,6 +1195,18 @@ static const char unlink_docs[] =
 	"$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
 	"~1\r\n+multiple\r\n";
 
+static const char unsubscribe_info[] =
+	"*10\r\n$11\r\nunsubscribe\r\n:-1\r\n~4\r\n+pubsub\r\n+noscript\r\n+loading\r\n"
+	"+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char unsubscribe_docs[] =
+	"%5\r\n$7\r\nsummary\r\n$56\r\n"
+	"Stop listening for messages posted to the given channels\r\n$5\r\nsince\r\n$5\r\n"
+	"2.0.0\r\n$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n$70\r\n"
+	"O(N) where N is the number of clients already subscribed to a channel.\r\n$9\r\n"
+	"arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+	"$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
+
 static const char wait_info[] =
 	"*10\r\n$4\r\nwait\r\n:3\r\n~1\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
 	"+@connection\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\n"
@@ -1177,19 +1255,23 @@ static const struct entry entries[] = {
 	E("cf.info", cf_info),
 	E("cf.insert", cf_insert),
 	E("cf.insertnx", cf_insertnx),
+	E("cf.loadchunk", cf_loadchunk),
 	E("cf.mexists", cf_mexists),
 	E("cf.reserve", cf_reserve),
+	E("cf.scandump", cf_scandump),
 	E("client", client),
 	E("command", command),
 	E("config", config),
 	E("dbsize", dbsize),
 	E("del", del),
+	E("discard", discard),
 	E("echo", echo),
 	E("exec", exec),
 	E("exists", exists),
 	E("expire", expire),
 	E("expireat", expireat),
 	E("filters", filters),
+	E("forget", forget),
 	E("get", get),
 	E("hello", hello),
 	E("info", info),
@@ -1201,8 +1283,10 @@ static const struct entry entries[] = {
 	E("pexpire", pexpire),
 	E("pexpireat", pexpireat),
 	E("ping", ping),
+	E("psubscribe", psubscribe),
 	E("pttl", pttl),
 	E("publish", publish),
+	E("punsubscribe", punsubscribe),
 	E("quit", quit),
 	E("readonly", readonly),
 	E("readwrite", readwrite),
@@ -1221,6 +1305,7 @@ static const struct entry entries[] = {
 	E("ttl", ttl),
 	E("type", type),
 	E("unlink", unlink),
+	E("unsubscribe", unsubscribe),
 	E("wait", wait),
 };
 #define NENTRIES (sizeof(entries) / sizeof(entries[0]))

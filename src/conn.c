@@ -39,6 +39,7 @@ static void	on_write(evutil_socket_t, short, void *);
 static void	process_input(struct conn *);
 static void	conn_service(struct conn *);
 static int	has_work(const struct conn *);
+static const struct session_ops conn_session_ops;
 
 /* Refused requests allowed before AUTH; the last one closes the client. */
 #define AUTH_STRIKES	3
@@ -108,6 +109,7 @@ conn_new(struct conns *set, int fd, int is_unix, const char *peer)
 		return NULL;
 	c->set = set;
 	c->s.core = core;
+	c->s.ops = &conn_session_ops;
 	c->fd = fd;
 	c->s.id = ++set->next_id;
 	c->is_unix = is_unix ? 1 : 0;
@@ -308,7 +310,9 @@ process_resp(struct conn *c)
 	resp_limits_for(c, &lim);
 	if (buf_used(&c->in) < c->resp_need)
 		return 0;
-	if (c->s.authed &&
+	/* in MULTI, or subscribed in RESP2, every request is the general
+	 * path's (queued, or refused) */
+	if (c->s.authed && !session_general(&c->s) &&
 	    command_run_resp_simple(&c->s, &c->in, &c->out, &lim,
 	    COMMAND_SIMPLE_BATCH) > 0) {
 		c->resp_need = 0;
@@ -569,6 +573,10 @@ static void
 conn_finish(struct conn *c, int r)
 {
 	account(c);
+	if (c->doomed) {
+		conn_close(c, "killed");
+		return;
+	}
 	if (r == 0 && c->wait == NULL) {
 		if (c->quitting) {
 			conn_close(c, "QUIT");
@@ -611,6 +619,10 @@ conn_service(struct conn *c)
 {
 	int r;
 
+	if (c->doomed) {
+		conn_close(c, "killed");
+		return;
+	}
 	if (c->set->core->journal != NULL || c->held) {
 		conn_defer(c);
 		return;
@@ -641,6 +653,10 @@ conn_release_turn(struct conns *set, int hold)
 		/* c may be closed or queued again below */
 		next = c->tnext;
 		c->queued = 0;
+		if (c->doomed) {
+			conn_close(c, "killed");
+			continue;
+		}
 		if (c->held || (hold && c->s.journaled)) {
 			c->held = 1;	/* stays unreleased */
 			continue;
@@ -661,13 +677,16 @@ conn_release_turn(struct conns *set, int hold)
 void
 conn_release_held(struct conns *set)
 {
-	for (struct conn *c = set->head; c != NULL; c = c->next)
+	/* conn_service may close c (CLIENT KILL) */
+	for (struct conn *c = set->head, *next; c != NULL; c = next) {
+		next = c->next;
 		if (c->held) {
 			c->held = 0;
 			c->s.journaled = 0;
 			c->unreleased = 0;
 			conn_service(c);
 		}
+	}
 }
 
 /* ---- the set ---- */
@@ -774,6 +793,10 @@ on_write(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (c->doomed) {
+		conn_close(c, "killed");
+		return;
+	}
 	if (flush_output(c) == 0)
 		conn_service(c);
 }
@@ -793,3 +816,90 @@ conn_save_done(struct conn *c, int ok, const char *err)
 		reply_error(c, err);
 	conn_kick(c);
 }
+
+/* ---- what commands may ask of other connections (session_ops) ---- */
+
+/*
+ * Marks c to be closed from the loop, not now: a command is running (a
+ * PUBLISH going through its listeners, a CLIENT KILL through the set).
+ */
+static void
+doom(struct conn *c, const char *why)
+{
+	log_debug("client %llu (%s): %s", (unsigned long long)c->s.id,
+	    c->s.peer, why);
+	c->doomed = 1;
+	set_reading(c, 0);
+	event_active(c->ev_write, EV_WRITE, 0);
+}
+
+/*
+ * A pub/sub message for c. A listener that does not read is bounded as
+ * any client is, by output_buffer_limit: past it, it is dropped (Redis's
+ * client-output-buffer-limit for pubsub), never left to grow.
+ */
+static int
+conn_push(struct session *s, const char *p, size_t n)
+{
+	struct conn *c = (struct conn *)s;	/* s is its first member */
+
+	if (c->doomed)
+		return -1;
+	if (buf_used(&c->out) + n > c->set->core->cfg->output_buffer_limit) {
+		doom(c, "closed: pub/sub messages unread past "
+		    "output_buffer_limit");
+		return -1;
+	}
+	if (buf_append(&c->out, p, n) == -1) {
+		doom(c, "closed: out of memory for a pub/sub message");
+		return -1;
+	}
+	/* replies that wait for the turn's end keep the message behind
+	 * them; else it goes when the socket takes it */
+	if (c->queued || c->held)
+		c->unreleased += n;
+	else
+		set_writing(c, 1);
+	account(c);
+	return 0;
+}
+
+static int
+conn_matches(const struct conn *c, const struct session_match *m)
+{
+	if (m->id != 0 && c->s.id != m->id)
+		return 0;
+	if (m->addr != NULL && (strlen(c->s.peer) != m->addrl ||
+	    memcmp(c->s.peer, m->addr, m->addrl) != 0))
+		return 0;
+	switch (m->type) {
+	case SESSION_TYPE_NORMAL:
+		return c->s.nsubs == 0;
+	case SESSION_TYPE_PUBSUB:
+		return c->s.nsubs != 0;
+	case SESSION_TYPE_NONE:
+		return 0;
+	}
+	return 1;
+}
+
+/* CLIENT KILL: the caller, when it matches, is closed after its reply. */
+static long long
+conn_kill(struct session *caller, const struct session_match *m)
+{
+	struct conn	*me = (struct conn *)caller;
+	long long	 n = 0;
+
+	for (struct conn *c = me->set->head; c != NULL; c = c->next) {
+		if (c->doomed || (c == me && m->skipme) || !conn_matches(c, m))
+			continue;
+		n++;
+		if (c == me)
+			c->quitting = 1;
+		else
+			doom(c, "closed by CLIENT KILL");
+	}
+	return n;
+}
+
+static const struct session_ops conn_session_ops = { conn_push, conn_kill };

@@ -48,6 +48,8 @@ struct conn {
 	unsigned	 quitting:1;	/* QUIT: flush, then close */
 	unsigned	 queued:1;	/* on set->turn: replies not yet released */
 	unsigned	 held:1;	/* its 0s wait for a snapshot */
+	unsigned	 doomed:1;	/* CLIENT KILL, or pub/sub output over
+					 * the limit: closed from the loop */
 	size_t		 resp_need;	/* a partial RESP request needs this
 					 * many bytes of input at least */
 	struct save_wait *wait;		/* a SAVE it is waiting on */

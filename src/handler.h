@@ -14,6 +14,11 @@
  *   cmd_keyspace.c    filters as keys: DEL UNLINK TYPE KEYS SCAN EXPIRE...
  *                     and the line protocol's RESET
  *   cmd_info.c        INFO FILTERS SAVE DBSIZE
+ *   cmd_pubsub.c      SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH
+ *                     (the channels themselves: pubsub.c)
+ *   cmd_multi.c       MULTI EXEC DISCARD, and the queue they keep
+ *   cmd_replication.c ROLE REPLICAOF SLAVEOF and INFO's replication
+ *                     fields (issue 23: a primary without replicas)
  *   command.c         the table, dispatch, SEEN/CHECK and the fast paths
  */
 #ifndef SEEND_HANDLER_H
@@ -116,6 +121,28 @@ void	cmd_info(struct session *, struct op *, struct result *);
 void	cmd_filters(struct session *, struct op *, struct result *);
 void	cmd_save(struct session *, struct op *, struct result *);
 void	cmd_dbsize(struct session *, struct op *, struct result *);
+/* cmd_pubsub.c */
+void	cmd_subscribe(struct session *, struct op *, struct result *);
+void	cmd_unsubscribe(struct session *, struct op *, struct result *);
+void	cmd_publish(struct session *, struct op *, struct result *);
+/* cmd_multi.c */
+void	cmd_multi(struct session *, struct op *, struct result *);
+void	cmd_exec(struct session *, struct op *, struct result *);
+void	cmd_discard(struct session *, struct op *, struct result *);
+/* A command sent inside MULTI: queued, +QUEUED (or an error that makes
+ * EXEC answer -EXECABORT). */
+void	command_multi_queue(struct session *, struct op *, struct result *);
+/* A command refused inside MULTI (unknown, arity): EXEC will abort. */
+void	command_multi_error(struct session *);
+/* The queue goes (DISCARD, EXEC, the session's end). */
+void	command_multi_end(struct session *);
+/* cmd_replication.c */
+void	cmd_role(struct session *, struct op *, struct result *);
+void	cmd_replicaof(struct session *, struct op *, struct result *);
+/* This run's id (40 hex digits, random per start), for INFO's run_id. */
+const char	*command_run_id(void);
+/* INFO's replication fields, as "name value" lines, into b. */
+void		 command_info_replication(struct buf *b);
 
 /* The table, for COMMAND COUNT and INFO's counters. */
 const struct command *command_table(size_t *n);

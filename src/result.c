@@ -113,8 +113,10 @@ encode_text_resp(struct buf *out, const struct result *r, int resp3)
 	struct buf	 t = { 0 };
 	int		 rc;
 
-	/* nothing (an unknown INFO section) is an empty string */
-	if (r->len > 0 && buf_append_str(&t, "# Seend\r\n") == -1)
+	/* nothing (an unknown INFO section) is an empty string; text that
+	 * begins with its own section header has no "# Seend" */
+	if (r->len > 0 && r->text[0] != '#' &&
+	    buf_append_str(&t, "# Seend\r\n") == -1)
 		return -1;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -126,7 +128,8 @@ encode_text_resp(struct buf *out, const struct result *r, int resp3)
 			return -1;
 		}
 		sp = memchr(t.data + t.len - n, ' ', n);
-		if (sp != NULL)
+		/* a section header ("# Replication") stays as it is */
+		if (sp != NULL && p[0] != '#')
 			t.data[sp - t.data] = ':';
 		p += n;
 	}

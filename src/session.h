@@ -2,17 +2,48 @@
  * session.h - what a command knows of the client that sent it: who it is
  * (id, peer, CLIENT SETNAME), whether it has authenticated, the protocol
  * it asked for (HELLO 3), and whether its replies of this loop turn
- * answered a key new (so the journal must hold them first), plus the core
- * it works on. A connection (conn.c) embeds one; handlers see nothing
- * else of it: no socket, buffer or event.
+ * answered a key new (so the journal must hold them first), its MULTI
+ * queue and pub/sub subscriptions, plus the core it works on. A
+ * connection (conn.c) embeds one; handlers see nothing else of it: no
+ * socket, buffer or event (session_ops is what it lends them).
  */
 #ifndef SEEND_SESSION_H
 #define SEEND_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct core;
 struct dump_load;
+struct session;
+struct multi;
+struct pubsub_subs;
+
+/* CLIENT KILL's filters (cmd_connection.c parses them). */
+#define SESSION_TYPE_ANY	0
+#define SESSION_TYPE_NORMAL	1
+#define SESSION_TYPE_PUBSUB	2
+#define SESSION_TYPE_NONE	3	/* master, replica, slave: none yet */
+struct session_match {
+	int		 type;		/* SESSION_TYPE_* */
+	uint64_t	 id;		/* 0: any */
+	const char	*addr;		/* ip:port, or NULL: any */
+	size_t		 addrl;
+	int		 skipme;	/* spare the caller */
+};
+
+/*
+ * What a command may ask of other connections, lent by the connection
+ * layer (conn.c sets it; handlers never see a socket): push appends bytes
+ * (a pub/sub message) to s's replies, or drops s when its unread replies
+ * would pass output_buffer_limit (-1); kill closes the sessions that match
+ * (after the caller's reply, when it is one of them) and counts them.
+ */
+struct session_ops {
+	int		(*push)(struct session *, const char *, size_t);
+	long long	(*kill)(struct session *caller,
+			    const struct session_match *);
+};
 
 struct session {
 	struct core	*core;
@@ -27,6 +58,20 @@ struct session {
 	 * dropped with the session (command_session_end) */
 	struct dump_load *load;
 	char		 load_name[65];
+	const struct session_ops *ops;
+	/* MULTI: the commands queued for EXEC (cmd_multi.c), or NULL */
+	struct multi	*multi;
+	/* SUBSCRIBE, PSUBSCRIBE: what it listens to (pubsub.c) */
+	struct pubsub_subs *subs;
+	unsigned	 nsubs;		/* channels and patterns */
 };
+
+/* Whether s's RESP requests must all take the general path: queued by
+ * MULTI, or limited to pub/sub commands (subscribed, RESP2). */
+static inline int
+session_general(const struct session *s)
+{
+	return s->multi != NULL || (s->nsubs != 0 && !s->resp3);
+}
 
 #endif
