@@ -173,17 +173,23 @@ def ping_stays_fast_while_a_reload_creates_a_huge_filter(t):
     worst, took = huge_reload(t, s, c, cap, "huge")
     print("# the reload took %.2f s; the slowest PING %.2f ms"
           % (took, worst * 1000))
-    if worst >= 0.010 * SLOW:
-        # a stall of the loop comes back every time; a hiccup of this
-        # shared machine (seen up to 50 ms with other jobs running) not
+    # A loop that stalls while the filter is made answers no PING for
+    # about as long as the reload takes; one that does not answers within
+    # milliseconds. On this shared machine a busy neighbour stretches both
+    # alike (seen: a 27 s reload, PINGs up to 100 ms), so the bound is the
+    # larger of 10 ms and a twentieth of the reload, never a stall's.
+    def bound(took):
+        return max(0.010 * SLOW, took / 20)
+    if worst >= bound(took):
+        # a stall comes back every time; a hiccup of the machine not
         s.write_config("snapshot_interval = 0\njournal = off\n")
         s.send_signal(signal.SIGHUP)
         time.sleep(1)
         worst, took = huge_reload(t, s, c, cap, "huge2")
         print("# again: the reload took %.2f s; the slowest PING %.2f ms"
               % (took, worst * 1000))
-    t.ok(worst < 0.010 * SLOW, "PING within 10 ms during the reload: "
-         "%.2f ms" % (worst * 1000))
+    t.ok(worst < bound(took), "PING within %.0f ms during a reload of "
+         "%.2f s: %.2f ms" % (bound(took) * 1000, took, worst * 1000))
     t.eq(c.cmd("SEEN https://x/1"), "0")
     c.close()
     s.kill9()
