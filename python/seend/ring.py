@@ -557,6 +557,20 @@ class Ring:
         return self._batch(b"CHECK", keys if isinstance(keys, list)
                            else list(keys), filter, batch)
 
+    def forget(self, key: Key, filter: Optional[str] = None) -> bool:
+        """
+        Forgets ``key`` on its node: True if the node's filter held it,
+        False if not.  Only a filter of ``type = cuckoo`` forgets (see
+        ``Client.forget``); forget only keys that were recorded.
+        """
+        return self._batch(b"FORGET", [key], filter, 1)[0]
+
+    def forget_many(self, keys: Sequence[Key], filter: Optional[str] = None,
+                    batch: int = 30000) -> List[bool]:
+        """``forget`` for every key, sent to the nodes like ``seen_many``."""
+        return self._batch(b"FORGET", keys if isinstance(keys, list)
+                           else list(keys), filter, batch)
+
     # ---- every node ----
 
     def _each(self, call):

@@ -480,5 +480,33 @@ def errors_and_lost_nodes_name_the_node_and_nothing_is_resent(t):
          "restart")
 
 
+@test
+def ring_forget_forgets_on_the_keys_node_only(t):
+    """Ring.forget_many goes to each key's node: the forgotten keys answer
+    False there afterwards (a false positive aside), the others stay."""
+    cuckoo = FILTERS.replace("[filter.default]\n",
+                             "[filter.default]\ntype = cuckoo\n")
+    nodes = start_nodes(t, 3, cuckoo)
+    keys = ["https://forget%d.example/p/%d" % (i % 41, i)
+            for i in range(6000)]
+    with seend.Ring([addr(s) for s in nodes], timeout=60 * SLOW) as ring:
+        new = ring.seen_many(keys)
+        rec = [k for k, was in zip(keys, new) if not was]
+        gone, kept = rec[::2], rec[1::2]
+        t.eq(ring.forget_many(gone).count(True), len(gone),
+             "every recorded key forgotten")
+        t.ok(ring.forget(kept[0]), "Ring.forget of a held key")
+        kept = kept[1:]
+        t.eq(ring.check_many(kept).count(True), len(kept),
+             "the kept keys stay held")
+        back = ring.check_many(gone).count(True)
+        t.ok(back <= fp_allowed(len(gone)), "forgotten keys held again: %d "
+             "(false positives allowed: %d)" % (back, fp_allowed(len(gone))))
+        route = ring.node_indexes(kept)
+    h = held(nodes, kept)
+    t.eq(sum(1 for i, j in enumerate(route) if not h[j][i]), 0,
+         "every kept key on its own node")
+
+
 if __name__ == "__main__":
     run()
