@@ -389,7 +389,7 @@ filter_hash(const struct filter *f, const void *key, size_t len)
 }
 
 /* The blocks a lookup of h reads, one per slice. */
-static inline void
+static inline __attribute__((always_inline)) void
 filter_prefetch(const struct filter *f, uint64_t h)
 {
 	if (f->simple) {
