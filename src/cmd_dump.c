@@ -134,13 +134,18 @@ dump_capture(struct dump_out *d, struct filter *f)
 	d->img.cuckoo = filter_is_cuckoo(f);
 	d->img.max_kicks = f->max_kicks;
 	d->img.forgotten = f->forgotten;
-	/* a cuckoo filter's tables are copied now: out of memory */
-	if (filter_capture(f, d->img.slices, d->owners) == -1) {
+	/* a cuckoo filter's tables are copied: out of memory; a dump
+	 * reads its copies from the first chunk, so they are filled now */
+	switch (filter_capture(f, d->img.slices, d->owners)) {
+	case -1:
 		free(d->owners);
 		free(d->img.slices);
 		d->owners = NULL;
 		d->img.slices = NULL;
 		return -1;
+	case 1:
+		filter_capture_finish(d->owners, n);
+		break;
 	}
 	for (size_t i = 0; i < n; i++)
 		d->img.count += d->img.slices[i].count;

@@ -3,11 +3,15 @@
  * lookups, deletes and the common adds are inline in cuckoo.h.
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "cuckoo.h"
+
+static void	cow_end(struct cuckoo *);
 
 #define HUGE_PAGE	(2UL << 20)
 #define HUGE_PAGE_MIN	(4 * HUGE_PAGE)
@@ -163,6 +167,8 @@ cuckoo_create(struct cuckoo *c, uint64_t capacity, double error_rate,
 void
 cuckoo_free(struct cuckoo *c)
 {
+	if (c->cow != NULL)
+		cow_end(c);
 	if (c->table != NULL)
 		munmap(c->table, c->map_bytes);
 	memset(c, 0, sizeof(*c));
@@ -230,6 +236,118 @@ cuckoo_add_slow(struct cuckoo *c, uint64_t fp, uint64_t i1, uint64_t i2,
 		fp = old;
 	}
 	return -1;
+}
+
+/* ---- copy-on-write ---- */
+
+/* A chunk is copied whole, by the step or by the first change in it. */
+#define COW_CHUNK	((uint64_t)64 << 10)
+
+struct cuckoo_cow {
+	uint8_t		*dst;
+	uint64_t	 bytes;		/* of the table */
+	uint64_t	 nchunks, left;	/* chunks in all, not yet copied */
+	uint64_t	 next;		/* where the step looks first */
+	uint64_t	*done;		/* a bit per chunk */
+};
+
+static void
+cow_copy(struct cuckoo *c, uint64_t k)
+{
+	struct cuckoo_cow	*w = c->cow;
+	uint64_t		 off = k * COW_CHUNK, n;
+
+	if (w->done[k / 64] & (1ULL << (k % 64)))
+		return;
+	n = w->bytes - off < COW_CHUNK ? w->bytes - off : COW_CHUNK;
+	memcpy(w->dst + off, c->table + off, (size_t)n);
+	w->done[k / 64] |= 1ULL << (k % 64);
+	w->left--;
+}
+
+static void
+cow_end(struct cuckoo *c)
+{
+	free(c->cow->done);
+	free(c->cow);
+	c->cow = NULL;
+}
+
+int
+cuckoo_cow_start(struct cuckoo *c, struct cuckoo *dst)
+{
+	struct cuckoo_cow *w;
+
+	if (c->cow != NULL || dst->nbuckets != c->nbuckets ||
+	    dst->fpbits != c->fpbits || (w = calloc(1, sizeof(*w))) == NULL)
+		return -1;
+	w->dst = dst->table;
+	w->bytes = cuckoo_table_bytes(c);
+	w->nchunks = w->left = (w->bytes + COW_CHUNK - 1) / COW_CHUNK;
+	if ((w->done = calloc((size_t)(w->nchunks + 63) / 64,
+	    sizeof(*w->done))) == NULL) {
+		free(w);
+		return -1;
+	}
+	dst->count = c->count;
+	c->cow = w;
+	if (w->left == 0)
+		cow_end(c);
+	return 0;
+}
+
+int
+cuckoo_cow_is(const struct cuckoo *c, const struct cuckoo *dst)
+{
+	return c->cow != NULL && c->cow->dst == dst->table;
+}
+
+void
+cuckoo_cow_touch(struct cuckoo *c, uint64_t off)
+{
+	uint64_t last = off + 7 < c->cow->bytes ? off + 7 : c->cow->bytes - 1;
+
+	cow_copy(c, off / COW_CHUNK);
+	cow_copy(c, last / COW_CHUNK);
+	if (c->cow->left == 0)
+		cow_end(c);
+}
+
+int
+cuckoo_cow_step(struct cuckoo *c, size_t max_bytes)
+{
+	struct cuckoo_cow	*w = c->cow;
+	uint64_t		 budget = max_bytes;
+
+	if (w == NULL)
+		return 1;
+	while (w->left > 0 && w->next < w->nchunks) {
+		int copied = !(w->done[w->next / 64] &
+		    (1ULL << (w->next % 64)));
+
+		cow_copy(c, w->next++);
+		if (copied && (budget = budget > COW_CHUNK ? budget -
+		    COW_CHUNK : 0) == 0)
+			break;
+	}
+	if (w->left > 0)
+		return 0;
+	cow_end(c);
+	return 1;
+}
+
+void
+cuckoo_cow_finish(struct cuckoo *c)
+{
+	while (!cuckoo_cow_step(c, SIZE_MAX))
+		;
+}
+
+void
+cuckoo_cow_cancel(struct cuckoo *c)
+{
+	if (c->cow != NULL)
+		cow_end(c);
 }
 
 uint64_t

@@ -65,7 +65,11 @@
  * Concurrency: unlike a Bloom filter, an add moves fingerprints and a
  * delete clears them, so a reader on another thread could miss a key in
  * the middle of a walk: snapshots must not read the table while it
- * changes.
+ * changes. They read a copy instead, made without stopping the owner
+ * (cuckoo_cow_start): the copy is filled a chunk at a time by
+ * cuckoo_cow_step, and until it is whole every change first copies the
+ * chunks it is about to write, so the copy is the table as it was when
+ * the copy started.
  *
  * No I/O and no libevent here.
  */
@@ -109,6 +113,7 @@ struct cuckoo {
 	uint64_t	 seed;		/* XXH3 seed, kept in the snapshot */
 	uint64_t	 count;		/* fingerprints held */
 	size_t		 map_bytes;	/* the mapping, page-rounded */
+	struct cuckoo_cow *cow;		/* a copy in progress, or NULL */
 };
 
 /*
@@ -134,6 +139,22 @@ int	cuckoo_init(struct cuckoo *, uint64_t nbuckets, uint32_t fpbits,
 int	cuckoo_create(struct cuckoo *, uint64_t capacity, double error_rate,
 	    uint64_t seed);
 void	cuckoo_free(struct cuckoo *);
+/*
+ * Copy-on-write of c's table into dst, a table of the same shape
+ * (cuckoo_init'd, empty): starts it (0; -1 if a copy of c is already in
+ * progress, or out of memory), advances it by at least max_bytes (1 once
+ * the copy is whole: c no longer copies on change), or finishes it at
+ * once. cuckoo_cow_cancel stops it with dst unfinished (dst is going
+ * away). dst's count is c's at the start.
+ */
+int	cuckoo_cow_start(struct cuckoo *c, struct cuckoo *dst);
+int	cuckoo_cow_step(struct cuckoo *c, size_t max_bytes);
+void	cuckoo_cow_finish(struct cuckoo *c);
+void	cuckoo_cow_cancel(struct cuckoo *c);
+/* 1 if c is being copied into dst. */
+int	cuckoo_cow_is(const struct cuckoo *c, const struct cuckoo *dst);
+/* The chunks holding bytes [off, off + 8) are copied before a change. */
+void	cuckoo_cow_touch(struct cuckoo *c, uint64_t off);
 /* The kick walk of cuckoo_add, when both buckets are full. */
 int	cuckoo_add_slow(struct cuckoo *, uint64_t fp, uint64_t i1,
 	    uint64_t i2, uint64_t h);
@@ -228,6 +249,8 @@ cuckoo_bucket_put(struct cuckoo *c, uint64_t i, uint64_t b)
 	uint64_t bit = i * c->bucket_bits, w;
 	unsigned sh = (unsigned)(bit & 7);
 
+	if (__builtin_expect(c->cow != NULL, 0))
+		cuckoo_cow_touch(c, bit >> 3);
 	memcpy(&w, c->table + (bit >> 3), sizeof(w));
 	w = le64toh(w);
 	w = (w & ~(c->bucket_mask << sh)) | (b << sh);

@@ -197,6 +197,12 @@ slice_unref(struct slice *s)
 {
 	if (--s->refs > 0)
 		return;
+	if (s->cow_src != NULL) {
+		/* an unfinished copy: its source stops copying into it */
+		if (cuckoo_cow_is(&s->cow_src->cuckoo, &s->cuckoo))
+			cuckoo_cow_cancel(&s->cow_src->cuckoo);
+		slice_unref(s->cow_src);
+	}
 	__atomic_sub_fetch(&filter_memory_used, slice_map_bytes(s),
 	    __ATOMIC_RELAXED);
 	if (s->cuckoo.table != NULL)
@@ -273,28 +279,71 @@ filter_counts_changed(struct filter *f)
 }
 
 /*
- * A copy of a cuckoo slice for a snapshot job: unlike a Bloom array, a
+ * A copy of a cuckoo slice for a snapshot job: unlike a Bloom filter, a
  * table changes under a reader (kicks move fingerprints, forgets clear
- * them), so the job writes a copy taken now, on the loop. NULL if out of
- * memory (the job then owns the live slice: see filter_capture).
+ * them), so the job writes a copy. It is filled by copy-on-write from
+ * now on (*pending set), or at once when the slice is already being
+ * copied for another capture. NULL if out of memory.
  */
 static struct slice *
-cuckoo_copy(const struct slice *s)
+cuckoo_copy(struct slice *s, int *pending)
 {
 	struct slice *c;
 
 	if ((c = slice_make_cuckoo(s->cuckoo.nbuckets, s->cuckoo.fpbits,
 	    s->cuckoo.seed, s->capacity, s->error_rate, s->start_ms)) == NULL)
 		return NULL;
+	if (cuckoo_cow_start(&s->cuckoo, &c->cuckoo) == 0) {
+		slice_ref(s);
+		c->cow_src = s;
+		*pending = 1;
+		return c;
+	}
 	memcpy(c->cuckoo.table, s->cuckoo.table, cuckoo_table_bytes(&s->cuckoo));
 	c->cuckoo.count = s->cuckoo.count;
 	return c;
+}
+
+/* Fills copy by max_bytes more: 1 once it is whole. */
+static int
+copy_step(struct slice *copy, size_t max_bytes)
+{
+	struct slice *src = copy->cow_src;
+
+	if (src == NULL)
+		return 1;
+	/* another copy of src may have started since this one was done */
+	if (cuckoo_cow_is(&src->cuckoo, &copy->cuckoo) &&
+	    !cuckoo_cow_step(&src->cuckoo, max_bytes))
+		return 0;
+	copy->cow_src = NULL;
+	slice_unref(src);
+	return 1;
+}
+
+int
+filter_capture_step(struct slice **owners, size_t n, size_t max_bytes)
+{
+	int done = 1;
+
+	for (size_t i = 0; i < n; i++)
+		done &= copy_step(owners[i], max_bytes);
+	return done;
+}
+
+void
+filter_capture_finish(struct slice **owners, size_t n)
+{
+	while (!filter_capture_step(owners, n, SIZE_MAX))
+		;
 }
 
 int
 filter_capture(struct filter *f, struct snapshot_slice *out,
     struct slice **owners)
 {
+	int pending = 0;
+
 	for (size_t i = 0; i < filter_nall(f); i++)
 		owners[i] = NULL;
 	for (size_t i = 0; i < filter_nall(f); i++) {
@@ -302,7 +351,7 @@ filter_capture(struct filter *f, struct snapshot_slice *out,
 		struct snapshot_slice	*d = &out[i];
 
 		if (s->cuckoo.table != NULL) {
-			if ((owners[i] = cuckoo_copy(s)) == NULL) {
+			if ((owners[i] = cuckoo_copy(s, &pending)) == NULL) {
 				for (size_t j = 0; j < i; j++)
 					slice_unref(owners[j]);
 				return -1;
@@ -327,7 +376,7 @@ filter_capture(struct filter *f, struct snapshot_slice *out,
 		d->merged = i >= f->nslices;
 		d->seed = d->merged ? s->seed : 0;
 	}
-	return 0;
+	return pending;
 }
 
 int

@@ -105,6 +105,9 @@ struct slice {
 	int		 refs;		/* the filter's and snapshot jobs' */
 	/* merged slices (MERGE): the seed their keys were hashed with */
 	uint64_t	 seed;
+	/* a snapshot's copy of a cuckoo slice being filled by
+	 * copy-on-write: the live slice (referenced) it comes from */
+	struct slice	*cow_src;
 };
 
 struct filter {
@@ -254,10 +257,19 @@ struct snapshot_slice;
  * for filter_nall): each referenced in owners (the caller unrefs them),
  * with its count and bits set taken now (a snapshot job, a dump). A
  * cuckoo slice is copied (a table changes under a reader): owners then
- * holds the copy. -1 if out of memory (no reference is left taken).
+ * holds the copy, filled by copy-on-write (cuckoo_cow_start) so that the
+ * loop never stops for it; the image is the table as it is now however
+ * long the filling takes. Returns 0 when every copy is whole, 1 while
+ * some are being filled (filter_capture_step), -1 if out of memory (no
+ * reference is left taken).
  */
 int		 filter_capture(struct filter *, struct snapshot_slice *out,
 		    struct slice **owners);
+/* Fills the copies of a capture by at least max_bytes more: 1 once all
+ * n are whole. filter_capture_finish fills them now. */
+int		 filter_capture_step(struct slice **owners, size_t n,
+		    size_t max_bytes);
+void		 filter_capture_finish(struct slice **owners, size_t n);
 /* A filter of that shape with no slice yet and the given seed (MERGE's
  * new destination: its slices come from the merge). */
 struct filter	*filter_new_empty(const char *name,

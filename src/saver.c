@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@ struct save_job {
 	uint64_t		 mutations;
 	unsigned		 gen;		/* f->dir_gen at submission */
 	uint64_t		 jseq;		/* the journal's segment then */
+	/* its cuckoo tables' copies are still being filled on the loop
+	 * (saver_work): the worker passes it by until they are whole */
+	int			 copying;
 	struct save_wait	**waits;	/* SAVEs it answers */
 	size_t			 nwaits;
 	int			 ok;
@@ -67,6 +71,22 @@ now_secs(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The first queued job whose copies are whole, out of the queue; NULL
+ * if none. Under the mutex. */
+static struct save_job *
+take_ready(struct saver *sv)
+{
+	struct save_job **pp, *job;
+
+	for (pp = &sv->queue; (job = *pp) != NULL; pp = &job->next)
+		if (!job->copying) {
+			if ((*pp = job->next) == NULL)
+				sv->queue_tail = pp;
+			return job;
+		}
+	return NULL;
+}
+
 static void *
 worker(void *arg)
 {
@@ -77,13 +97,10 @@ worker(void *arg)
 
 	pthread_mutex_lock(&sv->mtx);
 	for (;;) {
-		while (sv->queue == NULL && !sv->stop)
+		while ((job = take_ready(sv)) == NULL && !sv->stop)
 			pthread_cond_wait(&sv->cond, &sv->mtx);
-		if (sv->queue == NULL)
+		if (job == NULL)
 			break;
-		job = sv->queue;
-		if ((sv->queue = job->next) == NULL)
-			sv->queue_tail = &sv->queue;
 		sv->running = 1;
 		pthread_mutex_unlock(&sv->mtx);
 
@@ -266,15 +283,20 @@ capture(struct save_job *job, struct filter *f, struct journal *j)
 	job->info.growth = f->growth;
 	job->info.expire_ms = (uint64_t)f->expire_ms;
 	job->info.cuckoo = filter_is_cuckoo(f);
+	job->copying = 0;
 	job->info.max_kicks = f->max_kicks;
 	job->info.forgotten = f->forgotten;
 	/* a cuckoo filter's replay starts after this point */
 	if (j != NULL)
 		job->info.joff = journal_position(j, &job->info.jseq);
-	if (filter_capture(f, job->slices, job->owners) == -1) {
+	switch (filter_capture(f, job->slices, job->owners)) {
+	case -1:
 		free(job->slices);
 		free(job->owners);
 		return -1;
+	case 1:
+		job->copying = 1;
+		break;
 	}
 	job->mutations = filter_mutations(f);
 	return 0;
@@ -316,8 +338,15 @@ coalesce(struct saver *sv, struct filter *f, const char *dir,
 		if (job->filter == f && strcmp(job->dir, dir) == 0)
 			break;
 	if (job != NULL) {
-		struct save_job fresh = *job;
+		struct save_job fresh;
 
+		/* its copies are whole before the new ones start: a table is
+		 * copied for one capture at a time */
+		if (job->copying) {
+			filter_capture_finish(job->owners, job->info.nslices);
+			job->copying = 0;
+		}
+		fresh = *job;
 		if (capture(&fresh, f, sv->journal) == -1)
 			r = -1;
 		else if (add_wait(job, w) == -1) {
@@ -328,6 +357,7 @@ coalesce(struct saver *sv, struct filter *f, const char *dir,
 			job->info = fresh.info;
 			job->slices = fresh.slices;
 			job->owners = fresh.owners;
+			job->copying = fresh.copying;
 			job->mutations = fresh.mutations;
 			job->gen = f->dir_gen;
 			job->jseq = sv->journal ? journal_seq(sv->journal) : 0;
@@ -395,9 +425,31 @@ saver_busy(const struct saver *sv)
 	return sv->pending;
 }
 
+int
+saver_work(struct saver *sv, size_t max_bytes)
+{
+	struct save_job	*job;
+	int		 more = 0;
+
+	pthread_mutex_lock(&sv->mtx);
+	for (job = sv->queue; job != NULL; job = job->next) {
+		if (!job->copying)
+			continue;
+		if (filter_capture_step(job->owners, job->info.nslices,
+		    max_bytes)) {
+			job->copying = 0;
+			pthread_cond_signal(&sv->cond);
+		} else
+			more = 1;
+	}
+	pthread_mutex_unlock(&sv->mtx);
+	return more;
+}
+
 void
 saver_drain(struct saver *sv)
 {
+	(void)saver_work(sv, SIZE_MAX);
 	pthread_mutex_lock(&sv->mtx);
 	while (sv->queue != NULL || sv->running)
 		pthread_cond_wait(&sv->idle, &sv->mtx);

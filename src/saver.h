@@ -49,6 +49,13 @@ void		 saver_wait_done(struct saver *, struct save_wait *w);
 /* Jobs queued or running. */
 int		 saver_busy(const struct saver *);
 /* Blocks until every queued job is written, then processes completions. */
+/*
+ * Fills, by at least max_bytes each, the copies of cuckoo tables that
+ * queued jobs wait for (filter_capture), a step per loop turn so that a
+ * big table never stops the loop; a job goes to the worker once its
+ * copies are whole. Returns 1 while some remain.
+ */
+int		 saver_work(struct saver *, size_t max_bytes);
 void		 saver_drain(struct saver *);
 void		 saver_stop(struct saver *);
 

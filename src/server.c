@@ -38,6 +38,8 @@
 #define LISTEN_BACKLOG		1024
 #define ACCEPTS_PER_EVENT	64
 #define SHUTDOWN_FLUSH_SECS	5
+/* bytes of cuckoo tables copied per loop turn for snapshots (~1 ms) */
+#define SAVER_COPY_STEP		((size_t)4 << 20)
 
 /* ---- listeners ---- */
 
@@ -1022,6 +1024,7 @@ server_start(struct server *srv)
  *      key are held until the fault ends (step 5 lets them go);
  *   5. timers: the once-a-second work (server_tick);
  *   6. background work: a bounded step of a merge under way (MERGE),
+ *      and of the copies of cuckoo tables snapshots wait for (saver),
  *      so that a big one never holds the loop; while work remains the
  *      next turn does not wait for events.
  * As Redis's beforeSleep writes the AOF and then flushes clients. A turn
@@ -1050,7 +1053,8 @@ server_turn(struct server *srv)
 		server_tick(srv);
 	}
 	/* 6 */
-	srv->work_pending = command_work(&srv->core);
+	srv->work_pending = command_work(&srv->core) |
+	    saver_work(srv->core.saver, SAVER_COPY_STEP);
 }
 
 int

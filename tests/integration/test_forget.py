@@ -24,6 +24,7 @@ import math
 import os
 import random
 import subprocess
+import threading
 
 from seendtest import *
 
@@ -614,6 +615,43 @@ def runtime_filters_and_their_keys_outlive_kill9_before_a_snapshot(t):
     t.ok(all(a == "1" for a in cmds(c, "CHECK", "bf", ks)),
          "every bf key after kill -9")
     t.eq(r.cmd("SCARD", "set"), 100, "SCARD set after kill -9")
+    t.eq(s.stop(), 0, "SIGTERM")
+
+
+@test
+def snapshot_of_a_big_table_while_it_changes_then_kill9(t):
+    """A table of ~40 MB is copied for its snapshot a few MiB per loop
+    turn (copy-on-write) while another client records and forgets keys:
+    the file is the table as it was at SAVE, the journal holds the rest,
+    and after kill -9 every answer is the same."""
+    rate = 0.01
+    total = n(200000)
+    filters = BLOOM_DEFAULT + cuckoo("cf", 30000000 if not WRAPPER else
+                                     3000000, rate)
+    s = Server(t, "journal = always\nsnapshot_interval = 0\n",
+               filters=filters).start()
+    c = s.client(timeout=60)
+    recorded = record(t, c, "cf", keys_of("k", total), rate, "records")
+    other = s.client(timeout=120 * SLOW)
+    result = {}
+
+    def save():
+        result["save"] = other.cmd("SAVE cf")
+    th = threading.Thread(target=save)
+    th.start()
+    forget_all(t, c, "cf", recorded[::3], "forgets during the SAVE")
+    more = record(t, c, "cf", keys_of("k4", total // 2), rate,
+                  "records during the SAVE")
+    th.join(120 * SLOW)
+    t.eq(result.get("save"), "OK", "SAVE cf")
+    forget_all(t, c, "cf", more[::5], "forgets after the SAVE")
+    probe = keys_of("k", total) + keys_of("k4", total // 2) + \
+        keys_of("fresh", n(20000))
+    before = answers(c, "cf", probe)
+    s.kill9()
+    s.start()
+    c = s.client(timeout=60)
+    same_answers(t, c, "cf", probe, before, "after kill -9")
     t.eq(s.stop(), 0, "SIGTERM")
 
 

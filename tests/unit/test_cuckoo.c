@@ -9,6 +9,7 @@
  * reproduces.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -702,6 +703,67 @@ test_deterministic(void)
 	cuckoo_free(&b);
 }
 
+/*
+ * Copy-on-write (cuckoo_cow_*): a table of many 64 KiB chunks is copied
+ * in small steps while keys are added (kicks) and deleted; whole, the
+ * copy is byte for byte the table when the copy started, its count
+ * too, and the table itself went on changing.
+ */
+static void
+test_cow(void)
+{
+	struct cuckoo	 c, d, e;
+	uint64_t	 s = 99, t, n = 0, len, steps = 0;
+	unsigned char	*at_start;
+	int		 whole = 0, changed;
+
+	if (cuckoo_create(&c, 600000, 0.001, 5) == -1 ||
+	    cuckoo_init(&d, c.nbuckets, c.fpbits, 5) == -1 ||
+	    cuckoo_init(&e, c.nbuckets, c.fpbits, 5) == -1)
+		exit(2);
+	len = cuckoo_table_bytes(&c);
+	for (uint64_t i = 0; i < 400000; i++)
+		n += cuckoo_add(&c, splitmix64(&s)) == 0;
+	if ((at_start = malloc(len)) == NULL)
+		exit(2);
+	memcpy(at_start, c.table, len);
+	ok(len > 16 * 65536 && cuckoo_cow_start(&c, &d) == 0 && c.cow != NULL,
+	    "cow: a copy of %" PRIu64 " bytes starts", len);
+	ok(cuckoo_cow_start(&c, &e) == -1 && cuckoo_cow_is(&c, &d) &&
+	    !cuckoo_cow_is(&c, &e), "cow: one copy of a table at a time");
+	/* a step copies at least one chunk: three leave most to do */
+	for (; steps < 3; steps++)
+		whole |= cuckoo_cow_step(&c, 4096);
+	ok(!whole && c.cow != NULL, "cow: not whole after %" PRIu64 " steps "
+	    "of one chunk", steps);
+	/* changes anywhere copy their chunks first; random ones soon
+	 * touch every chunk, which ends the copy by itself */
+	t = 5;
+	for (uint64_t i = 0; i < 150000; i++) {
+		(void)cuckoo_add(&c, splitmix64(&s));
+		if (i % 3 == 0)
+			(void)cuckoo_delete(&c, splitmix64(&t));
+		if (i % 2000 == 0)
+			(void)cuckoo_cow_step(&c, 4096);
+	}
+	cuckoo_cow_finish(&c);
+	changed = memcmp(c.table, at_start, len) != 0;
+	ok(c.cow == NULL && memcmp(d.table, at_start, len) == 0 &&
+	    d.count == n && cuckoo_recount(&d) == n && changed, "cow: the copy "
+	    "is the table as it was at the start (%" PRIu64 " fingerprints); "
+	    "the table changed on", n);
+	/* a copy cancelled half way leaves the table copying nothing */
+	ok(cuckoo_cow_start(&c, &e) == 0 && cuckoo_cow_step(&c, 65536) == 0,
+	    "cow: a second copy starts once the first is whole");
+	cuckoo_cow_cancel(&c);
+	(void)cuckoo_add(&c, splitmix64(&s));
+	ok(c.cow == NULL, "cow: cancelled, changes copy nothing");
+	free(at_start);
+	cuckoo_free(&c);
+	cuckoo_free(&d);
+	cuckoo_free(&e);
+}
+
 int
 main(void)
 {
@@ -717,5 +779,6 @@ main(void)
 	test_deterministic();
 	test_million(0.01);
 	test_million(0.001);
+	test_cow();
 	return done_testing();
 }
