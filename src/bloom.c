@@ -200,10 +200,10 @@ bloom_create(struct bloom *b, uint64_t capacity, double error_rate,
 }
 
 int
-bloom_populate(struct bloom *b)
+bloom_populate_range(void *mem, size_t len)
 {
 	size_t	 page = (size_t)sysconf(_SC_PAGESIZE);
-	char	*p = (char *)b->words;
+	char	*p = mem;
 
 #ifdef MADV_POPULATE_WRITE
 	/* in 4 MiB steps (about 0.5 ms of zeroing each): each call holds
@@ -212,22 +212,28 @@ bloom_populate(struct bloom *b)
 	 * filter on another; 64 MiB steps let PING take 10 ms */
 	size_t step = (size_t)4 << 20, off = 0;
 
-	for (; off < b->map_bytes; off += step) {
-		size_t n = b->map_bytes - off < step ? b->map_bytes - off : step;
+	for (; off < len; off += step) {
+		size_t n = len - off < step ? len - off : step;
 
 		if (madvise(p + off, n, MADV_POPULATE_WRITE) == -1)
 			break;
 	}
-	if (off >= b->map_bytes)
+	if (off >= len)
 		return 0;
 	if (errno != EINVAL)
 		return -1;	/* ENOMEM: not enough memory for the filter */
 #endif
 	/* kernels before 5.14: a write per page faults it in (the pages are
 	 * zero, so writing zero changes nothing) */
-	for (size_t off = 0; off < b->map_bytes; off += page)
+	for (size_t off = 0; off < len; off += page)
 		__atomic_store_n(p + off, 0, __ATOMIC_RELAXED);
 	return 0;
+}
+
+int
+bloom_populate(struct bloom *b)
+{
+	return bloom_populate_range(b->words, b->map_bytes);
 }
 
 void

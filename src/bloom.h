@@ -78,6 +78,8 @@ void	bloom_free(struct bloom *);
  * rather than under traffic. Returns 0, or -1 with errno set.
  */
 int	bloom_populate(struct bloom *);
+/* The same for any zero mapping (a cuckoo table's). */
+int	bloom_populate_range(void *, size_t len);
 /* A random seed from getrandom(2), for a new filter. */
 uint64_t bloom_random_seed(void);
 /* Counts the 1 bits by reading the whole array (tests and tools; seend

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "bloom.h"
 #include "cuckoo.h"
 
 static void	cow_end(struct cuckoo *);
@@ -162,6 +163,12 @@ cuckoo_create(struct cuckoo *c, uint64_t capacity, double error_rate,
 		return -1;
 	}
 	return cuckoo_init(c, nbuckets, fpbits, seed);
+}
+
+int
+cuckoo_populate(struct cuckoo *c)
+{
+	return bloom_populate_range(c->table, c->map_bytes);
 }
 
 void

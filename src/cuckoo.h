@@ -139,6 +139,9 @@ int	cuckoo_init(struct cuckoo *, uint64_t nbuckets, uint32_t fpbits,
 int	cuckoo_create(struct cuckoo *, uint64_t capacity, double error_rate,
 	    uint64_t seed);
 void	cuckoo_free(struct cuckoo *);
+/* Faults the table's pages in now (a new filter's, before its keys), as
+ * bloom_populate: 0, or -1 (ENOMEM). */
+int	cuckoo_populate(struct cuckoo *);
 /*
  * Copy-on-write of c's table into dst, a table of the same shape
  * (cuckoo_init'd, empty): starts it (0; -1 if a copy of c is already in

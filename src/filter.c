@@ -1025,9 +1025,11 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 		refresh(f);
 		return f;
 	}
+	/* its pages are faulted in now, not by its first keys */
 	if (add_slice(f, now_ms(), why, sizeof(why)) == -1 ||
-	    (f->type == FILTER_TYPE_BLOOM &&
-	    bloom_populate(&f->head->bloom) == -1)) {
+	    (f->type == FILTER_TYPE_BLOOM ?
+	    bloom_populate(&f->head->bloom) :
+	    cuckoo_populate(&f->head->cuckoo)) == -1) {
 		snprintf(err, errlen, "filter %s: %s", name,
 		    f->head ? strerror(errno) : why);
 		filter_unref(f);
