@@ -97,18 +97,16 @@ cf_target(struct session *s, struct op *op, int nocreate, long long cap,
 }
 
 /*
- * 1 if the error r holds for an item f could not take is "no room" in a
- * fixed filter, which RedisBloom reports as "Filter is full" (CF.ADD) or
- * -1 (CF.INSERT); anything else (the journal, max_memory, a growing filter
- * that cannot grow) keeps seend's error.
+ * 1 if an item f could not take met a fixed filter with no room, which
+ * RedisBloom reports as "Filter is full" (CF.ADD) or -1 (CF.INSERT): a
+ * table that cannot take a key marks its fixed filter full (filter.c), so
+ * the flag says it. Anything else (the journal, max_memory) keeps
+ * seend's error.
  */
 static int
-no_room(const struct filter *f, const struct result *r)
+no_room(const struct filter *f)
 {
-	if (f->growth != 0 || f->held)
-		return 0;
-	return f->full || (r->kind == RESULT_ERROR && r->code != NULL &&
-	    r->len > 5 && memcmp(r->text, "full ", 5) == 0);
+	return f->growth == 0 && !f->held && f->full;
 }
 
 /* 1 for CF.ADDNX and CF.INSERTNX (as RedisBloom tells: the last letter). */
@@ -252,7 +250,7 @@ cmd_cf_add(struct session *s, struct op *op, struct result *r)
 	else
 		hit = command_add_copy(s, f, op->argv[2], op->argl[2], r);
 	if (hit == FILTER_FULL) {
-		if (no_room(f, r))
+		if (no_room(f))
 			result_bare(r, CF_FULL_TEXT);
 		return;
 	}
@@ -285,7 +283,7 @@ insert_items(struct session *s, struct op *op, struct filter *f, int first,
 		hit = nx ? command_dedup_key(s, f, key, len, 0, r) :
 		    command_add_copy(s, f, key, len, r);
 		if (hit == FILTER_FULL) {
-			if (!no_room(f, r)) {
+			if (!no_room(f)) {
 				failed = 1;	/* r holds the error */
 				break;
 			}

@@ -476,18 +476,28 @@ persist_make_room(struct core *core, size_t n)
 	return p->mode == JOURNAL_ALWAYS ? -1 : 0;
 }
 
-void
-persist_append_failed(struct core *core, struct filter *f, uint64_t h)
+/* One key's record of op that did not fit: written out to make room and
+ * tried again, else counted lost to the journal (a fault). */
+static void
+append_retry(struct core *core, struct filter *f, int op, uint64_t h)
 {
 	struct persist	*p = core->persist;
+	uint64_t	 now = (uint64_t)filter_now_ms;
 
 	if (errno == ENOBUFS && room_for(core, JOURNAL_APPEND_MAX) == 0 &&
-	    journal_append(p->j, f->name, strlen(f->name), f->seed, h,
-	    (uint64_t)filter_now_ms) == 0)
+	    (op == JOURNAL_OP_NEW ? journal_append(p->j, f->name, f->namelen,
+	    f->seed, h, now) : journal_append_op(p->j, op, f->name, f->namelen,
+	    f->seed, h, now)) == 0)
 		return;
 	p->lost++;
 	if (!p->fault)
 		enter_fault(core, "the journal's buffer is full");
+}
+
+void
+persist_append_failed(struct core *core, struct filter *f, uint64_t h)
+{
+	append_retry(core, f, JOURNAL_OP_NEW, h);
 }
 
 /* An 'r' (create) or 'x' (drop) record of runtime filter f. */
@@ -542,21 +552,13 @@ persist_filter_dropped(struct core *core, struct filter *f)
 void
 persist_key_op(struct core *core, struct filter *f, int op, uint64_t h)
 {
-	struct persist	*p = core->persist;
 	uint64_t	 now = (uint64_t)filter_now_ms;
 
 	if (core->journal == NULL)
 		return;
 	if (journal_append_op(core->journal, op, f->name, f->namelen, f->seed,
-	    h, now) == 0)
-		return;
-	if (errno == ENOBUFS && room_for(core, JOURNAL_APPEND_MAX) == 0 &&
-	    journal_append_op(p->j, op, f->name, f->namelen, f->seed, h,
-	    now) == 0)
-		return;
-	p->lost++;
-	if (!p->fault)
-		enter_fault(core, "the journal's buffer is full");
+	    h, now) == -1)
+		append_retry(core, f, op, h);
 }
 
 /* ---- emptying a filter ---- */
