@@ -1241,6 +1241,88 @@ filter_from_dump(const char *name, struct dump_image *img, char *err,
 	return f;
 }
 
+struct filter *
+filter_from_image(const char *name, int fd, struct filter_shape *shape,
+    char *err, size_t errlen)
+{
+	struct snapshot_header	 hdr;
+	struct snapshot_info	 info;
+	struct snapshot_slice	*ss = NULL;
+	struct filter		*f;
+
+	if (snapshot_verify_fd(fd, &hdr, err, errlen) == -1)
+		return NULL;
+	memset(shape, 0, sizeof(*shape));
+	shape->capacity = hdr.capacity;
+	shape->error_rate = hdr.error_rate;
+	shape->growth = hdr.growth;
+	shape->expire = hdr.expire_ms / 1000;
+	shape->type = hdr.cuckoo ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM;
+	if (snapshot_load_slices_fd(fd, name, hdr.capacity, hdr.error_rate,
+	    &info, &ss, err, errlen) != 1) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "filter %s: empty image", name);
+		return NULL;
+	}
+	if ((f = filter_from_slices(name, shape, &info, ss, err, errlen))
+	    == NULL)
+		return NULL;
+	f->expire_ms = (int64_t)info.expire_ms;
+	set_drop_at(f);
+	/* its journal positions were the primary's: nothing here */
+	f->loaded_at = 0;
+	f->loaded_jseq = f->loaded_joff = 0;
+	return f;
+}
+
+void
+filter_take(struct filter *dst, struct filter *src)
+{
+	uint64_t	 held = filter_count(dst);
+	struct slice	**sl, **mg;
+	size_t		 n, slots;
+
+	sl = dst->slices;
+	n = dst->nslices;
+	slots = dst->slots;
+	mg = dst->merged;
+	dst->slices = src->slices;
+	dst->nslices = src->nslices;
+	dst->slots = src->slots;
+	dst->head = src->head;
+	dst->merged = src->merged;
+	dst->nmerged = src->nmerged;
+	src->slices = sl;
+	src->nslices = n;
+	src->slots = slots;
+	src->merged = mg;
+	/* src's unref drops what dst held */
+	src->nmerged = 0;
+	for (size_t i = 0; i < n; i++)
+		slice_unref(sl[i]);
+	src->nslices = 0;
+	src->head = NULL;
+	dst->seed = src->seed;
+	dst->forgotten = src->forgotten;
+	dst->max_kicks = src->max_kicks;
+	dst->expire_ms = src->expire_ms;
+	dst->drop_at_ms = src->drop_at_ms;
+	dst->full = src->full;
+	dst->held = src->held;
+	dst->warned = src->warned;
+	if (dst->runtime) {
+		dst->capacity = src->capacity;
+		dst->error_rate = src->error_rate;
+		dst->growth = src->growth;
+	}
+	dst->loaded_at = 0;
+	dst->loaded_jseq = dst->loaded_joff = 0;
+	/* mutations only grow: it owes a snapshot of what it holds now */
+	dst->dropped += held + filter_count(dst) + 1;
+	dst->reshapes++;
+	refresh(dst);
+}
+
 void
 filter_reconfigure(struct filter *f, const struct filter_shape *shape,
     char *msg, size_t msglen)

@@ -218,6 +218,15 @@ struct filter	*filter_from_dump(const char *name, struct dump_image *img,
  */
 int		 filter_reseed(struct filter *, uint64_t seed);
 /*
+ * A filter from a snapshot file open at fd (a full sync's image): its
+ * shape, as the file says, in *shape. NULL with a message.
+ */
+struct filter	*filter_from_image(const char *name, int fd,
+		    struct filter_shape *shape, char *err, size_t errlen);
+/* dst takes src's keys, slices and seed (a replica's full sync); src is
+ * left empty for its owner to release. */
+void		 filter_take(struct filter *dst, struct filter *src);
+/*
  * Empties f (DEL of a config-file filter, RESET): every slice is let go
  * (a snapshot job that holds one keeps it until written), the hash seed
  * becomes seed, and f is what a new filter of its settings is - one empty

@@ -187,7 +187,10 @@ rec_size(uint32_t v, unsigned type)
 	case JOURNAL_REC_CREATE:
 		return v >= JOURNAL_VERSION ? JOURNAL_CREATE_SIZE : 0;
 	case JOURNAL_REC_DROP:
+	case JOURNAL_REC_DEADLINE:
 		return v >= JOURNAL_VERSION ? JOURNAL_DROP_SIZE : 0;
+	case JOURNAL_REC_OFFSET:
+		return v >= JOURNAL_VERSION ? JOURNAL_OFFSET_SIZE : 0;
 	case JOURNAL_REC_TIME:
 		return v == JOURNAL_VERSION_V1 ? JOURNAL_TIME_SIZE : 0;
 	case JOURNAL_REC_KEY:
@@ -310,6 +313,8 @@ struct reader {
 	uint64_t	 base;		/* file offset of buf[0] */
 	size_t		 have, pos;	/* bytes in buf, the next record */
 	unsigned char	 buf[READ_CHUNK];
+	/* journal_replay_mem: the bytes, instead of fd */
+	const unsigned char *mem;
 	char		*err;
 	size_t		 errlen;
 };
@@ -523,13 +528,16 @@ take_filter(struct reader *r, const unsigned char *p, uint64_t off,
 		    !(k.shape.error_rate > 0 && k.shape.error_rate < 1))
 			return damage(r, off, "bad create record");
 	} else {
-		k.drop = 1;
+		k.drop = p[0] == JOURNAL_REC_DROP;
+		k.deadline = !k.drop;
+		k.deadline_ms = (int64_t)get_le64(p + 16);
 		k.name = (const char *)p + 32;
 		k.seed = get_le64(p + 8);
 		k.time = get_le64(p + 24);
 		if (p[2] || p[3] || p[5] || p[6] || p[7] ||
-		    padded_name(p + 32, p[4]) == -1 || get_le64(p + 16) != 0)
-			return damage(r, off, "bad drop record");
+		    padded_name(p + 32, p[4]) == -1 ||
+		    (k.drop && get_le64(p + 16) != 0))
+			return damage(r, off, "bad drop or deadline record");
 	}
 	info->filters++;
 	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
@@ -575,6 +583,33 @@ take_reset(struct reader *r, const unsigned char *p, uint64_t off,
 }
 
 /* One whole record at file offset off, checksums verified. */
+/* An 'o' record: a replica's replication id and offset (journal.h). */
+static int
+take_offset(struct reader *r, const unsigned char *p, uint64_t off,
+    journal_replay_cb cb, void *arg)
+{
+	struct journal_key	 k;
+	char			 cberr[256];
+
+	if (p[2] || p[3] || get_le32(p + 4) || get_le32(p + 56))
+		return damage(r, off, "bad offset record");
+	for (size_t i = 0; i < JOURNAL_REPLID_LEN; i++)
+		if (p[16 + i] > 0x7e)
+			return damage(r, off, "bad offset record");
+	memset(&k, 0, sizeof(k));
+	k.repl = 1;
+	k.repl_offset = get_le64(p + 8);
+	memcpy(k.replid, p + 16, JOURNAL_REPLID_LEN);
+	k.seq = r->seq;
+	k.offset = off;
+	if (cb != NULL && cb(arg, &k, cberr, sizeof(cberr)) == -1) {
+		snprintf(r->err, r->errlen, "%s: record at byte offset %"
+		    PRIu64 ": %s", r->path, off, cberr);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 take_record(struct reader *r, const unsigned char *p, uint64_t off,
     journal_replay_cb cb, void *arg, struct journal_replay_info *info)
@@ -605,7 +640,10 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 		return take_reset(r, p, off, cb, arg, info);
 	case JOURNAL_REC_CREATE:
 	case JOURNAL_REC_DROP:
+	case JOURNAL_REC_DEADLINE:
 		return take_filter(r, p, off, cb, arg, info);
+	case JOURNAL_REC_OFFSET:
+		return take_offset(r, p, off, cb, arg);
 	case JOURNAL_REC_TIME:
 		if (p[2] || p[3])
 			return damage(r, off, "bad time record");
@@ -655,7 +693,12 @@ fill(struct reader *r, size_t want)
 	n = sizeof(r->buf) - r->have;
 	if (n > r->size - (r->base + r->have))
 		n = (size_t)(r->size - (r->base + r->have));
-	got = fileio_read_full(r->fd, r->buf + r->have, n, r->base + r->have);
+	if (r->mem != NULL) {
+		memcpy(r->buf + r->have, r->mem + r->base + r->have, n);
+		got = (ssize_t)n;
+	} else
+		got = fileio_read_full(r->fd, r->buf + r->have, n,
+		    r->base + r->have);
 	if (got != (ssize_t)n) {
 		snprintf(r->err, r->errlen, "read %s: %s", r->path,
 		    got == -1 ? strerror(errno) : "file shrank during replay");
@@ -700,7 +743,7 @@ incomplete(struct reader *r, struct journal_replay_info *info, uint64_t off)
 
 static int
 read_records(struct reader *r, journal_replay_cb cb, void *arg,
-    struct journal_replay_info *info)
+    struct journal_replay_info *info, uint64_t start)
 {
 	const unsigned char	*p;
 	uint64_t		 off;
@@ -709,7 +752,7 @@ read_records(struct reader *r, journal_replay_cb cb, void *arg,
 	unsigned		 type;
 	char			 what[120];
 
-	r->base = JOURNAL_HEADER_SIZE;
+	r->base = start;
 	r->have = r->pos = 0;
 	for (;;) {
 		/* the longest fixed-size record, unless at EOF */
@@ -804,7 +847,7 @@ journal_replay_fd(int fd, const char *path, uint64_t seq, int last,
 	r->errlen = errlen;
 	rc = read_header(r, info);
 	if (rc == 0)
-		rc = read_records(r, cb, arg, info);
+		rc = read_records(r, cb, arg, info, JOURNAL_HEADER_SIZE);
 	if (rc != -1) {
 		info->segments++;
 		info->bytes += r->size - (info->torn &&
@@ -813,6 +856,37 @@ journal_replay_fd(int fd, const char *path, uint64_t seq, int last,
 			info->last_seq = r->seq;
 		rc = 0;
 	}
+	free(r->names);
+	free(r);
+	return rc;
+}
+
+int
+journal_replay_mem(const unsigned char *p, size_t len, const char *what,
+    journal_replay_cb cb, void *arg, char *err, size_t errlen)
+{
+	struct journal_replay_info	 info;
+	struct reader			*r;
+	int				 rc;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    (r->names = calloc(JOURNAL_NAME_SLOTS, sizeof(*r->names)))
+	    == NULL) {
+		free(r);
+		snprintf(err, errlen, "%s: out of memory", what);
+		return -1;
+	}
+	memset(&info, 0, sizeof(info));
+	r->fd = -1;
+	r->mem = p;
+	r->path = what;
+	r->seq = 0;
+	r->size = len;
+	r->last = 0;		/* an incomplete record is damage */
+	r->version = JOURNAL_VERSION;
+	r->err = err;
+	r->errlen = errlen;
+	rc = read_records(r, cb, arg, &info, 0);
 	free(r->names);
 	free(r);
 	return rc;
@@ -1366,6 +1440,91 @@ journal_append_drop(struct journal *j, const char *name, size_t namelen,
  * batch's end is recomputed from the new size, so a grown buffer also
  * lets the open batch take more keys (never past JOURNAL_BATCH_MAX).
  */
+int
+journal_append_deadline(struct journal *j, const char *name, size_t namelen,
+    uint64_t seed, int64_t at_ms, uint64_t time)
+{
+	unsigned char *p;
+
+	if (journal_append_drop(j, name, namelen, seed, time) == -1)
+		return -1;
+	/* the same layout, with the deadline in bytes 16-23 */
+	p = j->buf + j->len - JOURNAL_DROP_SIZE;
+	p[0] = JOURNAL_REC_DEADLINE;
+	put_le64(p + 16, (uint64_t)at_ms);
+	seal(p, JOURNAL_DROP_SIZE);
+	return 0;
+}
+
+int
+journal_append_offset(struct journal *j, const char *replid, uint64_t offset)
+{
+	unsigned char *p;
+
+	close_batch(j);
+	if (buffer_room(j, JOURNAL_OFFSET_SIZE) == -1)
+		return -1;
+	p = j->buf + j->len;
+	memset(p, 0, JOURNAL_OFFSET_SIZE);
+	p[0] = JOURNAL_REC_OFFSET;
+	p[1] = JOURNAL_OFFSET_SIZE;
+	put_le64(p + 8, offset);
+	memcpy(p + 16, replid, JOURNAL_REPLID_LEN);
+	seal(p, JOURNAL_OFFSET_SIZE);
+	j->len += JOURNAL_OFFSET_SIZE;
+	return 0;
+}
+
+struct journal *
+journal_open_mem(size_t bufmax, char *err, size_t errlen)
+{
+	struct journal *j;
+
+	if (bufmax < 4 * JOURNAL_APPEND_MAX)
+		bufmax = 4 * JOURNAL_APPEND_MAX;
+	if ((j = calloc(1, sizeof(*j))) == NULL ||
+	    (j->buf = malloc(bufmax)) == NULL ||
+	    (j->slots = calloc(JOURNAL_NAME_SLOTS, sizeof(*j->slots)))
+	    == NULL) {
+		if (j != NULL)
+			free(j->buf);
+		free(j);
+		snprintf(err, errlen, "replication stream: out of memory");
+		return NULL;
+	}
+	j->fd = -1;
+	j->cap = j->base_cap = bufmax;
+	pthread_mutex_init(&j->sync_mtx, NULL);
+	pthread_mutex_init(&j->err_mtx, NULL);
+	pthread_mutex_init(&j->thr_mtx, NULL);
+	pthread_cond_init(&j->thr_cond, NULL);
+	return j;
+}
+
+size_t
+journal_take(struct journal *j, const unsigned char **p)
+{
+	close_batch(j);
+	*p = j->buf + j->off;
+	return j->len - j->off;
+}
+
+void
+journal_clear(struct journal *j)
+{
+	close_batch(j);
+	j->off = j->len = 0;
+	reset_writer(j);
+	if (j->cap > j->base_cap) {
+		unsigned char *nb = realloc(j->buf, j->base_cap);
+
+		if (nb != NULL) {
+			j->buf = nb;
+			j->cap = j->base_cap;
+		}
+	}
+}
+
 int
 journal_reserve(struct journal *j, size_t room)
 {

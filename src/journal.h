@@ -52,6 +52,15 @@
  *   'x' (0x78) runtime filter dropped, 100 bytes (version 4 only): DEL,
  *     UNLINK or an EXPIRE deadline removed it; laid out as 'E' with bytes
  *     16-23 zero (no new seed)
+ *   'u' (0x75) deadline, 100 bytes (version 4; the replication stream
+ *     only): EXPIRE or PERSIST gave runtime filter name a deadline
+ *     (Unix ms in bytes 16-23) or took it away (0 there); laid out as 'x'
+ *   'o' (0x6F) replication offset, 64 bytes (version 4 only): on a
+ *     replica, the primary's stream was applied up to here; replay hands
+ *     the last one to the replica, which resumes from it (partial resync)
+ *     0 1 type, 1 1 length (64), 2 2 reserved zero, 4 4 reserved zero,
+ *     8 8 offset, 16 40 replication id (hex characters), 56 4 reserved
+ *     zero, 60 4 checksum of bytes 0-59
  *   'T' (0x54) time, 16 bytes (version 1 only): the time of the keys
  *     that follow
  *     0 1 type, 1 1 length (16), 2 2 reserved zero,
@@ -113,7 +122,7 @@
  * Why these type codes and length bytes: the codes of one version differ
  * from each other in at least two bits ('B' and 'N' in two, 'E' from
  * both in three, 'N', 'T' and 'K' in two or more; 'R' would be one bit
- * from 'B'; 'f', 'a', 'r' and 'x' differ from 'B', 'N', 'E' and each
+ * from 'B'; 'f', 'a', 'r', 'x', 'o' and 'u' differ from 'B', 'N', 'E' and each
  * other in at least two) and the length byte must match the type, so one
  * flipped bit in a record's first two bytes is always an error rather
  * than a length that would run past the end of the file and pass for a
@@ -165,6 +174,10 @@
 #define JOURNAL_REC_COPY	0x61	/* 'a', version 4 */
 #define JOURNAL_REC_CREATE	0x72	/* 'r', version 4 */
 #define JOURNAL_REC_DROP	0x78	/* 'x', version 4 */
+#define JOURNAL_REC_OFFSET	0x6F	/* 'o', version 4 */
+#define JOURNAL_REC_DEADLINE	0x75	/* 'u', version 4 */
+#define JOURNAL_OFFSET_SIZE	64
+#define JOURNAL_REPLID_LEN	40
 #define JOURNAL_CREATE_SIZE	128
 #define JOURNAL_DROP_SIZE	100
 /* the longest fixed-size record */
@@ -204,6 +217,8 @@ struct journal_key {
 	int		 op;		/* a key's: JOURNAL_OP_* */
 	int		 create;	/* an 'r' record: shape says how */
 	int		 drop;		/* an 'x' record */
+	int		 deadline;	/* a 'u' record: */
+	int64_t		 deadline_ms;	/* 0: none */
 	struct journal_filter {
 		int	 type;		/* 0 bloom, 1 cuckoo */
 		int	 normalize;
@@ -213,6 +228,9 @@ struct journal_key {
 		uint32_t max_kicks;
 	}		 shape;
 	uint64_t	 new_seed;	/* a reset's: the seed from then on */
+	int		 repl;		/* an 'o' record: */
+	uint64_t	 repl_offset;
+	char		 replid[JOURNAL_REPLID_LEN];
 };
 
 /* What a key record says was done with the key. */
@@ -378,6 +396,36 @@ int		 journal_append_create(struct journal *, const char *name,
 		    const struct journal_filter *, uint64_t time);
 int		 journal_append_drop(struct journal *, const char *name,
 		    size_t namelen, uint64_t seed, uint64_t time);
+/* A 'u' record: filter name (of seed) expires at at_ms (0: never). */
+int		 journal_append_deadline(struct journal *, const char *name,
+		    size_t namelen, uint64_t seed, int64_t at_ms,
+		    uint64_t time);
+/* Appends an 'o' record (replid: JOURNAL_REPLID_LEN characters); 0, or
+ * -1 with errno ENOBUFS. */
+int		 journal_append_offset(struct journal *, const char *replid,
+		    uint64_t offset);
+
+/*
+ * The replication stream is this encoding too, in memory: a journal with
+ * no file, whose records of a loop turn journal_take hands over (a batch
+ * open is closed first) and journal_clear then forgets, name ids and all,
+ * so that each turn's records say everything they mean (a replica may
+ * start reading at any turn). journal_write and the segment calls must not
+ * be used on it. NULL with a message if out of memory.
+ */
+struct journal	*journal_open_mem(size_t bufmax, char *err, size_t errlen);
+size_t		 journal_take(struct journal *, const unsigned char **p);
+void		 journal_clear(struct journal *);
+/*
+ * Replays records held in memory (one turn of the replication stream, no
+ * segment header, version 4 records), calling cb for each as
+ * journal_replay does; what names the bytes in messages. An incomplete or
+ * damaged record is an error. 0, or -1 with a message in err.
+ */
+int		 journal_replay_mem(const unsigned char *p, size_t len,
+		    const char *what, journal_replay_cb cb, void *arg,
+		    char *err, size_t errlen);
+
 /*
  * Makes the buffer hold at least room more bytes without a write,
  * growing it past the size journal_open was given: for a caller that

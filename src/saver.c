@@ -38,6 +38,11 @@ struct save_job {
 	/* its cuckoo tables' copies are still being filled on the loop
 	 * (saver_work): the worker passes it by until they are whole */
 	int			 copying;
+	/* a full sync's image (saver_submit_image), not a snapshot */
+	saver_image_fn		 image_fn;
+	void			*image_arg;
+	int			 image_fd;
+	uint64_t		 image_size;
 	struct save_wait	**waits;	/* SAVEs it answers */
 	size_t			 nwaits;
 	int			 ok;
@@ -87,6 +92,34 @@ take_ready(struct saver *sv)
 	return NULL;
 }
 
+/* An image: an unnamed file in the job's dir (gone when closed), left
+ * open for the loop; no fsync, nothing renamed. On the worker thread. */
+static void
+write_image(struct save_job *job)
+{
+	off_t end;
+
+	job->ok = 0;
+	job->image_fd = open(job->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (job->image_fd == -1) {
+		snprintf(job->err, sizeof(job->err), "open a file in %s: %s",
+		    job->dir, strerror(errno));
+		return;
+	}
+	if (snapshot_write_slices_fd(job->image_fd, job->filter->name,
+	    &job->info, job->slices, job->err, sizeof(job->err)) == -1 ||
+	    (end = lseek(job->image_fd, 0, SEEK_CUR)) == -1) {
+		if (job->err[0] == '\0')
+			snprintf(job->err, sizeof(job->err), "%s",
+			    strerror(errno));
+		close(job->image_fd);
+		job->image_fd = -1;
+		return;
+	}
+	job->image_size = (uint64_t)end;
+	job->ok = 1;
+}
+
 static void *
 worker(void *arg)
 {
@@ -105,8 +138,12 @@ worker(void *arg)
 		pthread_mutex_unlock(&sv->mtx);
 
 		t0 = now_secs();
-		job->ok = snapshot_write_slices(job->dir, job->filter->name,
-		    &job->info, job->slices, job->err, sizeof(job->err)) == 0;
+		if (job->image_fn != NULL)
+			write_image(job);
+		else
+			job->ok = snapshot_write_slices(job->dir,
+			    job->filter->name, &job->info, job->slices,
+			    job->err, sizeof(job->err)) == 0;
 		job->secs = now_secs() - t0;
 
 		pthread_mutex_lock(&sv->mtx);
@@ -137,6 +174,16 @@ static void
 complete(struct saver *sv, struct save_job *job)
 {
 	struct filter		*f = job->filter;
+
+	if (job->image_fn != NULL) {
+		job->image_fn(job->image_arg, f, job->ok ? job->image_fd : -1,
+		    job->image_size, job->err);
+		release_slices(job);
+		filter_unref(f);
+		free(job->dir);
+		free(job);
+		return;
+	}
 
 	f->saving--;
 	f->last_save_secs = job->secs;
@@ -335,7 +382,8 @@ coalesce(struct saver *sv, struct filter *f, const char *dir,
 
 	pthread_mutex_lock(&sv->mtx);
 	for (job = sv->queue; job != NULL; job = job->next)
-		if (job->filter == f && strcmp(job->dir, dir) == 0)
+		if (job->filter == f && job->image_fn == NULL &&
+		    strcmp(job->dir, dir) == 0)
 			break;
 	if (job != NULL) {
 		struct save_job fresh;
@@ -395,6 +443,34 @@ saver_submit(struct saver *sv, struct filter *f, const char *dir,
 	job->filter = f;
 	job->gen = f->dir_gen;
 	job->jseq = sv->journal ? journal_seq(sv->journal) : 0;
+	sv->pending++;
+	pthread_mutex_lock(&sv->mtx);
+	*sv->queue_tail = job;
+	sv->queue_tail = &job->next;
+	pthread_cond_signal(&sv->cond);
+	pthread_mutex_unlock(&sv->mtx);
+	return 0;
+}
+
+int
+saver_submit_image(struct saver *sv, struct filter *f, const char *dir,
+    saver_image_fn fn, void *arg)
+{
+	struct save_job *job;
+
+	if ((job = calloc(1, sizeof(*job))) == NULL ||
+	    (job->dir = strdup(dir)) == NULL ||
+	    capture(job, f, sv->journal) == -1) {
+		if (job != NULL)
+			free(job->dir);
+		free(job);
+		return -1;
+	}
+	filter_ref(f);
+	job->filter = f;
+	job->image_fn = fn;
+	job->image_arg = arg;
+	job->image_fd = -1;
 	sv->pending++;
 	pthread_mutex_lock(&sv->mtx);
 	*sv->queue_tail = job;

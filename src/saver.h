@@ -12,6 +12,8 @@
 #ifndef SEEND_SAVER_H
 #define SEEND_SAVER_H
 
+#include <stdint.h>
+
 struct filter;
 struct saver;
 
@@ -22,6 +24,12 @@ struct save_wait {
 	int		 pending;
 	int		 failed;
 	char		 err[600];
+	/* WAIT: the reply is count, an integer (primary.c) */
+	int		 counted;
+	long long	 count;
+	/* not a client's: then is told instead (replica.c) */
+	void		(*then)(void *arg, struct save_wait *);
+	void		*then_arg;
 };
 
 /* Called on the loop thread when the last job of a SAVE's wait is done
@@ -36,6 +44,18 @@ void		 saver_complete(struct saver *);
 /* Queues a snapshot of f (a reference is held until it is done). */
 int		 saver_submit(struct saver *, struct filter *, const char *dir,
 		    struct save_wait *);
+/*
+ * A full sync's image of f (primary.c): captured now as a snapshot is, so
+ * that the images of every filter captured in one loop turn are one
+ * consistent state, and written by the worker into an unnamed file in dir
+ * (O_TMPFILE: it goes when closed). It is no snapshot: the filter's
+ * bookkeeping is untouched. fn runs on the loop thread with the open
+ * descriptor (the callee owns it) and its size, or -1 and why.
+ */
+typedef void	(*saver_image_fn)(void *arg, struct filter *f, int fd,
+		    uint64_t size, const char *err);
+int		 saver_submit_image(struct saver *, struct filter *,
+		    const char *dir, saver_image_fn fn, void *arg);
 struct journal;
 /* The journal whose segment a job records at submission (NULL: none). */
 void		 saver_set_journal(struct saver *, struct journal *);

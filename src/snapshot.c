@@ -322,20 +322,12 @@ write_body(int fd, const struct snapshot_header *h,
 	return rc;
 }
 
-int
-snapshot_write_slices(const char *dir, const char *name,
-    const struct snapshot_info *info, const struct snapshot_slice *sl,
-    char *err, size_t errlen)
+/* The header for info and sl, checked: 0, or -1 with a message. */
+static int
+prepare_header(const char *name, const struct snapshot_info *info,
+    const struct snapshot_slice *sl, struct snapshot_header *h, char *err,
+    size_t errlen)
 {
-	struct snapshot_header	 h;
-	char			 tmp[PATH_MAX], final[PATH_MAX];
-	const char		*what;
-	int			 fd, n, saved;
-
-	if (*name == '\0' || strchr(name, '/') != NULL) {
-		snprintf(err, errlen, "bad filter name \"%s\"", name);
-		return -1;
-	}
 	if (info->nslices > SNAPSHOT_MAX_SLICES) {
 		snprintf(err, errlen, "%s: %u slices, more than a snapshot "
 		    "holds (%d)", name, info->nslices, SNAPSHOT_MAX_SLICES);
@@ -350,6 +342,57 @@ snapshot_write_slices(const char *dir, const char *name,
 			    name, i);
 			return -1;
 		}
+	*h = *info;
+	h->count = 0;
+	/* version 2 unless a merged slice needs 3: earlier seends read 2 */
+	h->version = h->cuckoo ? SNAPSHOT_VERSION_CUCKOO : SNAPSHOT_VERSION;
+	for (uint32_t i = 0; i < h->nslices; i++) {
+		h->count += sl[i].count;
+		if ((sl[i].cuckoo.table != NULL) != h->cuckoo ||
+		    (h->cuckoo && sl[i].merged)) {
+			snprintf(err, errlen, "%s: slice %u is not of the "
+			    "filter's type", name, i);
+			return -1;
+		}
+		if (sl[i].merged)
+			h->version = VERSION_MERGED;
+	}
+	h->created = (uint64_t)time(NULL);
+	return 0;
+}
+
+int
+snapshot_write_slices_fd(int fd, const char *name,
+    const struct snapshot_info *info, const struct snapshot_slice *sl,
+    char *err, size_t errlen)
+{
+	struct snapshot_header h;
+
+	if (prepare_header(name, info, sl, &h, err, errlen) == -1)
+		return -1;
+	if (write_body(fd, &h, sl) == -1) {
+		snprintf(err, errlen, "write %s: %s", name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+snapshot_write_slices(const char *dir, const char *name,
+    const struct snapshot_info *info, const struct snapshot_slice *sl,
+    char *err, size_t errlen)
+{
+	struct snapshot_header	 h;
+	char			 tmp[PATH_MAX], final[PATH_MAX];
+	const char		*what;
+	int			 fd, n, saved;
+
+	if (*name == '\0' || strchr(name, '/') != NULL) {
+		snprintf(err, errlen, "bad filter name \"%s\"", name);
+		return -1;
+	}
+	if (prepare_header(name, info, sl, &h, err, errlen) == -1)
+		return -1;
 	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.tmp", dir, name,
 	    SNAPSHOT_SUFFIX);
 	if (n < 0 || (size_t)n >= sizeof(tmp) ||
@@ -358,23 +401,6 @@ snapshot_write_slices(const char *dir, const char *name,
 		    SNAPSHOT_SUFFIX);
 		return -1;
 	}
-
-	h = *info;
-	h.count = 0;
-	/* version 2 unless a merged slice needs 3: earlier seends read 2 */
-	h.version = h.cuckoo ? SNAPSHOT_VERSION_CUCKOO : SNAPSHOT_VERSION;
-	for (uint32_t i = 0; i < h.nslices; i++) {
-		h.count += sl[i].count;
-		if ((sl[i].cuckoo.table != NULL) != h.cuckoo ||
-		    (h.cuckoo && sl[i].merged)) {
-			snprintf(err, errlen, "%s: slice %u is not of the "
-			    "filter's type", name, i);
-			return -1;
-		}
-		if (sl[i].merged)
-			h.version = VERSION_MERGED;
-	}
-	h.created = (uint64_t)time(NULL);
 
 	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640);
 	if (fd == -1) {

@@ -132,6 +132,12 @@ int	snapshot_write_slices(const char *dir, const char *name,
 	    const struct snapshot_info *info, const struct snapshot_slice *,
 	    char *err, size_t errlen);
 
+/* The same into an open file, at its offset, with no fsync: a full
+ * sync's image (saver.c). 0, or -1 with a message. */
+int	snapshot_write_slices_fd(int fd, const char *name,
+	    const struct snapshot_info *info, const struct snapshot_slice *,
+	    char *err, size_t errlen);
+
 /*
  * One fixed slice (tools and tests): writes b (which the event loop may be updating at the same time; see
  * snapshot.c) as filter name with the given header fields. count and
