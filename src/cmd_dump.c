@@ -325,6 +325,8 @@ load_finish(struct session *s, struct result *r)
 		result_error(r, "ERR", "%s", err);
 		return;
 	}
+	/* replicas take it from a full sync */
+	core->repl.resync_why = "a filter was loaded from a dump";
 	log_info("client %llu (%s): filter %s loaded from a dump: %llu keys, "
 	    "%zu slice(s)", (unsigned long long)s->id, s->peer, f->name,
 	    (unsigned long long)filter_count(f), f->nslices);

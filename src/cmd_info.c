@@ -231,6 +231,7 @@ cmd_filters(struct session *s, struct op *op, struct result *r)
 #define SECTION_SERVER	1	/* seend's own fields, run_id among them */
 #define SECTION_REPL	2	/* "# Replication" */
 #define SECTION_OTHER	4	/* one of Redis's that seend has no fields of */
+#define SECTION_STATS	8	/* "# Stats": the replication counters */
 
 /* The sections a word of RESP INFO names when it is one of Redis's section
  * names (0: it is not; then it names a filter). */
@@ -238,15 +239,17 @@ static int
 redis_section(const char *w, size_t l)
 {
 	static const char *const other[] = { "CLIENTS", "MEMORY",
-	    "PERSISTENCE", "STATS", "CPU", "KEYSPACE" };
+	    "PERSISTENCE", "CPU", "KEYSPACE" };
 
 	if (name_is(w, l, "SERVER", 6))
 		return SECTION_SERVER;
 	if (name_is(w, l, "REPLICATION", 11))
 		return SECTION_REPL;
+	if (name_is(w, l, "STATS", 5))
+		return SECTION_STATS;
 	if (name_is(w, l, "ALL", 3) || name_is(w, l, "DEFAULT", 7) ||
 	    name_is(w, l, "EVERYTHING", 10))
-		return SECTION_SERVER | SECTION_REPL;
+		return SECTION_SERVER | SECTION_REPL | SECTION_STATS;
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
 		if (name_is(w, l, other[i], strlen(other[i])))
 			return SECTION_OTHER;
@@ -278,7 +281,8 @@ cmd_info(struct session *s, struct op *op, struct result *r)
 			info_filter(f);
 		} else {
 			info_server(s->core);
-			command_info_replication(&result_buf);
+			command_info_replication(s->core, &result_buf);
+			command_info_repl_stats(s->core, &result_buf);
 		}
 		result_scratch(r, RESULT_TEXT);
 		return;
@@ -306,7 +310,13 @@ cmd_info(struct session *s, struct op *op, struct result *r)
 		if (sec & SECTION_SERVER)
 			buf_append(&result_buf, "\r\n", 2);
 		buf_append_str(&result_buf, "# Replication\r\n");
-		command_info_replication(&result_buf);
+		command_info_replication(s->core, &result_buf);
+	}
+	if (sec & SECTION_STATS) {
+		if (sec & (SECTION_SERVER | SECTION_REPL))
+			buf_append(&result_buf, "\r\n", 2);
+		buf_append_str(&result_buf, "# Stats\r\n");
+		command_info_repl_stats(s->core, &result_buf);
 	}
 	/* nothing (an unknown section, or one seend has no fields of) is
 	 * an empty string, as Redis answers an unknown one */

@@ -277,7 +277,8 @@ expire_due(struct core *core, int64_t now, int sweep, const char *why)
 {
 	int changed = 0;
 
-	if (!sweep && now < earliest)
+	/* a replica's filters go when its primary's do (the stream's 'x') */
+	if (core->repl.replica || (!sweep && now < earliest))
 		return 0;
 	/* from the end: a removal moves the last entry, already seen, into
 	 * the hole */
@@ -814,6 +815,7 @@ cmd_expire(struct session *s, struct op *op, struct result *r)
 		return;
 	}
 	deadlines_changed();
+	persist_stream_deadline(core, f, when);
 	result_int(r, 1);
 	return;
 
@@ -879,5 +881,32 @@ cmd_persist(struct session *s, struct op *op, struct result *r)
 		return;
 	}
 	deadlines_changed();
+	persist_stream_deadline(s->core, f, 0);
 	result_int(r, 1);
+}
+
+int64_t
+keyspace_deadline(const struct filter *f)
+{
+	struct deadline *e = deadline_find(&deadlines, f->name, f->namelen);
+
+	return e != NULL ? e->at_ms : 0;
+}
+
+void
+keyspace_set_deadline(struct core *core, struct filter *f, int64_t at_ms)
+{
+	int changed;
+
+	if (!f->runtime)
+		return;
+	if (at_ms == 0)
+		changed = deadline_remove(&deadlines, f->name, f->namelen);
+	else
+		changed = deadline_set(&deadlines, f->name, f->namelen,
+		    at_ms) == 0;
+	if (changed) {
+		deadlines_changed();
+		save_or_log(core);
+	}
 }

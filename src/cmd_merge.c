@@ -235,11 +235,15 @@ job_finish(struct core *core, struct merge_job *job)
 		snprintf(job->w->err, sizeof(job->w->err), "%s", err);
 		log_warn("client %llu: merge into %s failed: %s",
 		    (unsigned long long)job->client, dst->name, err);
-	} else
+	} else {
 		log_info("client %llu: merge into %s done: %llu keys, %zu "
 		    "slice(s), %zu merged", (unsigned long long)job->client,
 		    dst->name, (unsigned long long)filter_count(dst),
 		    dst->nslices, dst->nmerged);
+		/* the stream says keys, not slices: replicas take the
+		 * merged filter from a full sync */
+		core->repl.resync_why = "MERGE changed a filter whole";
+	}
 	saver_wait_done(core->saver, job->w);
 }
 

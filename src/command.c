@@ -39,98 +39,101 @@
  * arguments" answers match.
  */
 static const struct command commands[] = {
-	{ "SEEN",	"seen",	CMD_SEEN,	1, 2, LINE, 0, cmd_seen },
-	{ "CHECK",	"check", CMD_CHECK,	1, 2, LINE, 0, cmd_seen },
-	{ "PING",	"ping",	CMD_PING,	0, 0, LINE, 0, cmd_ping },
-	{ "AUTH",	"auth",	CMD_AUTH,	1, 1, LINE, 1, cmd_auth },
-	{ "FILTERS",	"filters", CMD_FILTERS,	0, 0, BOTH, 0, cmd_filters },
-	{ "INFO",	"info",	CMD_INFO,	0, 1, LINE, 0, cmd_info },
-	{ "SAVE",	"save",	CMD_SAVE,	0, 1, LINE, 0, cmd_save },
-	{ "QUIT",	"quit",	CMD_QUIT,	0, 0, LINE, 1, cmd_quit },
-	{ "RESET",	"reset", CMD_COUNT,	1, 1, LINE, 0, cmd_reset },
-	{ "FORGET",	"forget", CMD_COUNT,	1, 2, BOTH, 0, cmd_forget },
+	{ "SEEN",	"seen",	CMD_SEEN,	1, 2, LINE, 0, cmd_seen, 1 },
+	{ "CHECK",	"check", CMD_CHECK,	1, 2, LINE, 0, cmd_seen, 0 },
+	{ "PING",	"ping",	CMD_PING,	0, 0, LINE, 0, cmd_ping, 0 },
+	{ "AUTH",	"auth",	CMD_AUTH,	1, 1, LINE, 1, cmd_auth, 0 },
+	{ "FILTERS",	"filters", CMD_FILTERS,	0, 0, BOTH, 0, cmd_filters, 0 },
+	{ "INFO",	"info",	CMD_INFO,	0, 1, LINE, 0, cmd_info, 0 },
+	{ "SAVE",	"save",	CMD_SAVE,	0, 1, LINE, 0, cmd_save, 0 },
+	{ "QUIT",	"quit",	CMD_QUIT,	0, 0, LINE, 1, cmd_quit, 0 },
+	{ "RESET",	"reset", CMD_COUNT,	1, 1, LINE, 0, cmd_reset, 1 },
+	{ "FORGET",	"forget", CMD_COUNT,	1, 2, BOTH, 0, cmd_forget, 1 },
 	/* RESP: the hot ones first */
-	{ "SETNX",	"setnx", CMD_SEEN,	2, 2, RESP, 0, cmd_setnx },
-	{ "SADD",	"sadd",	CMD_SEEN,	2, -1, RESP, 0, cmd_sadd },
-	{ "BF.ADD",	"bf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_bf_add },
-	{ "BF.MADD",	"bf.madd", CMD_SEEN,	2, -1, RESP, 0, cmd_bf_madd },
-	{ "SET",	"set",	CMD_SEEN,	2, -1, RESP, 0, cmd_set },
-	{ "GET",	"get",	CMD_CHECK,	1, 1, RESP, 0, cmd_get },
-	{ "MGET",	"mget",	CMD_CHECK,	1, -1, RESP, 0, cmd_mget },
-	{ "EXISTS",	"exists", CMD_CHECK,	1, -1, RESP, 0, cmd_exists },
-	{ "SISMEMBER",	"sismember", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember },
+	{ "SETNX",	"setnx", CMD_SEEN,	2, 2, RESP, 0, cmd_setnx, 1 },
+	{ "SADD",	"sadd",	CMD_SEEN,	2, -1, RESP, 0, cmd_sadd, 1 },
+	{ "BF.ADD",	"bf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_bf_add, 1 },
+	{ "BF.MADD",	"bf.madd", CMD_SEEN,	2, -1, RESP, 0, cmd_bf_madd, 1 },
+	{ "SET",	"set",	CMD_SEEN,	2, -1, RESP, 0, cmd_set, 1 },
+	{ "GET",	"get",	CMD_CHECK,	1, 1, RESP, 0, cmd_get, 0 },
+	{ "MGET",	"mget",	CMD_CHECK,	1, -1, RESP, 0, cmd_mget, 0 },
+	{ "EXISTS",	"exists", CMD_CHECK,	1, -1, RESP, 0, cmd_exists, 0 },
+	{ "SISMEMBER",	"sismember", CMD_CHECK,	2, 2, RESP, 0, cmd_sismember, 0 },
 	{ "SMISMEMBER",	"smismember", CMD_CHECK, 2, -1, RESP, 0,
-	    cmd_sismember },
-	{ "BF.EXISTS",	"bf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_bf_exists },
+	    cmd_sismember, 0 },
+	{ "BF.EXISTS",	"bf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_bf_exists, 0 },
 	{ "BF.MEXISTS",	"bf.mexists", CMD_CHECK, 2, -1, RESP, 0,
-	    cmd_bf_mexists },
-	{ "BF.INSERT",	"bf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_bf_insert },
-	{ "SCARD",	"scard", CMD_COUNT,	1, 1, RESP, 0, cmd_scard },
-	{ "BF.CARD",	"bf.card", CMD_COUNT,	1, 1, RESP, 0, cmd_bf_card },
+	    cmd_bf_mexists, 0 },
+	{ "BF.INSERT",	"bf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_bf_insert, 1 },
+	{ "SCARD",	"scard", CMD_COUNT,	1, 1, RESP, 0, cmd_scard, 0 },
+	{ "BF.CARD",	"bf.card", CMD_COUNT,	1, 1, RESP, 0, cmd_bf_card, 0 },
 	{ "BF.RESERVE",	"bf.reserve", CMD_COUNT, 3, 6, RESP, 0,
-	    cmd_bf_reserve },
-	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info },
-	{ "MERGE",	"merge", CMD_COUNT,	2, -1, BOTH, 0, cmd_merge },
+	    cmd_bf_reserve, 1 },
+	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info, 0 },
+	{ "MERGE",	"merge", CMD_COUNT,	2, -1, BOTH, 0, cmd_merge, 1 },
 	{ "BF.SCANDUMP", "bf.scandump", CMD_COUNT, 2, 2, RESP, 0,
-	    cmd_bf_scandump },
+	    cmd_bf_scandump, 0 },
 	{ "BF.LOADCHUNK", "bf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
-	    cmd_bf_loadchunk },
+	    cmd_bf_loadchunk, 1 },
 	{ "CF.SCANDUMP", "cf.scandump", CMD_COUNT, 2, 2, RESP, 0,
-	    cmd_bf_scandump },
+	    cmd_bf_scandump, 0 },
 	{ "CF.LOADCHUNK", "cf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
-	    cmd_bf_loadchunk },
+	    cmd_bf_loadchunk, 1 },
 	{ "CF.RESERVE",	"cf.reserve", CMD_COUNT, 2, -1, RESP, 0,
-	    cmd_cf_reserve },
-	{ "CF.ADD",	"cf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add },
-	{ "CF.ADDNX",	"cf.addnx", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add },
-	{ "CF.INSERT",	"cf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_cf_insert },
+	    cmd_cf_reserve, 1 },
+	{ "CF.ADD",	"cf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add, 1 },
+	{ "CF.ADDNX",	"cf.addnx", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add, 1 },
+	{ "CF.INSERT",	"cf.insert", CMD_SEEN,	3, -1, RESP, 0, cmd_cf_insert, 1 },
 	{ "CF.INSERTNX", "cf.insertnx", CMD_SEEN, 3, -1, RESP, 0,
-	    cmd_cf_insert },
-	{ "CF.EXISTS",	"cf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_cf_exists },
+	    cmd_cf_insert, 1 },
+	{ "CF.EXISTS",	"cf.exists", CMD_CHECK,	2, 2, RESP, 0, cmd_cf_exists, 0 },
 	{ "CF.MEXISTS",	"cf.mexists", CMD_CHECK, 2, -1, RESP, 0,
-	    cmd_cf_mexists },
-	{ "CF.DEL",	"cf.del", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_del },
-	{ "CF.COUNT",	"cf.count", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_count },
-	{ "CF.INFO",	"cf.info", CMD_COUNT,	1, 1, RESP, 0, cmd_cf_info },
-	{ "DEL",	"del",	CMD_COUNT,	1, -1, RESP, 0, cmd_del },
-	{ "UNLINK",	"unlink", CMD_COUNT,	1, -1, RESP, 0, cmd_del },
-	{ "TYPE",	"type",	CMD_COUNT,	1, 1, RESP, 0, cmd_type },
-	{ "KEYS",	"keys",	CMD_COUNT,	1, 1, RESP, 0, cmd_keys },
-	{ "SCAN",	"scan",	CMD_COUNT,	1, -1, RESP, 0, cmd_scan },
-	{ "EXPIRE",	"expire", CMD_COUNT,	2, -1, RESP, 0, cmd_expire },
-	{ "PEXPIRE",	"pexpire", CMD_COUNT,	2, -1, RESP, 0, cmd_expire },
-	{ "EXPIREAT",	"expireat", CMD_COUNT,	2, -1, RESP, 0, cmd_expire },
-	{ "PEXPIREAT",	"pexpireat", CMD_COUNT,	2, -1, RESP, 0, cmd_expire },
-	{ "TTL",	"ttl",	CMD_COUNT,	1, 1, RESP, 0, cmd_ttl },
-	{ "PTTL",	"pttl",	CMD_COUNT,	1, 1, RESP, 0, cmd_ttl },
-	{ "PERSIST",	"persist", CMD_COUNT,	1, 1, RESP, 0, cmd_persist },
-	{ "PING",	"ping",	CMD_PING,	0, 1, RESP, 0, cmd_ping },
-	{ "ECHO",	"echo",	CMD_COUNT,	1, 1, RESP, 0, cmd_echo },
-	{ "AUTH",	"auth",	CMD_AUTH,	1, -1, RESP, 1, cmd_auth },
-	{ "SELECT",	"select", CMD_COUNT,	1, 1, RESP, 0, cmd_select },
-	{ "QUIT",	"quit",	CMD_QUIT,	0, -1, RESP, 1, cmd_quit },
-	{ "CLIENT",	"client", CMD_COUNT,	1, -1, RESP, 0, cmd_client },
-	{ "COMMAND",	"command", CMD_COUNT,	0, -1, RESP, 0, cmd_command },
-	{ "CONFIG",	"config", CMD_COUNT,	1, -1, RESP, 0, cmd_config },
-	{ "INFO",	"info",	CMD_INFO,	0, -1, RESP, 0, cmd_info },
-	{ "DBSIZE",	"dbsize", CMD_COUNT,	0, 0, RESP, 0, cmd_dbsize },
-	{ "HELLO",	"hello", CMD_COUNT,	0, -1, RESP, 1, cmd_hello },
-	{ "READONLY",	"readonly", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly },
-	{ "READWRITE",	"readwrite", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly },
+	    cmd_cf_mexists, 0 },
+	{ "CF.DEL",	"cf.del", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_del, 1 },
+	{ "CF.COUNT",	"cf.count", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_count, 0 },
+	{ "CF.INFO",	"cf.info", CMD_COUNT,	1, 1, RESP, 0, cmd_cf_info, 0 },
+	{ "DEL",	"del",	CMD_COUNT,	1, -1, RESP, 0, cmd_del, 1 },
+	{ "UNLINK",	"unlink", CMD_COUNT,	1, -1, RESP, 0, cmd_del, 1 },
+	{ "TYPE",	"type",	CMD_COUNT,	1, 1, RESP, 0, cmd_type, 0 },
+	{ "KEYS",	"keys",	CMD_COUNT,	1, 1, RESP, 0, cmd_keys, 0 },
+	{ "SCAN",	"scan",	CMD_COUNT,	1, -1, RESP, 0, cmd_scan, 0 },
+	{ "EXPIRE",	"expire", CMD_COUNT,	2, -1, RESP, 0, cmd_expire, 1 },
+	{ "PEXPIRE",	"pexpire", CMD_COUNT,	2, -1, RESP, 0, cmd_expire, 1 },
+	{ "EXPIREAT",	"expireat", CMD_COUNT,	2, -1, RESP, 0, cmd_expire, 1 },
+	{ "PEXPIREAT",	"pexpireat", CMD_COUNT,	2, -1, RESP, 0, cmd_expire, 1 },
+	{ "TTL",	"ttl",	CMD_COUNT,	1, 1, RESP, 0, cmd_ttl, 0 },
+	{ "PTTL",	"pttl",	CMD_COUNT,	1, 1, RESP, 0, cmd_ttl, 0 },
+	{ "PERSIST",	"persist", CMD_COUNT,	1, 1, RESP, 0, cmd_persist, 1 },
+	{ "PING",	"ping",	CMD_PING,	0, 1, RESP, 0, cmd_ping, 0 },
+	{ "ECHO",	"echo",	CMD_COUNT,	1, 1, RESP, 0, cmd_echo, 0 },
+	{ "AUTH",	"auth",	CMD_AUTH,	1, -1, RESP, 1, cmd_auth, 0 },
+	{ "SELECT",	"select", CMD_COUNT,	1, 1, RESP, 0, cmd_select, 0 },
+	{ "QUIT",	"quit",	CMD_QUIT,	0, -1, RESP, 1, cmd_quit, 0 },
+	{ "CLIENT",	"client", CMD_COUNT,	1, -1, RESP, 0, cmd_client, 0 },
+	{ "COMMAND",	"command", CMD_COUNT,	0, -1, RESP, 0, cmd_command, 0 },
+	{ "CONFIG",	"config", CMD_COUNT,	1, -1, RESP, 0, cmd_config, 0 },
+	{ "INFO",	"info",	CMD_INFO,	0, -1, RESP, 0, cmd_info, 0 },
+	{ "DBSIZE",	"dbsize", CMD_COUNT,	0, 0, RESP, 0, cmd_dbsize, 0 },
+	{ "HELLO",	"hello", CMD_COUNT,	0, -1, RESP, 1, cmd_hello, 0 },
+	{ "READONLY",	"readonly", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly, 0 },
+	{ "READWRITE",	"readwrite", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly, 0 },
 	/* what Redis Sentinel sends (INTERFACE.md, "Replicas and failover") */
-	{ "SUBSCRIBE",	"subscribe", CMD_COUNT,	1, -1, RESP, 0, cmd_subscribe },
+	{ "SUBSCRIBE",	"subscribe", CMD_COUNT,	1, -1, RESP, 0, cmd_subscribe, 0 },
 	{ "UNSUBSCRIBE", "unsubscribe", CMD_COUNT, 0, -1, RESP, 0,
-	    cmd_unsubscribe },
-	{ "PSUBSCRIBE",	"psubscribe", CMD_COUNT, 1, -1, RESP, 0, cmd_subscribe },
+	    cmd_unsubscribe, 0 },
+	{ "PSUBSCRIBE",	"psubscribe", CMD_COUNT, 1, -1, RESP, 0, cmd_subscribe, 0 },
 	{ "PUNSUBSCRIBE", "punsubscribe", CMD_COUNT, 0, -1, RESP, 0,
-	    cmd_unsubscribe },
-	{ "PUBLISH",	"publish", CMD_COUNT,	2, 2, RESP, 0, cmd_publish },
-	{ "MULTI",	"multi", CMD_COUNT,	0, 0, RESP, 0, cmd_multi },
-	{ "EXEC",	"exec",	CMD_COUNT,	0, 0, RESP, 0, cmd_exec },
-	{ "DISCARD",	"discard", CMD_COUNT,	0, 0, RESP, 0, cmd_discard },
-	{ "ROLE",	"role",	CMD_COUNT,	0, 0, RESP, 0, cmd_role },
-	{ "REPLICAOF",	"replicaof", CMD_COUNT,	2, 2, RESP, 0, cmd_replicaof },
-	{ "SLAVEOF",	"slaveof", CMD_COUNT,	2, 2, RESP, 0, cmd_replicaof },
+	    cmd_unsubscribe, 0 },
+	{ "PUBLISH",	"publish", CMD_COUNT,	2, 2, RESP, 0, cmd_publish, 0 },
+	{ "MULTI",	"multi", CMD_COUNT,	0, 0, RESP, 0, cmd_multi, 0 },
+	{ "EXEC",	"exec",	CMD_COUNT,	0, 0, RESP, 0, cmd_exec, 0 },
+	{ "DISCARD",	"discard", CMD_COUNT,	0, 0, RESP, 0, cmd_discard, 0 },
+	{ "ROLE",	"role",	CMD_COUNT,	0, 0, RESP, 0, cmd_role, 0 },
+	{ "REPLICAOF",	"replicaof", CMD_COUNT,	2, 2, BOTH, 0, cmd_replicaof, 0 },
+	{ "SLAVEOF",	"slaveof", CMD_COUNT,	2, 2, BOTH, 0, cmd_replicaof, 0 },
+	{ "WAIT",	"wait",	CMD_COUNT,	2, 2, BOTH, 0, cmd_wait, 0 },
+	{ "REPLCONF",	"replconf", CMD_COUNT,	0, -1, RESP, 0, cmd_replconf, 0 },
+	{ "PSYNC",	"psync", CMD_COUNT,	2, 2, RESP, 0, cmd_psync, 0 },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -343,6 +346,10 @@ command_run(struct session *s, struct op *op, struct result *r)
 			    cmd->name);
 			return;
 		}
+		if (cmd->write && s->core->repl.replica) {
+			result_error(r, "ERR", "%s", READONLY_TEXT);
+			return;
+		}
 		cmd->fn(s, op, r);
 		return;
 	}
@@ -369,6 +376,11 @@ command_run(struct session *s, struct op *op, struct result *r)
 	if (__builtin_expect(session_general(s), 0) &&
 	    general_request(s, op, r))
 		return;
+	if (cmd->write && s->core->repl.replica) {
+		result_error(r, "READONLY", "%s", READONLY_TEXT + 9);
+		command_multi_error(s);
+		return;
+	}
 	if (cmd->id < CMD_COUNT && cmd->id != CMD_SEEN && cmd->id != CMD_CHECK)
 		st->by_cmd[cmd->id]++;
 	cmd->fn(s, op, r);
@@ -397,6 +409,10 @@ journal_key(struct core *core, struct filter *f, uint64_t h)
 	    journal_append_slow(core->journal, f->name, f->namelen, f->seed, h,
 	    now) == -1)
 		persist_append_failed(core, f, h);
+	/* and the replicas' copy, once some replica has asked for one */
+	if (core->stream != NULL &&
+	    !journal_append_fast(core->stream, f->name, f->seed, h, now))
+		persist_stream_key(core, f, JOURNAL_OP_NEW, h);
 }
 
 /*

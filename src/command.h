@@ -57,6 +57,9 @@ struct op {
 					 * earlier in the batch changes it */
 };
 
+/* A fresh replication id (40 hex digits). */
+void		command_new_replid(char out[41]);
+
 /* Line requests. */
 void		command_prepare(struct session *, const char *line, size_t len,
 		    struct op *);

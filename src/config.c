@@ -724,6 +724,55 @@ key_journal_max(struct parser *p, const char *key, const char *v)
 		p->cfg->journal_max = n;
 }
 
+/* The primary to copy, host:port as listen takes it; empty or "no one":
+ * none (a primary). */
+static void
+key_replicaof(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0' || strcasecmp(v, "no one") == 0) {
+		set_string(p, &p->cfg->replicaof, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->replicaof, v);
+}
+
+static void
+key_primary_token(struct parser *p, const char *key, const char *v)
+{
+	if (*v == '\0')
+		return;
+	if (check_token(p, key, v) == -1)
+		return;
+	set_string(p, &p->cfg->primary_token, v);
+}
+
+/* At least 64k: a replica that paused for a moment comes back by a
+ * partial resync. */
+static void
+key_repl_backlog_size(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_BYTES, 1 << 16, UINT64_C(1) << 40,
+	    &n) == 0)
+		p->cfg->repl_backlog_size = n;
+}
+
+static void
+key_replica_priority(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_COUNT, 0, 1000000, &n) == 0)
+		p->cfg->replica_priority = (unsigned)n;
+}
+
 const struct key_def server_keys[SK_COUNT] = {
 	[SK_LISTEN] = { "listen", key_listen, 0 },
 	[SK_UNIX_SOCKET] = { "unix_socket", key_unix_socket, 0 },
@@ -754,6 +803,12 @@ const struct key_def server_keys[SK_COUNT] = {
 	[SK_METRICS_LISTEN] = { "metrics_listen", key_metrics_listen, 0 },
 	[SK_JOURNAL] = { "journal", key_journal, 0 },
 	[SK_JOURNAL_MAX] = { "journal_max", key_journal_max, 0 },
+	[SK_REPLICAOF] = { "replicaof", key_replicaof, 0 },
+	[SK_PRIMARY_TOKEN] = { "primary_token", key_primary_token, 0 },
+	[SK_REPL_BACKLOG_SIZE] = { "repl_backlog_size",
+	    key_repl_backlog_size, 0 },
+	[SK_REPLICA_PRIORITY] = { "replica_priority", key_replica_priority,
+	    0 },
 };
 
 /* ---- loading ---- */
@@ -787,6 +842,8 @@ config_new(struct parser *p, const char *name)
 	cfg->max_filters = 10000;
 	cfg->journal = JOURNAL_EVERYSEC;
 	cfg->journal_max = 256 << 20;
+	cfg->repl_backlog_size = 64 << 20;
+	cfg->replica_priority = 100;
 	return cfg;
 }
 
@@ -889,6 +946,11 @@ config_free(struct config *cfg)
 	free(cfg->unix_socket);
 	free(cfg->data_dir);
 	free(cfg->default_filter);
+	free(cfg->replicaof);
+	if (cfg->primary_token != NULL) {
+		explicit_bzero(cfg->primary_token, strlen(cfg->primary_token));
+		free(cfg->primary_token);
+	}
 	if (cfg->auth_token != NULL) {
 		/* a secret: leave no copy in freed memory */
 		explicit_bzero(cfg->auth_token, strlen(cfg->auth_token));

@@ -68,6 +68,13 @@ struct config {
 	unsigned	 max_filters;		/* all filters; default 10000 */
 	enum journal_mode journal;		/* default everysec */
 	uint64_t	 journal_max;		/* bytes, default 256 MiB */
+	/* replication: the primary's "host:port" (NULL: a primary), the
+	 * token sent to it, the stream kept for partial resyncs, and
+	 * Sentinel's replica priority */
+	char		*replicaof;
+	char		*primary_token;
+	uint64_t	 repl_backlog_size;	/* bytes, default 64 MiB */
+	unsigned	 replica_priority;	/* default 100 */
 };
 
 /* The most filters max_filters allows (config-file ones are fewer:

@@ -259,6 +259,16 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 	}
 	if (r->close)
 		c->quitting = 1;
+	if (r->handover) {
+		int fd = dup(c->fd);
+
+		if (fd != -1 && c->set->handover != NULL) {
+			c->s.wrote = 0;
+			c->set->handover(c->set->handover_arg, fd, &c->s);
+		} else if (fd != -1)
+			close(fd);
+		c->quitting = 1;
+	}
 	if (r->kind == RESULT_WAIT) {
 		c->wait = r->wait;
 		c->wait->owner = c;
@@ -313,6 +323,7 @@ process_resp(struct conn *c)
 	/* in MULTI, or subscribed in RESP2, every request is the general
 	 * path's (queued, or refused) */
 	if (c->s.authed && !session_general(&c->s) &&
+	    !c->set->core->repl.replica &&
 	    command_run_resp_simple(&c->s, &c->in, &c->out, &lim,
 	    COMMAND_SIMPLE_BATCH) > 0) {
 		c->resp_need = 0;
@@ -404,7 +415,7 @@ process_input(struct conn *c)
 			continue;
 		}
 		/* plain SEEN/CHECK lines, nearly all traffic, in one pass */
-		if (c->s.authed &&
+		if (c->s.authed && !c->set->core->repl.replica &&
 		    command_run_simple(&c->s, &c->in, &c->out,
 		    COMMAND_SIMPLE_BATCH) > 0)
 			continue;
@@ -657,6 +668,7 @@ conn_release_turn(struct conns *set, int hold)
 			conn_close(c, "killed");
 			continue;
 		}
+		c->s.wrote |= c->s.journaled;
 		if (c->held || (hold && c->s.journaled)) {
 			c->held = 1;	/* stays unreleased */
 			continue;
@@ -814,6 +826,19 @@ conn_save_done(struct conn *c, int ok, const char *err)
 		resp_add_errorf(&c->out, "ERR", "%s", err);
 	} else
 		reply_error(c, err);
+	conn_kick(c);
+}
+
+void
+conn_count_done(struct conn *c, long long n)
+{
+	char	 line[32];
+	int	 len;
+
+	c->wait = NULL;
+	len = snprintf(line, sizeof(line), c->wait_proto == COMMAND_RESP ?
+	    ":%lld\r\n" : "%lld\n", n);
+	buf_append(&c->out, line, (size_t)len);
 	conn_kick(c);
 }
 

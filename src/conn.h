@@ -31,6 +31,10 @@ struct conns {
 	struct conn	*turn;
 	uint64_t	 next_id;
 	uint64_t	 last_sweep_ms;
+	/* a PSYNC's connection handed over: fd is the callee's (a copy;
+	 * the connection closes its own), s says who asked what */
+	void		(*handover)(void *arg, int fd, const struct session *s);
+	void		*handover_arg;
 };
 
 struct conn {
@@ -76,6 +80,8 @@ struct conn	*conn_new(struct conns *, int fd, int is_unix, const char *peer);
 void		 conn_close(struct conn *, const char *why);
 /* A SAVE it waited on has finished: reply and go on with its input. */
 void		 conn_save_done(struct conn *, int ok, const char *err);
+/* A WAIT it waited on is answered: n. */
+void		 conn_count_done(struct conn *, long long n);
 /* Stop reading (shutdown); replies already computed are still sent. */
 void		 conn_stop_reading(struct conn *);
 /* Re-evaluates what to read and write (after a limit changed). */

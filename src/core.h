@@ -24,6 +24,78 @@ struct saver;
 struct filter;
 struct journal;
 struct persist;
+struct save_wait;
+struct backlog;
+
+/* A replica as the primary's INFO and ROLE show it (primary.c keeps it). */
+struct core_replica {
+	char		 ip[64];
+	unsigned	 port;		/* its listening port (REPLCONF) */
+	uint64_t	 ack;		/* the offset it has acknowledged */
+	time_t		 ack_at;
+	int		 online;	/* past its full sync */
+};
+
+/* A WAIT: answered once nreplicas acknowledged target, or at deadline. */
+struct core_wait {
+	struct save_wait *w;
+	uint64_t	 target;	/* UINT64_MAX: the end of this turn */
+	long long	 want;
+	uint64_t	 deadline_ms;	/* monotonic; 0 = never */
+	struct core_wait *next;
+};
+
+/*
+ * Replication as the handlers see it and ask for it; primary.c and
+ * replica.c (in the server's turn) do the work and fill the figures.
+ */
+struct core_repl {
+	int		 replica;	/* a read-only replica of host:port */
+	char		 host[256];
+	unsigned	 port;
+	/* REPLICAOF changed the role: the server acts on it this turn */
+	int		 changed;
+	int		 want_replica;
+	char		 want_host[256];
+	unsigned	 want_port;
+	/* why every replica must resync fully (MERGE, a LOADCHUNK), or
+	 * NULL */
+	const char	*resync_why;
+	char		 replid[41];	/* this history's id */
+	char		 replid2[41];	/* the one before a promotion, or "" */
+	uint64_t	 second_offset;	/* replid2 holds up to here */
+	uint64_t	 offset;	/* the stream's end (master_repl_offset) */
+	/* the stream missed a record (out of memory), or MERGE or a
+	 * LOADCHUNK changed a filter whole: every replica resyncs fully */
+	int		 lost;
+	/* the stream kept for partial resyncs (a replica keeps the frames
+	 * it applied, so that it serves the same offsets once promoted) */
+	struct backlog	*backlog;
+	/* primary side */
+	struct core_replica *replicas;
+	size_t		 nreplicas;
+	struct core_wait *waits;
+	uint64_t	 sync_full, sync_partial_ok, sync_partial_err;
+	uint64_t	 backlog_first, backlog_size;
+	/* replica side */
+	int		 link_up;
+	int		 syncing;	/* a full sync is being received */
+	int		 state;		/* CORE_LINK_* */
+	time_t		 last_io;
+	time_t		 down_since;
+	char		 link_error[300];	/* kept down on purpose: why */
+	uint64_t	 applied;	/* stream records applied */
+	uint64_t	 skipped;	/* of filters this replica lacks */
+	unsigned	 priority;	/* replica_priority */
+	/* from the journal at start: where this replica had got to */
+	char		 kept_replid[41];
+	uint64_t	 kept_offset;
+};
+
+#define CORE_LINK_CONNECT	0	/* waiting to connect */
+#define CORE_LINK_CONNECTING	1
+#define CORE_LINK_SYNC		2	/* handshake or full sync */
+#define CORE_LINK_CONNECTED	3
 
 struct core {
 	struct config	*cfg;
@@ -39,6 +111,10 @@ struct core {
 	/* new keys get "ERR journal <reason>" (always, in fault) */
 	int		 journal_refuse;
 	struct persist	*persist;
+	/* the replication stream of this turn (primary.c takes it at the
+	 * turn's end): appended to, like the journal, when not NULL */
+	struct journal	*stream;
+	struct core_repl repl;
 	struct stats	 stats;
 	/* shutting down: no new request is answered (the final snapshots
 	 * are queued) and no periodic snapshot starts */

@@ -48,7 +48,14 @@ struct command {
 	int		 proto;		/* COMMAND_LINE, COMMAND_RESP or both */
 	int		 before_auth;	/* allowed before AUTH */
 	command_fn	 fn;
+	int		 write;		/* refused on a replica (READONLY) */
 };
+
+/* What a write gets on a replica, as Redis words it ("READONLY" is the
+ * RESP error's code). */
+#define READONLY_TEXT \
+	"READONLY You can't write against a read only replica."
+
 
 #define LINE	COMMAND_LINE
 #define RESP	COMMAND_RESP
@@ -139,10 +146,15 @@ void	command_multi_end(struct session *);
 /* cmd_replication.c */
 void	cmd_role(struct session *, struct op *, struct result *);
 void	cmd_replicaof(struct session *, struct op *, struct result *);
+void	cmd_replconf(struct session *, struct op *, struct result *);
+void	cmd_psync(struct session *, struct op *, struct result *);
+void	cmd_wait(struct session *, struct op *, struct result *);
 /* This run's id (40 hex digits, random per start), for INFO's run_id. */
 const char	*command_run_id(void);
-/* INFO's replication fields, as "name value" lines, into b. */
-void		 command_info_replication(struct buf *b);
+/* INFO's replication fields, and its Stats section's sync counters, as
+ * "name value" lines, into b. */
+void		 command_info_replication(const struct core *, struct buf *b);
+void		 command_info_repl_stats(const struct core *, struct buf *b);
 
 /* The table, for COMMAND COUNT and INFO's counters. */
 const struct command *command_table(size_t *n);

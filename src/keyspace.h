@@ -35,4 +35,10 @@ void	keyspace_expire_due(struct core *, int64_t now_ms);
 void	keyspace_drop_filter(struct core *, struct filter *,
 	    const char *why);
 
+/* A runtime filter's deadline (Unix ms), 0 if it has none. */
+int64_t	keyspace_deadline(const struct filter *);
+/* A replica takes its primary's deadline for f (0: none), kept in its
+ * deadline file; its own sweep waits for the primary's drop. */
+void	keyspace_set_deadline(struct core *, struct filter *, int64_t at_ms);
+
 #endif

@@ -80,6 +80,7 @@ struct persist {
 /* ---- replay ---- */
 
 struct replay {
+	struct core	*core;
 	struct registry	*reg;
 	const struct config *cfg;
 	/* the last record's filter: records come in runs of one filter */
@@ -231,6 +232,15 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 
 	(void)err;
 	(void)errlen;
+	if (k->repl) {
+		/* a replica's place in its primary's stream (the last wins;
+		 * an empty id: none, a full sync was under way) */
+		memcpy(r->core->repl.kept_replid, k->replid,
+		    JOURNAL_REPLID_LEN);
+		r->core->repl.kept_replid[JOURNAL_REPLID_LEN] = '\0';
+		r->core->repl.kept_offset = k->repl_offset;
+		return 0;
+	}
 	if (k->reset) {
 		replay_reset(r, k);
 		return 0;
@@ -239,6 +249,8 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 		replay_create(r, k);
 		return 0;
 	}
+	if (k->deadline)
+		return 0;	/* the stream's; deadlines have their file */
 	if (k->drop) {
 		replay_drop(r, k);
 		return 0;
@@ -302,6 +314,7 @@ persist_open(struct core *core)
 	}
 	core->persist = p;
 	p->mode = core->cfg->journal;
+	r->core = core;
 	r->reg = core->reg;
 	r->cfg = core->cfg;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -500,6 +513,80 @@ persist_append_failed(struct core *core, struct filter *f, uint64_t h)
 	append_retry(core, f, JOURNAL_OP_NEW, h);
 }
 
+/* ---- the replication stream (core->stream) ---- */
+
+/*
+ * A record that did not fit in the stream's buffer: it grows (the turn's
+ * records are taken at its end); out of memory, the replicas must resync
+ * fully, since their stream now misses a record.
+ */
+static int
+stream_grow(struct core *core, size_t need)
+{
+	if (journal_reserve(core->stream, need + (1u << 20)) == 0)
+		return 0;
+	core->repl.lost = 1;
+	return -1;
+}
+
+void
+persist_stream_key(struct core *core, struct filter *f, int op, uint64_t h)
+{
+	struct journal	*s = core->stream;
+	uint64_t	 now = (uint64_t)filter_now_ms;
+
+	for (int tries = 0; tries < 2; tries++) {
+		if ((op == JOURNAL_OP_NEW ? journal_append(s, f->name,
+		    f->namelen, f->seed, h, now) : journal_append_op(s, op,
+		    f->name, f->namelen, f->seed, h, now)) == 0)
+			return;
+		if (errno != ENOBUFS || stream_grow(core, JOURNAL_APPEND_MAX))
+			return;
+	}
+}
+
+static void
+stream_filter(struct core *core, struct filter *f, int create,
+    const struct journal_filter *sh)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		if ((create ? journal_append_create(core->stream, f->name,
+		    f->namelen, f->seed, sh, (uint64_t)filter_now_ms) :
+		    journal_append_drop(core->stream, f->name, f->namelen,
+		    f->seed, (uint64_t)filter_now_ms)) == 0)
+			return;
+		if (errno != ENOBUFS || stream_grow(core, JOURNAL_CREATE_SIZE))
+			return;
+	}
+}
+
+static void
+stream_reset(struct core *core, struct filter *f, uint64_t old,
+    uint64_t seed)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		if (journal_append_reset(core->stream, f->name, f->namelen,
+		    old, seed, (uint64_t)filter_now_ms) == 0)
+			return;
+		if (errno != ENOBUFS || stream_grow(core, JOURNAL_RESET_SIZE))
+			return;
+	}
+}
+
+void
+persist_stream_deadline(struct core *core, struct filter *f, int64_t at_ms)
+{
+	if (core->stream == NULL)
+		return;
+	for (int tries = 0; tries < 2; tries++) {
+		if (journal_append_deadline(core->stream, f->name, f->namelen,
+		    f->seed, at_ms, (uint64_t)filter_now_ms) == 0)
+			return;
+		if (errno != ENOBUFS || stream_grow(core, JOURNAL_DROP_SIZE))
+			return;
+	}
+}
+
 /* An 'r' (create) or 'x' (drop) record of runtime filter f. */
 static void
 append_filter(struct core *core, struct filter *f, int create)
@@ -509,17 +596,19 @@ append_filter(struct core *core, struct filter *f, int create)
 	char			 why[600];
 	int			 rc;
 
+	memset(&sh, 0, sizeof(sh));
+	sh.type = filter_is_cuckoo(f);
+	sh.normalize = f->normalize;
+	sh.capacity = f->capacity;
+	sh.error_rate = f->error_rate;
+	sh.growth = f->growth;
+	sh.max_kicks = f->max_kicks;
+	if (core->stream != NULL)
+		stream_filter(core, f, create, &sh);
 	if (p == NULL || p->j == NULL)
 		return;
 	(void)room_for(core, JOURNAL_CREATE_SIZE);
 	if (create) {
-		memset(&sh, 0, sizeof(sh));
-		sh.type = filter_is_cuckoo(f);
-		sh.normalize = f->normalize;
-		sh.capacity = f->capacity;
-		sh.error_rate = f->error_rate;
-		sh.growth = f->growth;
-		sh.max_kicks = f->max_kicks;
 		rc = journal_append_create(p->j, f->name, f->namelen, f->seed,
 		    &sh, (uint64_t)filter_now_ms);
 	} else
@@ -554,6 +643,8 @@ persist_key_op(struct core *core, struct filter *f, int op, uint64_t h)
 {
 	uint64_t	 now = (uint64_t)filter_now_ms;
 
+	if (core->stream != NULL)
+		persist_stream_key(core, f, op, h);
 	if (core->journal == NULL)
 		return;
 	if (journal_append_op(core->journal, op, f->name, f->namelen, f->seed,
@@ -606,17 +697,28 @@ int
 persist_filter_reset(struct core *core, struct filter *f, char *err,
     size_t errlen)
 {
-	struct persist	*p = core->persist;
-	uint64_t	 old = f->seed, seed;
-	char		 why[600];
+	uint64_t seed;
 
 	/* the new seed is the filter's new epoch: it must differ */
 	do
 		seed = bloom_random_seed();
-	while (seed == old);
+	while (seed == f->seed);
+	return persist_filter_reset_to(core, f, seed, err, errlen);
+}
+
+int
+persist_filter_reset_to(struct core *core, struct filter *f, uint64_t seed,
+    char *err, size_t errlen)
+{
+	struct persist	*p = core->persist;
+	uint64_t	 old = f->seed;
+	char		 why[600];
+
 	if (p == NULL || p->j == NULL) {
 		if (reset_without_journal(core, f, seed, err, errlen) == -1)
 			return -1;
+		if (core->stream != NULL)
+			stream_reset(core, f, old, seed);
 		log_debug("filter %s emptied (journal off: its snapshot "
 		    "removed)", f->name);
 		return 0;
@@ -640,6 +742,8 @@ persist_filter_reset(struct core *core, struct filter *f, char *err,
 		if (!p->fault)
 			enter_fault(core, "the journal's buffer is full");
 	}
+	if (core->stream != NULL)
+		stream_reset(core, f, old, seed);
 	filter_reset(f, seed);
 	/* everysec and always: written (always: and fsynced) at the turn's
 	 * end, before the reply leaves, as a key's record; a failure there

@@ -75,6 +75,18 @@ void	persist_abort(struct core *);
 int	persist_filter_reset(struct core *, struct filter *, char *err,
 	    size_t errlen);
 
+/* The same with the new seed given (a replica applies its primary's). */
+int	persist_filter_reset_to(struct core *, struct filter *, uint64_t seed,
+	    char *err, size_t errlen);
+/* A key's record (JOURNAL_OP_*) into the replication stream
+ * (core->stream, not NULL): command.c's new keys. */
+void	persist_stream_key(struct core *, struct filter *, int op, uint64_t h);
+
+/* A runtime filter's EXPIRE deadline (Unix ms; 0: PERSIST) into the
+ * replication stream (deadlines are kept in their own file, not the
+ * journal). */
+void	persist_stream_deadline(struct core *, struct filter *, int64_t at_ms);
+
 /* Makes room for n appends before a batch sets its keys (only while
  * core->journal is not NULL). Returns 0 if the keys may be set (and
  * acknowledged), -1 if they must be refused. */

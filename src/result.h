@@ -56,6 +56,9 @@ struct result {
 	int			 boolean;
 	int			 close;	/* close once the reply is sent */
 	int			 need_auth; /* refused for want of AUTH */
+	/* PSYNC: the connection becomes a replica's link (no reply here:
+	 * the link answers) */
+	int			 handover;
 	struct save_wait	*wait;	/* RESULT_WAIT */
 };
 

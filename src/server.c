@@ -32,6 +32,7 @@
 #include "persist.h"
 #include "prebuild.h"
 #include "registry.h"
+#include "role.h"
 #include "saver.h"
 #include "server.h"
 
@@ -499,6 +500,7 @@ server_tick(struct server *srv)
 	/* and dumps no client asks for any more */
 	command_tick(core, now);
 	conn_sweep(&srv->conns, core->cfg->idle_timeout);
+	role_tick(srv->role);
 }
 
 /* ---- snapshots ---- */
@@ -845,6 +847,7 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 	registry_apply_settings(nreg, ncfg, log_info_line);
 	apply_auth(srv, ncfg);
 	moved = strcmp(srv->core.cfg->data_dir, ncfg->data_dir) != 0;
+	role_reload(srv->role, srv->core.cfg, ncfg);
 	config_free(srv->core.cfg);
 	srv->core.cfg = ncfg;
 	/* the config is swapped first, so that the last snapshots of the
@@ -944,7 +947,11 @@ static void
 save_done(void *arg, struct save_wait *w)
 {
 	(void)arg;
-	if (w->owner != NULL)
+	if (w->then != NULL)
+		w->then(w->then_arg, w);
+	else if (w->owner != NULL && w->counted)
+		conn_count_done(w->owner, w->count);
+	else if (w->owner != NULL)
 		conn_save_done(w->owner, !w->failed, w->err);
 }
 
@@ -1004,6 +1011,11 @@ server_start(struct server *srv)
 	srv->ev_tick = event_new(srv->base, -1, EV_PERSIST, on_tick, srv);
 	if (srv->ev_tick == NULL || event_add(srv->ev_tick, &one) == -1)
 		return -1;
+	if ((srv->role = role_new(core, srv->base, save_done, srv)) == NULL)
+		return -1;
+	srv->conns.handover = role_handover;
+	srv->conns.handover_arg = srv->role;
+	role_start(srv->role);
 	return 0;
 }
 
@@ -1018,6 +1030,12 @@ server_start(struct server *srv)
  *   3. the journal: the turn's records are written, and fsynced with
  *      journal = always, once for every client of the turn (group
  *      commit: persist_turn_end);
+ *   3b. replication (role.c): a primary frames the turn's records into
+ *      its backlog and sends them to its replicas, captures the full
+ *      syncs asked for this turn at this boundary, and counts WAITs; a
+ *      replica journals where it has got to and acknowledges it, its
+ *      frames being written by step 3; a REPLICAOF of the turn takes
+ *      effect;
  *   4. replies released: only now do the turn's replies leave, so a
  *      client never holds an acknowledgement the journal does not; if
  *      the write failed with always, the replies that acknowledged a new
@@ -1045,6 +1063,8 @@ server_turn(struct server *srv)
 	}
 	/* 3 */
 	hold = persist_turn_end(&srv->core);
+	/* 3b */
+	role_turn_end(srv->role);
 	/* 4 */
 	conn_release_turn(&srv->conns, hold);
 	/* 5 */
@@ -1086,6 +1106,8 @@ server_run(struct server *srv)
 void
 server_free(struct server *srv)
 {
+	role_free(srv->role);
+	srv->role = NULL;
 	conn_close_all(&srv->conns);
 	/* the saver's descriptor is still open: its event goes first */
 	if (srv->ev_saver)

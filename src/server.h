@@ -55,6 +55,7 @@ struct server {
 	struct log_limit	 refuse_log, accept_log;
 	int			 done;		/* the loop ends */
 	struct prebuild		*prebuild;	/* a reload's filters opening */
+	struct role		*role;		/* primary or replica */
 	int			 reload_again;	/* SIGHUP meanwhile */
 };
 

@@ -64,6 +64,13 @@ struct session {
 	/* SUBSCRIBE, PSUBSCRIBE: what it listens to (pubsub.c) */
 	struct pubsub_subs *subs;
 	unsigned	 nsubs;		/* channels and patterns */
+	/* replication: a replica's listening port (REPLCONF), and the
+	 * PSYNC that hands its connection over (result.handover) */
+	unsigned	 repl_port;
+	char		 psync_replid[41];
+	uint64_t	 psync_offset;
+	/* it has had a key answered new, or another write: WAIT counts */
+	unsigned	 wrote:1;
 };
 
 /* Whether s's RESP requests must all take the general path: queued by

@@ -1,6 +1,6 @@
 """
-What Redis Sentinel needs of a primary it monitors, before replication
-exists (issue 23, INTERFACE.md "Replicas and failover"): pub/sub enough for
+What Redis Sentinel needs of the instances it monitors (issue 23,
+INTERFACE.md "Replicas and failover"): pub/sub enough for
 __sentinel__:hello and its clients, MULTI/EXEC/DISCARD, CLIENT KILL TYPE,
 SLAVEOF NO ONE, CONFIG REWRITE, ROLE and INFO's replication section.
 
@@ -271,10 +271,15 @@ def test_sentinel_failover_transaction(t):
     for v in victims + [listener]:
         t.ok(v.closed(), "killed connections are closed")
     t.eq(c.cmd("PING"), "PONG", "the caller is spared")
-    t.eq(c.cmd("SLAVEOF", "127.0.0.1", "6379"),
-         Err("ERR replication is not built yet (issue 23)"),
-         "SLAVEOF host port says plainly it is not there yet")
+    t.eq(c.cmd("SLAVEOF", "127.0.0.1", "1"), "OK",
+         "SLAVEOF host port makes it a replica (of nothing listening)")
+    t.eq(c.cmd("SLAVEOF", "127.0.0.1", "1"),
+         "OK Already connected to specified master", "the same again")
+    t.eq(c.cmd("SETNX", "k", "1"),
+         Err("READONLY You can't write against a read only replica."),
+         "a replica refuses writes")
     t.eq(c.cmd("REPLICAOF", "no", "one"), "OK", "REPLICAOF NO ONE")
+    t.eq(c.cmd("SETNX", "k", "1"), 1, "a primary again: writes go")
 
 
 def kill_script(port):

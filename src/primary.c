@@ -1,0 +1,567 @@
+/*
+ * primary.c - a primary's replicas; see primary.h.
+ *
+ * Why full syncs are captured at the turn's end: every record of a turn
+ * goes into that turn's frame, so a capture taken after the frame is
+ * framed holds exactly the records before the offset it is sent with,
+ * and the replica applies exactly those after. A forget applied twice
+ * would take another key's fingerprint with it; at a turn boundary
+ * nothing is applied twice.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "backlog.h"
+#include "config.h"
+#include "core.h"
+#include "filter.h"
+#include "journal.h"
+#include "keyspace.h"
+#include "log.h"
+#include "primary.h"
+#include "registry.h"
+#include "saver.h"
+
+enum link_state {
+	LINK_CAPTURE,	/* a full sync to capture at the turn's end */
+	LINK_IMAGE,	/* its images being written */
+	LINK_ONLINE,	/* streaming */
+};
+
+struct sync;
+
+struct image {
+	struct sync	*sync;
+	char		 name[FILTER_NAME_MAX + 1];
+	int		 fd;
+	uint64_t	 size;
+	int64_t		 deadline_ms;	/* EXPIRE's, 0: none */
+};
+
+/* A full sync's images; outlives its link if the replica goes first. */
+struct sync {
+	struct link	*link;		/* NULL: gone */
+	struct image	*img;
+	size_t		 n, pending;
+	int		 failed;
+	char		 err[300];
+};
+
+struct link {
+	struct primary	*p;
+	struct bufferevent *bev;
+	char		 ip[64];
+	unsigned	 port;
+	enum link_state	 state;
+	uint64_t	 from;		/* the full sync's offset */
+	struct sync	*sync;
+	uint64_t	 ack;
+	time_t		 ack_at;
+	struct link	*next;
+};
+
+struct primary {
+	struct core	*core;
+	struct event_base *base;
+	void		(*done)(void *, struct save_wait *);
+	void		*arg;
+	struct link	*links;
+	struct event	*timer;		/* WAIT deadlines */
+	time_t		 framed_at;	/* the last frame */
+};
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* INFO's and ROLE's view of the links. */
+static void
+publish(struct primary *p)
+{
+	struct core_repl	*r = &p->core->repl;
+	size_t			 n = 0;
+
+	for (struct link *l = p->links; l != NULL; l = l->next)
+		n++;
+	free(r->replicas);
+	r->replicas = calloc(n ? n : 1, sizeof(*r->replicas));
+	r->nreplicas = 0;
+	if (r->replicas == NULL)
+		return;
+	for (struct link *l = p->links; l != NULL; l = l->next) {
+		struct core_replica *c = &r->replicas[r->nreplicas++];
+
+		snprintf(c->ip, sizeof(c->ip), "%s", l->ip);
+		c->port = l->port;
+		c->ack = l->ack;
+		c->ack_at = l->ack_at;
+		c->online = l->state == LINK_ONLINE;
+	}
+}
+
+static void
+sync_release(struct sync *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->img[i].fd != -1)
+			close(s->img[i].fd);
+	free(s->img);
+	free(s);
+}
+
+static void
+link_close(struct link *l, const char *why)
+{
+	struct primary *p = l->p;
+
+	log_info("replication: replica %s:%u dropped: %s", l->ip, l->port,
+	    why);
+	for (struct link **pp = &p->links; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	if (l->sync != NULL) {
+		l->sync->link = NULL;
+		if (l->sync->pending == 0)
+			sync_release(l->sync);
+	}
+	bufferevent_free(l->bev);
+	free(l);
+	publish(p);
+}
+
+/* The backlog from offset o onwards into l's output; -1 if it is gone. */
+static int
+send_from(struct link *l, uint64_t o)
+{
+	const struct backlog	*b = l->p->core->repl.backlog;
+	const unsigned char	*q;
+	size_t			 n;
+
+	if (!backlog_holds(b, o))
+		return -1;
+	while ((n = backlog_read(b, o, &q, SIZE_MAX)) > 0) {
+		if (bufferevent_write(l->bev, q, n) == -1)
+			return -1;
+		o += n;
+	}
+	return 0;
+}
+
+/* ---- the link's input: acknowledgements ---- */
+
+static void
+check_waits(struct primary *p, int all_due);
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	struct link	*l = arg;
+	struct evbuffer	*in = bufferevent_get_input(bev);
+	char		*line;
+	size_t		 len;
+	int		 acked = 0;
+
+	while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_CRLF)) != NULL) {
+		unsigned long long o;
+
+		if (sscanf(line, "REPLCONF ACK %llu", &o) == 1) {
+			if (o > l->ack)
+				l->ack = o;
+			l->ack_at = time(NULL);
+			acked = 1;
+		}
+		free(line);
+	}
+	if (evbuffer_get_length(in) > 4096) {
+		link_close(l, "sent a line too long");
+		return;
+	}
+	if (acked) {
+		publish(l->p);
+		check_waits(l->p, 0);
+	}
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct link *l = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		link_close(l, what & BEV_EVENT_EOF ? "it closed the link" :
+		    strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+/* ---- full syncs ---- */
+
+/* Every image written: sent, then the stream from the capture. */
+static void
+image_ready(struct link *l)
+{
+	struct primary	*p = l->p;
+	struct sync	*s = l->sync;
+	struct evbuffer	*out = bufferevent_get_output(l->bev);
+	uint64_t	 bytes = 0;
+
+	l->sync = NULL;
+	if (s->failed) {
+		log_error("replication: full sync of %s:%u failed: %s", l->ip,
+		    l->port, s->err);
+		sync_release(s);
+		link_close(l, "its full sync failed");
+		return;
+	}
+	evbuffer_add_printf(out, "+FULLRESYNC %s %" PRIu64 "\r\n$IMAGE %zu\r\n",
+	    p->core->repl.replid, l->from, s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		evbuffer_add_printf(out, "%s %" PRIu64 " %" PRId64 "\r\n",
+		    s->img[i].name, s->img[i].size, s->img[i].deadline_ms);
+		/* sendfile(2): the file goes to the socket from the page
+		 * cache; libevent closes it once sent */
+		if (s->img[i].size > 0 && evbuffer_add_file(out, s->img[i].fd,
+		    0, (ev_off_t)s->img[i].size) == 0)
+			s->img[i].fd = -1;
+		bytes += s->img[i].size;
+	}
+	sync_release(s);
+	if (send_from(l, l->from) == -1) {
+		link_close(l, "the backlog no longer holds the full sync's "
+		    "offset (raise repl_backlog_size)");
+		return;
+	}
+	l->state = LINK_ONLINE;
+	l->ack = l->from;
+	log_info("replication: full sync of %s:%u sent: %" PRIu64 " bytes of "
+	    "images, stream from offset %" PRIu64, l->ip, l->port, bytes,
+	    l->from);
+	publish(p);
+}
+
+static void
+image_done(void *arg, struct filter *f, int fd, uint64_t size,
+    const char *err)
+{
+	struct image	*img = arg;
+	struct sync	*s = img->sync;
+
+	(void)f;
+	img->fd = fd;
+	img->size = size;
+	if (fd == -1 && !s->failed) {
+		s->failed = 1;
+		snprintf(s->err, sizeof(s->err), "image of %s: %s", img->name,
+		    err);
+	}
+	if (--s->pending > 0)
+		return;
+	if (s->link == NULL)
+		sync_release(s);
+	else
+		image_ready(s->link);
+}
+
+/* Images of every filter, captured now (the turn's end). */
+static void
+capture(struct link *l)
+{
+	struct core	*core = l->p->core;
+	struct registry	*reg = core->reg;
+	struct sync	*s;
+
+	l->from = core->repl.offset;
+	l->state = LINK_IMAGE;
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->img = calloc(reg->nfilters ? reg->nfilters : 1,
+	    sizeof(*s->img))) == NULL) {
+		free(s);
+		link_close(l, "out of memory");
+		return;
+	}
+	s->link = l;
+	l->sync = s;
+	s->n = reg->nfilters;
+	/* one hold while submitting, so no image completes the sync early */
+	s->pending = 1;
+	for (size_t i = 0; i < reg->nfilters; i++) {
+		struct image *img = &s->img[i];
+
+		img->sync = s;
+		img->fd = -1;
+		snprintf(img->name, sizeof(img->name), "%s",
+		    reg->filters[i]->name);
+		img->deadline_ms = keyspace_deadline(reg->filters[i]);
+		s->pending++;
+		if (saver_submit_image(core->saver, reg->filters[i],
+		    core->cfg->data_dir, image_done, img) == -1) {
+			s->pending--;
+			s->failed = 1;
+			snprintf(s->err, sizeof(s->err), "out of memory");
+		}
+	}
+	core->repl.sync_full++;
+	log_info("replication: full sync of %s:%u: %zu filters captured at "
+	    "offset %" PRIu64, l->ip, l->port, s->n, l->from);
+	if (--s->pending == 0)
+		image_ready(l);
+}
+
+/* ---- attaching ---- */
+
+/* Whether the history (replid, offset) is this one's and still held. */
+static int
+can_continue(const struct core_repl *r, const char *replid, uint64_t o)
+{
+	if (strcmp(replid, r->replid) != 0 && (r->replid2[0] == '\0' ||
+	    strcmp(replid, r->replid2) != 0 || o > r->second_offset))
+		return 0;
+	return backlog_holds(r->backlog, o);
+}
+
+void
+primary_attach(struct primary *p, int fd, const char *ip, unsigned port,
+    const char *replid, uint64_t offset)
+{
+	struct core_repl	*r = &p->core->repl;
+	struct link		*l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL ||
+	    (l->bev = bufferevent_socket_new(p->base, fd,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		log_error("replication: replica %s:%u: out of memory", ip,
+		    port);
+		free(l);
+		close(fd);
+		return;
+	}
+	l->p = p;
+	snprintf(l->ip, sizeof(l->ip), "%s", ip);
+	l->port = port;
+	l->ack_at = time(NULL);
+	bufferevent_setcb(l->bev, on_read, NULL, on_event, l);
+	bufferevent_enable(l->bev, EV_READ | EV_WRITE);
+	l->next = p->links;
+	p->links = l;
+	/* from now on each turn's records are kept for the replicas */
+	if (p->core->stream == NULL) {
+		char err[200];
+
+		if ((p->core->stream = journal_open_mem(1u << 20, err,
+		    sizeof(err))) == NULL) {
+			link_close(l, err);
+			return;
+		}
+	}
+	if (can_continue(r, replid, offset)) {
+		evbuffer_add_printf(bufferevent_get_output(l->bev),
+		    "+CONTINUE %s\r\n", r->replid);
+		if (send_from(l, offset) == 0) {
+			l->state = LINK_ONLINE;
+			l->ack = offset;
+			r->sync_partial_ok++;
+			log_info("replication: replica %s:%u resyncs partially "
+			    "from offset %" PRIu64, ip, port, offset);
+			publish(p);
+			return;
+		}
+	}
+	if (strcmp(replid, "?") != 0)
+		r->sync_partial_err++;
+	log_info("replication: replica %s:%u asks %s %" PRIu64 ": full sync",
+	    ip, port, replid, offset);
+	l->state = LINK_CAPTURE;
+	publish(p);
+}
+
+/* ---- the turn ---- */
+
+/* The turn's records as one frame, kept and sent to the online links. */
+static void
+frame(struct primary *p, int heartbeat)
+{
+	struct core		*core = p->core;
+	const unsigned char	*body = NULL;
+	unsigned char		 head[PRIMARY_FRAME_HEAD] = { 'S', 'R', 0, 0 };
+	size_t			 len = 0;
+
+	if (core->stream != NULL)
+		len = journal_take(core->stream, &body);
+	if (len == 0 && !heartbeat)
+		return;
+	head[4] = (unsigned char)len;
+	head[5] = (unsigned char)(len >> 8);
+	head[6] = (unsigned char)(len >> 16);
+	head[7] = (unsigned char)(len >> 24);
+	backlog_append(core->repl.backlog, head, sizeof(head));
+	if (len > 0)
+		backlog_append(core->repl.backlog, body, len);
+	core->repl.offset = core->repl.backlog->end;
+	core->repl.backlog_first = core->repl.backlog->first;
+	p->framed_at = time(NULL);
+	for (struct link *l = p->links, *next; l != NULL; l = next) {
+		next = l->next;
+		if (l->state != LINK_ONLINE)
+			continue;
+		if (bufferevent_write(l->bev, head, sizeof(head)) == -1 ||
+		    (len > 0 && bufferevent_write(l->bev, body, len) == -1)) {
+			link_close(l, "out of memory");
+			continue;
+		}
+		/* one that does not read would hold the stream for ever:
+		 * past the backlog's size it comes back by a full sync */
+		if (evbuffer_get_length(bufferevent_get_output(l->bev)) >
+		    core->cfg->repl_backlog_size)
+			link_close(l, "its unsent stream passed "
+			    "repl_backlog_size");
+	}
+	if (core->stream != NULL)
+		journal_clear(core->stream);
+}
+
+/* WAITs answered when enough replicas acknowledged theirs, or at their
+ * deadline. all_due: the deadlines are checked too. */
+static void
+check_waits(struct primary *p, int all_due)
+{
+	struct core_repl	*r = &p->core->repl;
+	uint64_t		 now = all_due ? mono_ms() : 0;
+
+	for (struct core_wait **pp = &r->waits, *w; (w = *pp) != NULL; ) {
+		long long n = 0;
+
+		if (w->target == UINT64_MAX) {
+			pp = &w->next;
+			continue;
+		}
+		for (struct link *l = p->links; l != NULL; l = l->next)
+			n += l->state == LINK_ONLINE && l->ack >= w->target;
+		if (n < w->want && (!all_due || w->deadline_ms == 0 ||
+		    now < w->deadline_ms)) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->w->counted = 1;
+		w->w->count = n;
+		p->done(p->arg, w->w);
+		free(w->w);
+		free(w);
+	}
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct primary	*p = arg;
+	struct timeval	 tv = { 0, 5000 };
+
+	(void)fd;
+	(void)what;
+	check_waits(p, 1);
+	if (p->core->repl.waits != NULL)
+		evtimer_add(p->timer, &tv);
+}
+
+void
+primary_turn_end(struct primary *p)
+{
+	struct core_repl *r = &p->core->repl;
+	struct timeval	 tv = { 0, 5000 };
+
+	if (r->lost) {
+		r->lost = 0;
+		primary_resync_all(p, "the stream lost a record (out of "
+		    "memory)");
+	}
+	frame(p, 0);
+	for (struct link *l = p->links, *next; l != NULL; l = next) {
+		next = l->next;
+		if (l->state == LINK_CAPTURE)
+			capture(l);
+	}
+	if (r->waits == NULL)
+		return;
+	for (struct core_wait *w = r->waits; w != NULL; w = w->next)
+		if (w->target == UINT64_MAX)
+			w->target = r->offset;
+	check_waits(p, 1);
+	/* the rest are looked at again soon for their deadlines */
+	if (r->waits != NULL && !evtimer_pending(p->timer, NULL))
+		evtimer_add(p->timer, &tv);
+}
+
+void
+primary_tick(struct primary *p)
+{
+	/* a sign of life for replicas (their lag and timeouts) */
+	if (p->links != NULL && time(NULL) - p->framed_at >= 1)
+		frame(p, 1);
+	publish(p);
+}
+
+void
+primary_drop_all(struct primary *p, const char *why)
+{
+	while (p->links != NULL)
+		link_close(p->links, why);
+}
+
+void
+primary_resync_all(struct primary *p, const char *why)
+{
+	struct core_repl *r = &p->core->repl;
+
+	if (p->links == NULL && r->backlog->end == r->backlog->first)
+		return;
+	log_info("replication: every replica resyncs fully: %s", why);
+	/* no offset held: a replica that comes back syncs fully */
+	if (p->core->stream != NULL)
+		journal_clear(p->core->stream);
+	backlog_reset(r->backlog, r->offset);
+	primary_drop_all(p, why);
+}
+
+struct primary *
+primary_new(struct core *core, struct event_base *base,
+    void (*done)(void *, struct save_wait *), void *arg)
+{
+	struct primary *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->core = core;
+	p->base = base;
+	p->done = done;
+	p->arg = arg;
+	if ((p->timer = evtimer_new(base, on_timer, p)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void
+primary_free(struct primary *p)
+{
+	if (p == NULL)
+		return;
+	primary_drop_all(p, "shutting down");
+	event_free(p->timer);
+	free(p);
+}
