@@ -14,6 +14,10 @@
  * and 'a' copy batches, laid out as 'B'). A reset counts as a record
  * too, and its name must be 1 to 64 bytes like a key's.
  *
+ * The records after the header are also replayed from memory, as a
+ * replica applies a turn of the replication stream (journal_replay_mem,
+ * which also reads 'o' offset and 'u' deadline records).
+ *
  * A mutated file almost never passes its checksums, so each input is also
  * tried with every checksum recomputed (a batch's body and header sums
  * included), which lets hostile record contents (ids, names, times,
@@ -42,6 +46,13 @@ count(void *arg, const struct journal_key *k, char *err, size_t errlen)
 
 	(void)err;
 	(void)errlen;
+	if (k->repl) {
+		/* a replica's offset: no name, an id of 40 characters */
+		if (k->namelen != 0 || memchr(k->replid, '\0', 40) != NULL)
+			abort();
+		(*n)++;
+		return 0;
+	}
 	if (k->namelen == 0 || k->namelen > JOURNAL_NAME_MAX ||
 	    k->op < JOURNAL_OP_NEW || k->op > JOURNAL_OP_COPY ||
 	    (k->reset && k->op != JOURNAL_OP_NEW))
@@ -89,6 +100,19 @@ replay(const uint8_t *data, size_t size)
 	    nmid != nlast))
 		abort();			/* stricter read, other result */
 	close(fd);
+	/* the records after the header, as a replica reads a turn of the
+	 * replication stream: whole, or damage with a message */
+	if (size > JOURNAL_HEADER_SIZE) {
+		uint64_t nmem = 0;
+
+		err[0] = '\0';
+		if (journal_replay_mem(data + JOURNAL_HEADER_SIZE,
+		    size - JOURNAL_HEADER_SIZE, "fuzz", count, &nmem, err,
+		    sizeof(err)) == -1 && err[0] == '\0')
+			abort();
+		if (nmem > size / 8)
+			abort();
+	}
 }
 
 /* The length of the record at p, avail bytes of it present; 0 unknown. */
@@ -109,7 +133,10 @@ rec_len(const uint8_t *p, size_t avail)
 	case JOURNAL_REC_CREATE:
 		return JOURNAL_CREATE_SIZE;
 	case JOURNAL_REC_DROP:
+	case JOURNAL_REC_DEADLINE:
 		return JOURNAL_DROP_SIZE;
+	case JOURNAL_REC_OFFSET:
+		return JOURNAL_OFFSET_SIZE;
 	case JOURNAL_REC_BATCH:
 	case JOURNAL_REC_FORGET:
 	case JOURNAL_REC_COPY:
