@@ -3,6 +3,8 @@
  * fileio.h.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,4 +68,24 @@ fileio_commit(const char *tmp, const char *final, const char *dir, char *err,
 		return -1;
 	}
 	return 0;
+}
+
+int
+fileio_tmpfile(const char *dir)
+{
+	char	 path[PATH_MAX];
+	int	 fd, n;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd != -1 || (errno != EOPNOTSUPP && errno != EISDIR &&
+	    errno != EINVAL))
+		return fd;
+	n = snprintf(path, sizeof(path), "%s/.tmp.XXXXXX", dir);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((fd = mkostemp(path, O_CLOEXEC)) != -1)
+		(void)unlink(path);
+	return fd;
 }

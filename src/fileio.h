@@ -99,4 +99,10 @@ int	fileio_sync_dir(const char *dir);
 int	fileio_commit(const char *tmp, const char *final, const char *dir,
 	    char *err, size_t errlen);
 
+/*
+ * A file in dir with no name, read-write, gone when closed: O_TMPFILE, or
+ * on a file system without it a named one removed at once. -1 with errno.
+ */
+int	fileio_tmpfile(const char *dir);
+
 #endif

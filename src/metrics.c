@@ -244,6 +244,30 @@ journal_figures(struct evbuffer *out, struct core *core)
 	    "else 1.", (uint64_t)ok);
 }
 
+/* Replication, as INFO's replication section says it. */
+static void
+replication_figures(struct evbuffer *out, struct core *core)
+{
+	const struct core_repl	*r = &core->repl;
+	uint64_t		 online = 0;
+
+	for (size_t i = 0; i < r->nreplicas; i++)
+		online += (uint64_t)r->replicas[i].online;
+	one_u(out, "seend_replica", "gauge",
+	    "1 on a read-only replica, 0 on a primary.",
+	    (uint64_t)r->replica);
+	one_u(out, "seend_replication_offset_bytes", "gauge",
+	    "The replication stream's offset: a primary's end, what a "
+	    "replica has applied.", r->offset);
+	one_u(out, "seend_connected_replicas", "gauge",
+	    "Replicas streaming from this primary.", online);
+	one_u(out, "seend_replica_link_up", "gauge",
+	    "On a replica, 1 while its link to the primary is up.",
+	    (uint64_t)(r->replica && r->link_up));
+	one_u(out, "seend_replication_full_syncs_total", "counter",
+	    "Full syncs this primary served.", r->sync_full);
+}
+
 static void
 server_figures(struct evbuffer *out, struct core *core)
 {
@@ -303,6 +327,7 @@ server_figures(struct evbuffer *out, struct core *core)
 	    "1 if the last reload was applied (or there was none), 0 if it "
 	    "failed.", core->stats.last_reload_ok != 0);
 	journal_figures(out, core);
+	replication_figures(out, core);
 }
 
 /* One family, one sample per filter. */

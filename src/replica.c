@@ -20,6 +20,7 @@
 #include "core.h"
 #include "filter.h"
 #include "journal.h"
+#include "fileio.h"
 #include "log.h"
 #include "mirror.h"
 #include "primary.h"
@@ -274,7 +275,7 @@ on_file_head(struct replica *rp, char *line)
 	m = &rp->img[rp->nimg++];
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->deadline_ms = deadline > 0 ? deadline : 0;
-	m->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	m->fd = fileio_tmpfile(dir);
 	if (m->fd == -1) {
 		char why[300];
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "filter.h"
 #include "journal.h"
@@ -100,7 +101,7 @@ write_image(struct save_job *job)
 	off_t end;
 
 	job->ok = 0;
-	job->image_fd = open(job->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	job->image_fd = fileio_tmpfile(job->dir);
 	if (job->image_fd == -1) {
 		snprintf(job->err, sizeof(job->err), "open a file in %s: %s",
 		    job->dir, strerror(errno));
