@@ -837,7 +837,7 @@ conn_count_done(struct conn *c, long long n)
 
 	c->wait = NULL;
 	len = snprintf(line, sizeof(line), c->wait_proto == COMMAND_RESP ?
-	    ":%lld\r\n" : "%lld\n", n);
+	    ":%lld\r\n" : "%lld\r\n", n);
 	buf_append(&c->out, line, (size_t)len);
 	conn_kick(c);
 }

@@ -1269,10 +1269,23 @@ filter_from_image(const char *name, int fd, struct filter_shape *shape,
 		return NULL;
 	f->expire_ms = (int64_t)info.expire_ms;
 	set_drop_at(f);
+	/* the image was written from the live bits: it may hold keys set
+	 * after its counts were taken, so its bits are counted here */
+	for (size_t i = 0; i < f->nslices; i++)
+		if (f->slices[i]->cuckoo.table == NULL)
+			f->slices[i]->bloom.bits_set =
+			    bloom_popcount(&f->slices[i]->bloom);
 	/* its journal positions were the primary's: nothing here */
 	f->loaded_at = 0;
 	f->loaded_jseq = f->loaded_joff = 0;
 	return f;
+}
+
+void
+filter_count_new(struct filter *f)
+{
+	if (f->head != NULL && f->head->cuckoo.table == NULL)
+		f->head->bloom.count++;
 }
 
 void

@@ -223,6 +223,13 @@ int		 filter_reseed(struct filter *, uint64_t seed);
  */
 struct filter	*filter_from_image(const char *name, int fd,
 		    struct filter_shape *shape, char *err, size_t errlen);
+/*
+ * A key its primary answered new that a replica's filter already held:
+ * counted all the same. A full sync's image is read from the live bits
+ * after its counts were taken, so it may hold keys its count does not;
+ * their records follow it, and the primary counted each once.
+ */
+void		 filter_count_new(struct filter *);
 /* dst takes src's keys, slices and seed (a replica's full sync); src is
  * left empty for its owner to release. */
 void		 filter_take(struct filter *dst, struct filter *src);

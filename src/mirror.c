@@ -230,8 +230,11 @@ apply_key(struct apply *a, const struct journal_key *k)
 			persist_key_op(core, f, JOURNAL_OP_COPY, k->hash);
 		break;
 	default:
-		if (filter_seen_at(f, k->hash, (int64_t)k->time) != 0)
+		if (filter_seen_at(f, k->hash, (int64_t)k->time) != 0) {
+			if (!filter_is_cuckoo(f))
+				filter_count_new(f);
 			break;
+		}
 		f->seen_new++;
 		if (core->journal != NULL && journal_append(core->journal,
 		    f->name, f->namelen, f->seed, k->hash, k->time) == -1)

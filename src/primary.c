@@ -31,6 +31,9 @@
 #include "registry.h"
 #include "saver.h"
 
+/* The least stream a syncing replica may have waiting (see keep). */
+#define SYNC_PENDING_MIN	((uint64_t)256 << 20)
+
 enum link_state {
 	LINK_CAPTURE,	/* a full sync to capture at the turn's end */
 	LINK_IMAGE,	/* its images being written */
@@ -64,6 +67,13 @@ struct link {
 	enum link_state	 state;
 	uint64_t	 from;		/* the full sync's offset */
 	struct sync	*sync;
+	/* the stream since the capture, while the images are written: it
+	 * follows them (as Redis keeps a syncing replica's output) */
+	struct evbuffer	*pending;
+	/* the images' bytes and the stream kept while they were written,
+	 * counted in its output until they are sent: the limit on unsent
+	 * stream allows for them meanwhile */
+	uint64_t	 image_bytes;
 	uint64_t	 ack;
 	time_t		 ack_at;
 	struct link	*next;
@@ -141,6 +151,8 @@ link_close(struct link *l, const char *why)
 			sync_release(l->sync);
 	}
 	bufferevent_free(l->bev);
+	if (l->pending != NULL)
+		evbuffer_free(l->pending);
 	free(l);
 	publish(p);
 }
@@ -241,11 +253,12 @@ image_ready(struct link *l)
 		bytes += s->img[i].size;
 	}
 	sync_release(s);
-	if (send_from(l, l->from) == -1) {
-		link_close(l, "the backlog no longer holds the full sync's "
-		    "offset (raise repl_backlog_size)");
+	if (evbuffer_add_buffer(out, l->pending) == -1) {
+		link_close(l, "out of memory");
 		return;
 	}
+	/* and the stream kept meanwhile */
+	l->image_bytes = evbuffer_get_length(out);
 	l->state = LINK_ONLINE;
 	l->ack = l->from;
 	log_info("replication: full sync of %s:%u sent: %" PRIu64 " bytes of "
@@ -283,11 +296,12 @@ capture(struct link *l)
 {
 	struct core	*core = l->p->core;
 	struct registry	*reg = core->reg;
-	struct sync	*s;
+	struct sync	*s = NULL;
 
 	l->from = core->repl.offset;
 	l->state = LINK_IMAGE;
-	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	if ((l->pending = evbuffer_new()) == NULL ||
+	    (s = calloc(1, sizeof(*s))) == NULL ||
 	    (s->img = calloc(reg->nfilters ? reg->nfilters : 1,
 	    sizeof(*s->img))) == NULL) {
 		free(s);
@@ -359,14 +373,10 @@ primary_attach(struct primary *p, int fd, const char *ip, unsigned port,
 	l->next = p->links;
 	p->links = l;
 	/* from now on each turn's records are kept for the replicas */
+	primary_keep_stream(p);
 	if (p->core->stream == NULL) {
-		char err[200];
-
-		if ((p->core->stream = journal_open_mem(1u << 20, err,
-		    sizeof(err))) == NULL) {
-			link_close(l, err);
-			return;
-		}
+		link_close(l, "out of memory");
+		return;
 	}
 	if (can_continue(r, replid, offset)) {
 		evbuffer_add_printf(bufferevent_get_output(l->bev),
@@ -391,6 +401,27 @@ primary_attach(struct primary *p, int fd, const char *ip, unsigned port,
 
 /* ---- the turn ---- */
 
+/*
+ * A frame for a link whose images are being written: kept for it, up to
+ * the larger of repl_backlog_size and SYNC_PENDING_MIN bytes (a full sync
+ * of a big filter under a heavy load needs more than a small backlog).
+ */
+static void
+keep(struct link *l, const unsigned char *head, const unsigned char *body,
+    size_t len)
+{
+	uint64_t max = l->p->core->cfg->repl_backlog_size;
+
+	if (max < SYNC_PENDING_MIN)
+		max = SYNC_PENDING_MIN;
+	if (evbuffer_add(l->pending, head, PRIMARY_FRAME_HEAD) == -1 ||
+	    (len > 0 && evbuffer_add(l->pending, body, len) == -1))
+		link_close(l, "out of memory");
+	else if (evbuffer_get_length(l->pending) > max)
+		link_close(l, "the stream during its full sync passed the "
+		    "larger of repl_backlog_size and 256M");
+}
+
 /* The turn's records as one frame, kept and sent to the online links. */
 static void
 frame(struct primary *p, int heartbeat)
@@ -399,6 +430,7 @@ frame(struct primary *p, int heartbeat)
 	const unsigned char	*body = NULL;
 	unsigned char		 head[PRIMARY_FRAME_HEAD] = { 'S', 'R', 0, 0 };
 	size_t			 len = 0;
+	uint64_t		 unsent;
 
 	if (core->stream != NULL)
 		len = journal_take(core->stream, &body);
@@ -416,6 +448,10 @@ frame(struct primary *p, int heartbeat)
 	p->framed_at = time(NULL);
 	for (struct link *l = p->links, *next; l != NULL; l = next) {
 		next = l->next;
+		if (l->state == LINK_IMAGE) {
+			keep(l, head, body, len);
+			continue;
+		}
 		if (l->state != LINK_ONLINE)
 			continue;
 		if (bufferevent_write(l->bev, head, sizeof(head)) == -1 ||
@@ -425,8 +461,10 @@ frame(struct primary *p, int heartbeat)
 		}
 		/* one that does not read would hold the stream for ever:
 		 * past the backlog's size it comes back by a full sync */
-		if (evbuffer_get_length(bufferevent_get_output(l->bev)) >
-		    core->cfg->repl_backlog_size)
+		unsent = evbuffer_get_length(bufferevent_get_output(l->bev));
+		if (unsent <= core->cfg->repl_backlog_size)
+			l->image_bytes = 0;	/* the images are gone */
+		if (unsent > core->cfg->repl_backlog_size + l->image_bytes)
 			link_close(l, "its unsent stream passed "
 			    "repl_backlog_size");
 	}
@@ -513,6 +551,16 @@ primary_tick(struct primary *p)
 	if (p->links != NULL && time(NULL) - p->framed_at >= 1)
 		frame(p, 1);
 	publish(p);
+}
+
+void
+primary_keep_stream(struct primary *p)
+{
+	char err[200];
+
+	if (p->core->stream == NULL && (p->core->stream =
+	    journal_open_mem(1u << 20, err, sizeof(err))) == NULL)
+		log_error("replication: %s", err);
 }
 
 void

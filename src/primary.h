@@ -49,6 +49,9 @@ void		 primary_attach(struct primary *, int fd, const char *ip,
 void		 primary_turn_end(struct primary *);
 /* Once a second: the heartbeat frame, lag. */
 void		 primary_tick(struct primary *);
+/* From now on each turn's records are kept for replicas (the first
+ * PSYNC, a promotion: its replicas-to-be continue from its offsets). */
+void		 primary_keep_stream(struct primary *);
 /* Every link closed (the server became a replica). */
 void		 primary_drop_all(struct primary *, const char *why);
 /* Every link made to resync fully (MERGE, LOADCHUNK, a lost record). */

@@ -152,6 +152,7 @@ become(struct role *ro, const char *host, unsigned port)
 	snprintf(r->replid2, sizeof(r->replid2), "%s", r->replid);
 	r->second_offset = r->offset;
 	command_new_replid(r->replid);
+	primary_keep_stream(ro->primary);
 	log_info("replication: a primary now (replication id %s, offset "
 	    "%llu)", r->replid, (unsigned long long)r->offset);
 }
