@@ -83,7 +83,8 @@ info_link(const struct core_repl *r, struct buf *b, time_t now)
 	    "slave_read_repl_offset %llu\r\n"
 	    "slave_repl_offset %llu\r\n",
 	    r->host, r->port, r->link_up ? "up" : "down",
-	    r->last_io ? (long long)(now - r->last_io) : -1LL, r->syncing,
+	    r->link_up && r->last_io ? (long long)(now - r->last_io) : -1LL,
+	    r->syncing,
 	    (unsigned long long)r->offset, (unsigned long long)r->offset);
 	if (!r->link_up)
 		buf_printf(b, "master_link_down_since_seconds %lld\r\n",
