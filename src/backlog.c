@@ -1,6 +1,7 @@
 /*
  * backlog.c - the replication backlog's ring; see backlog.h.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,4 +81,26 @@ backlog_read(const struct backlog *b, uint64_t o, const unsigned char **p,
 		n = max;
 	*p = b->ring + at;
 	return n;
+}
+
+int
+backlog_resize(struct backlog *b, size_t size)
+{
+	struct backlog		 nb;
+	const unsigned char	*p;
+	uint64_t		 o;
+	size_t			 n;
+
+	if (backlog_init(&nb, size, b->end) == -1)
+		return -1;
+	/* the newest bytes that fit */
+	o = b->end - b->first > nb.size ? b->end - nb.size : b->first;
+	nb.first = nb.end = o;
+	while ((n = backlog_read(b, o, &p, SIZE_MAX)) > 0) {
+		backlog_append(&nb, p, n);
+		o += n;
+	}
+	backlog_free(b);
+	*b = nb;
+	return 0;
 }

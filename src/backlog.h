@@ -25,6 +25,9 @@ struct backlog {
  * memory. */
 int		 backlog_init(struct backlog *, size_t size, uint64_t start);
 void		 backlog_free(struct backlog *);
+/* A ring of size bytes holding the newest bytes held that fit (a
+ * reload's repl_backlog_size); -1 if out of memory (unchanged). */
+int		 backlog_resize(struct backlog *, size_t size);
 /* Forgets everything; the stream goes on from start. */
 void		 backlog_reset(struct backlog *, uint64_t start);
 /* Appends len bytes (the oldest go when it is full). */

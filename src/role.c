@@ -244,6 +244,13 @@ role_reload(struct role *ro, const struct config *old,
 	const char	*o = old->replicaof ? old->replicaof : "";
 	const char	*n = new->replicaof ? new->replicaof : "";
 
+	if (new->repl_backlog_size != old->repl_backlog_size) {
+		if (backlog_resize(&ro->backlog, new->repl_backlog_size) == -1)
+			log_error("replication: repl_backlog_size: out of "
+			    "memory, the backlog keeps its size");
+		ro->core->repl.backlog_size = ro->backlog.size;
+		ro->core->repl.backlog_first = ro->backlog.first;
+	}
 	if (strcmp(o, n) == 0)
 		return;
 	log_info("replication: replicaof changed in the config (\"%s\" -> "

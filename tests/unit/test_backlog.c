@@ -57,6 +57,16 @@ ring(void)
 	ok(b.end == 16100 && n == 4096 &&
 	    memcmp(out, in + sizeof(in) - 4096, 4096) == 0,
 	    "an append longer than the ring keeps its last bytes");
+	ok(backlog_resize(&b, 8192) == 0 && b.size == 8192 &&
+	    b.first == 16100 - 4096 && b.end == 16100,
+	    "grown: what it held stays");
+	ok(backlog_resize(&b, 5000) == 0 && b.first == 16100 - 4096 &&
+	    b.end == 16100 && read_all(&b, b.first, out, sizeof(out)) ==
+	    4096, "shrunk to more than it holds: all of it stays");
+	ok(backlog_resize(&b, 4096) == 0 && b.first == 16100 - 4096 &&
+	    read_all(&b, b.first, out, sizeof(out)) == 4096 &&
+	    memcmp(out, in + sizeof(in) - 4096, 4096) == 0,
+	    "and in order");
 	backlog_reset(&b, 777);
 	ok(b.first == 777 && b.end == 777 && !backlog_holds(&b, 16100),
 	    "reset: nothing held, the stream goes on from its offset");
