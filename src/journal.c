@@ -99,6 +99,9 @@ struct journal {
 	struct name_slot *slots;
 	uint32_t	 last_slot;
 	uint32_t	 used;		/* slots bound */
+	/* which, so that a reset touches only those (the replication
+	 * stream resets every loop turn, and uses one or two) */
+	uint16_t	*bound;
 
 	int		 write_failed;
 	char		 write_err[PATH_MAX + 160];
@@ -313,8 +316,11 @@ struct reader {
 	uint64_t	 base;		/* file offset of buf[0] */
 	size_t		 have, pos;	/* bytes in buf, the next record */
 	unsigned char	 buf[READ_CHUNK];
-	/* journal_replay_mem: the bytes, instead of fd */
+	/* journal_replay_mem: the bytes, instead of fd, and the ids bound
+	 * (its reader is kept: only those are cleared after each turn) */
 	const unsigned char *mem;
+	uint16_t	*bound;
+	uint32_t	 nbound;
 	char		*err;
 	size_t		 errlen;
 };
@@ -632,6 +638,8 @@ take_record(struct reader *r, const unsigned char *p, uint64_t off,
 			if (p[16 + i] != 0)
 				return damage(r, off, "bad name record");
 		s = &r->names[id];
+		if (s->len == 0 && r->bound != NULL)
+			r->bound[r->nbound++] = (uint16_t)id;
 		s->len = (uint8_t)len;
 		s->seed = get_le64(p + 8);
 		memcpy(s->name, p + 16, len);
@@ -865,16 +873,26 @@ int
 journal_replay_mem(const unsigned char *p, size_t len, const char *what,
     journal_replay_cb cb, void *arg, char *err, size_t errlen)
 {
+	/* one reader for the process (the loop's thread): a replica replays
+	 * a turn of the stream at a time, and allocating and zeroing a name
+	 * table each time cost more than the records */
+	static struct reader		*r;
 	struct journal_replay_info	 info;
-	struct reader			*r;
 	int				 rc;
 
-	if ((r = calloc(1, sizeof(*r))) == NULL ||
-	    (r->names = calloc(JOURNAL_NAME_SLOTS, sizeof(*r->names)))
-	    == NULL) {
-		free(r);
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -1;
+	if (r == NULL) {
+		if ((r = calloc(1, sizeof(*r))) == NULL ||
+		    (r->names = calloc(JOURNAL_NAME_SLOTS, sizeof(*r->names)))
+		    == NULL ||
+		    (r->bound = calloc(JOURNAL_NAME_SLOTS, sizeof(*r->bound)))
+		    == NULL) {
+			if (r != NULL)
+				free(r->names);
+			free(r);
+			r = NULL;
+			snprintf(err, errlen, "%s: out of memory", what);
+			return -1;
+		}
 	}
 	memset(&info, 0, sizeof(info));
 	r->fd = -1;
@@ -884,11 +902,14 @@ journal_replay_mem(const unsigned char *p, size_t len, const char *what,
 	r->size = len;
 	r->last = 0;		/* an incomplete record is damage */
 	r->version = JOURNAL_VERSION;
+	r->have_time = 0;
+	r->time = 0;
 	r->err = err;
 	r->errlen = errlen;
 	rc = read_records(r, cb, arg, &info, 0);
-	free(r->names);
-	free(r);
+	for (uint32_t i = 0; i < r->nbound; i++)
+		r->names[r->bound[i]].len = 0;
+	r->nbound = 0;
 	return rc;
 }
 
@@ -1011,8 +1032,8 @@ seg_create(struct journal *j, uint64_t seq, char *err, size_t errlen)
 static void
 reset_writer(struct journal *j)
 {
-	for (size_t i = 0; i < JOURNAL_NAME_SLOTS; i++)
-		j->slots[i].len = 0;
+	for (uint32_t i = 0; i < j->used; i++)
+		j->slots[j->bound[i]].len = 0;
 	j->last_slot = 0;
 	j->used = 0;
 }
@@ -1086,6 +1107,7 @@ journal_open(const char *dir, const struct journal_replay_info *info,
 		j->fd = -1;
 	if (j == NULL || (j->dir = strdup(dir)) == NULL ||
 	    (j->buf = malloc(bufmax)) == NULL ||
+	    (j->bound = calloc(JOURNAL_NAME_SLOTS, sizeof(*j->bound))) == NULL ||
 	    (j->slots = calloc(JOURNAL_NAME_SLOTS, sizeof(*j->slots)))
 	    == NULL) {
 		snprintf(err, errlen, "journal: out of memory");
@@ -1138,6 +1160,7 @@ journal_close(struct journal *j)
 	}
 	free(j->old);
 	free(j->slots);
+	free(j->bound);
 	free(j->buf);
 	free(j->dir);
 	free(j);
@@ -1300,7 +1323,8 @@ append_kind(struct journal *j, unsigned type, const char *name,
 		seal(p, JOURNAL_NAME_SIZE);
 		p += JOURNAL_NAME_SIZE;
 		j->len += JOURNAL_NAME_SIZE;
-		j->used += s->len == 0;
+		if (s->len == 0)
+			j->bound[j->used++] = (uint16_t)slot;
 		s->len = (uint8_t)namelen;
 		s->seed = seed;
 		memcpy(s->name, name, namelen);
@@ -1484,10 +1508,13 @@ journal_open_mem(size_t bufmax, char *err, size_t errlen)
 		bufmax = 4 * JOURNAL_APPEND_MAX;
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->buf = malloc(bufmax)) == NULL ||
+	    (j->bound = calloc(JOURNAL_NAME_SLOTS, sizeof(*j->bound))) == NULL ||
 	    (j->slots = calloc(JOURNAL_NAME_SLOTS, sizeof(*j->slots)))
 	    == NULL) {
-		if (j != NULL)
+		if (j != NULL) {
 			free(j->buf);
+			free(j->bound);
+		}
 		free(j);
 		snprintf(err, errlen, "replication stream: out of memory");
 		return NULL;
