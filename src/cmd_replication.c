@@ -54,15 +54,6 @@ command_run_id(void)
 	return id;
 }
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 command_new_replid(char out[41])
 {
@@ -108,10 +99,8 @@ command_info_replication(const struct core *core, struct buf *b)
 	if (r->replica)
 		info_link(r, b, now);
 	else {
-		for (size_t i = 0; i < r->nreplicas; i++)
-			n += r->replicas[i].online;
-		buf_printf(b, "role master\r\nconnected_slaves %zu\r\n", n);
-		n = 0;
+		buf_printf(b, "role master\r\nconnected_slaves %zu\r\n",
+		    r->online);
 		for (size_t i = 0; i < r->nreplicas; i++) {
 			const struct core_replica *c = &r->replicas[i];
 
@@ -165,7 +154,6 @@ cmd_role(struct session *s, struct op *op, struct result *r)
 	const struct core_repl	*rp = &s->core->repl;
 	struct buf		*b = result_reset();
 	char			 num[32];
-	size_t			 n = 0;
 
 	(void)op;
 	if (rp->replica) {
@@ -178,12 +166,10 @@ cmd_role(struct session *s, struct op *op, struct result *r)
 		result_scratch(r, RESULT_ARRAY);
 		return;
 	}
-	for (size_t i = 0; i < rp->nreplicas; i++)
-		n += rp->replicas[i].online;
 	resp_add_array(b, 3);
 	resp_add_bulk(b, "master", 6);
 	resp_add_int(b, (long long)rp->offset);
-	resp_add_array(b, n);
+	resp_add_array(b, rp->online);
 	for (size_t i = 0; i < rp->nreplicas; i++) {
 		const struct core_replica *c = &rp->replicas[i];
 
@@ -285,8 +271,7 @@ cmd_replconf(struct session *s, struct op *op, struct result *r)
 void
 cmd_psync(struct session *s, struct op *op, struct result *r)
 {
-	char		 num[32];
-	unsigned long long o = 0;
+	long long	 o;
 
 	if (s->core->repl.replica) {
 		/* no chains: a replica's replicas would copy a copy */
@@ -294,19 +279,18 @@ cmd_psync(struct session *s, struct op *op, struct result *r)
 		    "its primary");
 		return;
 	}
-	if (op->argl[1] == 0 || op->argl[1] > 40 || op->argl[2] >= sizeof(num)) {
-		result_error(r, "ERR", "bad PSYNC arguments");
+	if (op->argl[1] == 0 || op->argl[1] > 40) {
+		result_error(r, "ERR", "bad PSYNC replication id");
 		return;
 	}
-	memcpy(num, op->argv[2], op->argl[2]);
-	num[op->argl[2]] = '\0';
-	if (num[0] != '-' && sscanf(num, "%llu", &o) != 1) {
+	/* -1 with "?": no history, a full sync */
+	if (command_arg_ll(op->argv[2], op->argl[2], &o) == -1) {
 		result_error(r, "ERR", "bad PSYNC offset");
 		return;
 	}
 	memcpy(s->psync_replid, op->argv[1], op->argl[1]);
 	s->psync_replid[op->argl[1]] = '\0';
-	s->psync_offset = num[0] == '-' ? 0 : o;
+	s->psync_offset = o < 0 ? 0 : (uint64_t)o;
 	r->handover = 1;
 }
 
@@ -321,7 +305,6 @@ cmd_wait(struct session *s, struct op *op, struct result *r)
 	struct core_repl	*rp = &s->core->repl;
 	struct core_wait	*w;
 	long long		 want, ms;
-	size_t			 online = 0;
 
 	if (command_arg_ll(op->argv[1], op->argl[1], &want) == -1 ||
 	    command_arg_ll(op->argv[2], op->argl[2], &ms) == -1) {
@@ -341,11 +324,9 @@ cmd_wait(struct session *s, struct op *op, struct result *r)
 		    "propagated.");
 		return;
 	}
-	for (size_t i = 0; i < rp->nreplicas; i++)
-		online += rp->replicas[i].online;
 	/* nothing written: every connected replica holds it all */
-	if (!s->wrote && !s->journaled && (long long)online >= want) {
-		result_int(r, (long long)online);
+	if (!s->wrote && !s->journaled && (long long)rp->online >= want) {
+		result_int(r, (long long)rp->online);
 		return;
 	}
 	if ((w = calloc(1, sizeof(*w))) == NULL ||
@@ -357,7 +338,7 @@ cmd_wait(struct session *s, struct op *op, struct result *r)
 	w->w->pending = 1;
 	w->target = UINT64_MAX;
 	w->want = want;
-	w->deadline_ms = ms == 0 ? 0 : mono_ms() + (uint64_t)ms;
+	w->timeout_ms = (uint64_t)ms;
 	w->next = rp->waits;
 	rp->waits = w;
 	r->kind = RESULT_WAIT;

@@ -41,7 +41,8 @@ struct core_wait {
 	struct save_wait *w;
 	uint64_t	 target;	/* UINT64_MAX: the end of this turn */
 	long long	 want;
-	uint64_t	 deadline_ms;	/* monotonic; 0 = never */
+	uint64_t	 timeout_ms;	/* 0 = never */
+	uint64_t	 deadline_ms;	/* monotonic, set with target; 0 never */
 	struct core_wait *next;
 };
 
@@ -58,22 +59,20 @@ struct core_repl {
 	int		 want_replica;
 	char		 want_host[256];
 	unsigned	 want_port;
-	/* why every replica must resync fully (MERGE, a LOADCHUNK), or
-	 * NULL */
+	/* why every replica must resync fully (MERGE, a LOADCHUNK, a
+	 * record the stream could not take), or NULL */
 	const char	*resync_why;
 	char		 replid[41];	/* this history's id */
 	char		 replid2[41];	/* the one before a promotion, or "" */
 	uint64_t	 second_offset;	/* replid2 holds up to here */
 	uint64_t	 offset;	/* the stream's end (master_repl_offset) */
-	/* the stream missed a record (out of memory), or MERGE or a
-	 * LOADCHUNK changed a filter whole: every replica resyncs fully */
-	int		 lost;
 	/* the stream kept for partial resyncs (a replica keeps the frames
 	 * it applied, so that it serves the same offsets once promoted) */
 	struct backlog	*backlog;
 	/* primary side */
 	struct core_replica *replicas;
 	size_t		 nreplicas;
+	size_t		 online;	/* of those, past their full sync */
 	struct core_wait *waits;
 	uint64_t	 sync_full, sync_partial_ok, sync_partial_err;
 	uint64_t	 backlog_first, backlog_size;

@@ -249,10 +249,6 @@ static void
 replication_figures(struct evbuffer *out, struct core *core)
 {
 	const struct core_repl	*r = &core->repl;
-	uint64_t		 online = 0;
-
-	for (size_t i = 0; i < r->nreplicas; i++)
-		online += (uint64_t)r->replicas[i].online;
 	one_u(out, "seend_replica", "gauge",
 	    "1 on a read-only replica, 0 on a primary.",
 	    (uint64_t)r->replica);
@@ -260,7 +256,7 @@ replication_figures(struct evbuffer *out, struct core *core)
 	    "The replication stream's offset: a primary's end, what a "
 	    "replica has applied.", r->offset);
 	one_u(out, "seend_connected_replicas", "gauge",
-	    "Replicas streaming from this primary.", online);
+	    "Replicas streaming from this primary.", (uint64_t)r->online);
 	one_u(out, "seend_replica_link_up", "gauge",
 	    "On a replica, 1 while its link to the primary is up.",
 	    (uint64_t)(r->replica && r->link_up));

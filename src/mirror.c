@@ -228,17 +228,23 @@ apply_new(struct core *core, struct filter *f, uint64_t h, uint64_t time)
 		persist_append_failed(core, f, h);
 }
 
+/* The oldest key held back, applied. */
+static void
+pop(struct apply *a)
+{
+	struct pending *p = &a->q[a->first];
+
+	apply_new(a->core, p->f, p->hash, p->time);
+	a->first = (a->first + 1) % APPLY_AHEAD;
+	a->n--;
+}
+
 /* The keys held back, applied in order. */
 static void
 flush(struct apply *a)
 {
-	while (a->n > 0) {
-		struct pending *p = &a->q[a->first];
-
-		apply_new(a->core, p->f, p->hash, p->time);
-		a->first = (a->first + 1) % APPLY_AHEAD;
-		a->n--;
-	}
+	while (a->n > 0)
+		pop(a);
 }
 
 /*
@@ -269,12 +275,8 @@ apply_key(struct apply *a, const struct journal_key *k)
 	if (k->op == JOURNAL_OP_NEW && !filter_is_cuckoo(f)) {
 		struct pending *p;
 
-		if (a->n == APPLY_AHEAD) {
-			p = &a->q[a->first];
-			apply_new(core, p->f, p->hash, p->time);
-			a->first = (a->first + 1) % APPLY_AHEAD;
-			a->n--;
-		}
+		if (a->n == APPLY_AHEAD)
+			pop(a);
 		filter_prefetch(f, k->hash);
 		p = &a->q[(a->first + a->n) % APPLY_AHEAD];
 		p->f = f;

@@ -525,7 +525,7 @@ stream_grow(struct core *core, size_t need)
 {
 	if (journal_reserve(core->stream, need + (1u << 20)) == 0)
 		return 0;
-	core->repl.lost = 1;
+	core->repl.resync_why = "the stream lost a record (out of memory)";
 	return -1;
 }
 

@@ -110,6 +110,7 @@ publish(struct primary *p)
 	free(r->replicas);
 	r->replicas = calloc(n ? n : 1, sizeof(*r->replicas));
 	r->nreplicas = 0;
+	r->online = 0;
 	if (r->replicas == NULL)
 		return;
 	for (struct link *l = p->links; l != NULL; l = l->next) {
@@ -120,6 +121,7 @@ publish(struct primary *p)
 		c->ack = l->ack;
 		c->ack_at = l->ack_at;
 		c->online = l->state == LINK_ONLINE;
+		r->online += (size_t)c->online;
 	}
 }
 
@@ -522,11 +524,6 @@ primary_turn_end(struct primary *p)
 	struct core_repl *r = &p->core->repl;
 	struct timeval	 tv = { 0, 5000 };
 
-	if (r->lost) {
-		r->lost = 0;
-		primary_resync_all(p, "the stream lost a record (out of "
-		    "memory)");
-	}
 	frame(p, 0);
 	for (struct link *l = p->links, *next; l != NULL; l = next) {
 		next = l->next;
@@ -536,8 +533,11 @@ primary_turn_end(struct primary *p)
 	if (r->waits == NULL)
 		return;
 	for (struct core_wait *w = r->waits; w != NULL; w = w->next)
-		if (w->target == UINT64_MAX)
+		if (w->target == UINT64_MAX) {
 			w->target = r->offset;
+			w->deadline_ms = w->timeout_ms ? mono_ms() +
+			    w->timeout_ms : 0;
+		}
 	check_waits(p, 1);
 	/* the rest are looked at again soon for their deadlines */
 	if (r->waits != NULL && !evtimer_pending(p->timer, NULL))
