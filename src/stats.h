@@ -39,6 +39,8 @@ struct stats {
 	uint64_t	lines_too_long;
 	uint64_t	idle_closed;
 	uint64_t	auth_failures;
+	/* requests for a command seend does not serve (RPUSH, EVALSHA...) */
+	uint64_t	unknown_commands;
 
 	/* gauges: conn.c keeps these two current */
 	unsigned	clients;	/* connected now */
