@@ -146,10 +146,16 @@ invalid:
 
 /*
  * SET <url> <v> [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]: a key is
- * present once recorded, whatever its value. Plain SET records it (+OK);
- * NX records it only if absent (+OK, or null if present); XX records
- * nothing and answers +OK only if present. GET answers the old value
- * instead: "1" if the key was present, else null.
+ * present once recorded. Plain SET records it (+OK); NX records it only if
+ * absent (+OK, or null if present); XX records nothing and answers +OK
+ * only if present. GET answers the old value instead: "1" if the key was
+ * present, else null.
+ *
+ * Values are not stored, so without NX only the value "1" is taken: any
+ * other is refused and nothing recorded, rather than kept as a "1" that a
+ * later GET would give back in its place (colly keeps its cookies with SET
+ * and GET: they must fail loudly, not vanish). With NX, a test-and-set,
+ * any value goes (Heritrix: SET <uri> <uri> NX EX <ttl>).
  */
 void
 cmd_set(struct session *s, struct op *op, struct result *r)
@@ -161,6 +167,11 @@ cmd_set(struct session *s, struct op *op, struct result *r)
 	if (set_options(op, &flags, &ttl, &ttll, r) == -1 ||
 	    set_check_ttl(flags, ttl, ttll, r) == -1)
 		return;
+	if (!(flags & SET_NX) && (op->argl[2] != 1 || op->argv[2][0] != '1')) {
+		result_error(r, "ERR", "seend stores keys, not values: SET <key> 1 "
+		    "records a key");
+		return;
+	}
 	/* XX never records: a key is only ever added */
 	if ((hit = url_key(s, op, 1, (flags & SET_XX) != 0, r)) == FILTER_FULL)
 		return;

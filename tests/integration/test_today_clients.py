@@ -748,11 +748,14 @@ def colly_stream():
         ["get", b], ["set", b, "1", "ex", "86400"], ["get", b],
         ["get", c], ["set", c, "1", "px", "1500"], ["get", c],
         ["set", a, "1"], ["get", a],
-        ["set", ":cookie:a.example", "session=1; path=/"],
-        Differ(["get", ":cookie:a.example"], b"$1\r\n1\r\n",
+        Differ(["set", ":cookie:a.example", "session=1; path=/"],
+               b"-ERR seend stores keys, not values: SET <key> 1 records a "
+               b"key\r\n", b"+OK\r\n",
+               "seend keeps no values: a SET of another value than 1 is "
+               "refused, loudly (colly's cookies belong in Redis)"),
+        Differ(["get", ":cookie:a.example"], b"$-1\r\n",
                b"$17\r\nsession=1; path=/\r\n",
-               "seend keeps no values: GET of a SET key answers 1 (colly's "
-               "cookie jar gets '1')"),
+               "the refused SET recorded nothing"),
         ["get", ":cookie:b.example"],
     ]
 
