@@ -388,11 +388,30 @@ empty_filter(struct session *s, struct filter *f, struct result *r)
 /* ---- DEL, UNLINK, RESET ---- */
 
 /*
+ * DEL <name> ... of a name that is no filter: a URL key, forgotten (1)
+ * where it routes to a cuckoo filter that holds it, else 0 (a bloom filter
+ * cannot forget, no filter takes it, or it is not held). FORGET's path
+ * (command_forget_key): journaled before the reply and replicated. -1
+ * with the error in r if the journal refuses it.
+ */
+static int
+del_key(struct session *s, const char *key, size_t len, struct result *r)
+{
+	struct filter *f = registry_route(s->core->reg, key, len);
+
+	if (f == NULL || !filter_is_cuckoo(f))
+		return 0;
+	return command_forget_key(s, f, key, len, r);
+}
+
+/*
  * DEL f ... / UNLINK f ...: drops runtime filters (with their files and
  * deadlines) and empties config-file ones; :n filters dropped or emptied
- * (a name twice counts once, as in Redis). The config-file filters are
- * emptied first: if one cannot be, the error is the reply and no runtime
- * filter has been dropped (those emptied before it stay empty).
+ * (a name twice counts once, as in Redis) plus the keys forgotten of the
+ * names that are no filter (del_key: Heritrix's DEL <uri>). The
+ * config-file filters are emptied first, then the keys forgotten: if one
+ * cannot be, the error is the reply and no runtime filter has been
+ * dropped (those emptied or forgotten before it stay so).
  */
 void
 cmd_del(struct session *s, struct op *op, struct result *r)
@@ -427,6 +446,15 @@ cmd_del(struct session *s, struct op *op, struct result *r)
 		n++;
 	}
 	free(emptied);
+	for (int i = 1; i < op->argc; i++) {
+		int k;
+
+		if (registry_find(core->reg, op->argv[i], op->argl[i]) != NULL)
+			continue;
+		if ((k = del_key(s, op->argv[i], op->argl[i], r)) == -1)
+			return;
+		n += k;
+	}
 	snprintf(why, sizeof(why), "by client %llu (%s)",
 	    (unsigned long long)s->id, s->peer);
 	for (int i = 1; i < op->argc; i++) {
