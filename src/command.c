@@ -276,6 +276,47 @@ unknown_resp(const struct op *op, struct result *r)
 }
 
 /*
+ * The names of unknown commands already logged, lower case: a fixed table,
+ * so that a flood of random names costs no memory (once it is full, the
+ * names that follow are counted, not logged).
+ */
+#define UNKNOWN_NAMES		64
+#define UNKNOWN_NAME_MAX	32
+static char	unknown_names[UNKNOWN_NAMES][UNKNOWN_NAME_MAX + 1];
+static int	unknown_nnames;
+
+/*
+ * A request for a command seend does not serve (RPUSH, HSET, EVALSHA,
+ * JSON.GET...): counted, and logged once per command name, saying where
+ * such data belongs. The cold path: the hot ones never come here.
+ */
+static void
+unknown_note(struct session *s, const char *name, size_t len)
+{
+	char	 low[UNKNOWN_NAME_MAX + 1], tok[80];
+	size_t	 n = len < UNKNOWN_NAME_MAX ? len : UNKNOWN_NAME_MAX;
+	int	 i;
+
+	s->core->stats.unknown_commands++;
+	for (size_t j = 0; j < n; j++)
+		low[j] = (char)(name[j] >= 'A' && name[j] <= 'Z' ?
+		    name[j] | 0x20 : name[j]);
+	low[n] = '\0';
+	for (i = 0; i < unknown_nnames; i++)
+		if (memcmp(unknown_names[i], low, n + 1) == 0)
+			return;
+	if (unknown_nnames == UNKNOWN_NAMES)
+		return;
+	memcpy(unknown_names[unknown_nnames++], low, n + 1);
+	log_warn("unknown command '%s' from client %llu (%s): seend keeps "
+	    "dedup sets only; queues, hashes, lists, scripts and JSON belong "
+	    "in Redis (logged once per command name%s)",
+	    command_printable(name, len, tok, sizeof(tok)),
+	    (unsigned long long)s->id, s->peer,
+	    unknown_nnames == UNKNOWN_NAMES ? "; the last one logged" : "");
+}
+
+/*
  * A RESP request of a session in MULTI or subscribed in RESP2: refused
  * (the pub/sub context), queued (MULTI), or 0: run as usual.
  */
@@ -331,6 +372,7 @@ command_run(struct session *s, struct op *op, struct result *r)
 		if (cmd == NULL) {
 			if (!s->authed)
 				goto need_auth;
+			unknown_note(s, op->argv[0], op->argl[0]);
 			result_error(r, "ERR", "unknown command '%s'",
 			    command_printable(op->argv[0], op->argl[0], tok,
 			    sizeof(tok)));
@@ -356,6 +398,7 @@ command_run(struct session *s, struct op *op, struct result *r)
 	/* RESP, in Redis's order: unknown, arity, then authentication */
 	st->commands++;
 	if (cmd == NULL) {
+		unknown_note(s, op->argv[0], op->argl[0]);
 		unknown_resp(op, r);
 		command_multi_error(s);
 		return;

@@ -289,6 +289,10 @@ server_figures(struct evbuffer *out, struct core *core)
 	    "Requests that got a reply, every command.", st->commands);
 	one_u(out, "seend_errors_total", "counter",
 	    "ERR replies.", st->errors);
+	one_u(out, "seend_unknown_commands_total", "counter",
+	    "Requests for commands seend does not serve (queues, hashes, "
+	    "lists, scripts, JSON: they belong in Redis).",
+	    st->unknown_commands);
 	one_u(out, "seend_connections", "gauge",
 	    "Clients connected now.", core->stats.clients);
 	one_u(out, "seend_connections_total", "counter",
