@@ -582,3 +582,53 @@ cmd_quit(struct session *s, struct op *op, struct result *r)
 	result_status(r, "OK");
 	r->close = 1;
 }
+
+/*
+ * SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], as Redis 7's shutdownCommand
+ * reads it: any other word, ABORT with another, or NOSAVE with SAVE is a
+ * syntax error. ABORT cancels a shutdown that waits (Redis's wait for its
+ * replicas); seend's never waits for a client to ask, so there is none to
+ * cancel. Otherwise the server stops at the end of this turn the way
+ * SIGTERM stops it: every dirty filter snapshotted (not with NOSAVE: the
+ * journal, fsynced at the exit, keeps their keys) and exit 0. SAVE is the
+ * default here; NOW (do not wait for replicas) and FORCE (exit despite
+ * errors) are how seend always stops. No reply: the client sees its
+ * connection close when the process exits, as with Redis.
+ */
+void
+cmd_shutdown(struct session *s, struct op *op, struct result *r)
+{
+	int nosave = 0, save = 0, other = 0, abort = 0;
+
+	for (int i = 1; i < op->argc; i++) {
+		const char	*w = op->argv[i];
+		size_t		 l = op->argl[i];
+
+		if (name_is(w, l, "NOSAVE", 6))
+			nosave = 1;
+		else if (name_is(w, l, "SAVE", 4))
+			save = 1;
+		else if (name_is(w, l, "NOW", 3) || name_is(w, l, "FORCE", 5))
+			other = 1;
+		else if (name_is(w, l, "ABORT", 5))
+			abort = 1;
+		else {
+			result_error(r, "ERR", "syntax error");
+			return;
+		}
+	}
+	if ((abort && (nosave || save || other)) || (nosave && save)) {
+		result_error(r, "ERR", "syntax error");
+		return;
+	}
+	if (abort) {
+		result_error(r, "ERR", "No shutdown in progress.");
+		return;
+	}
+	log_info("SHUTDOWN%s by client %llu (%s)", nosave ? " NOSAVE" : "",
+	    (unsigned long long)s->id, s->peer);
+	s->core->shutdown_asked = nosave ? CORE_SHUTDOWN_NOSAVE :
+	    CORE_SHUTDOWN_SAVE;
+	r->kind = RESULT_NONE;
+	r->linger = 1;
+}

@@ -47,6 +47,8 @@ static const struct command commands[] = {
 	{ "INFO",	"info",	CMD_INFO,	0, 1, LINE, 0, cmd_info, 0 },
 	{ "SAVE",	"save",	CMD_SAVE,	0, 1, LINE, 0, cmd_save, 0 },
 	{ "QUIT",	"quit",	CMD_QUIT,	0, 0, LINE, 1, cmd_quit, 0 },
+	/* not a write: Redis stops a replica with it too */
+	{ "SHUTDOWN",	"shutdown", CMD_COUNT,	0, -1, BOTH, 0, cmd_shutdown, 0 },
 	{ "RESET",	"reset", CMD_COUNT,	1, 1, LINE, 0, cmd_reset, 1 },
 	{ "FORGET",	"forget", CMD_COUNT,	1, 2, BOTH, 0, cmd_forget, 1 },
 	/* RESP: the hot ones first */
@@ -333,6 +335,13 @@ general_request(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "Can't execute '%s': only (P|S)SUBSCRIBE "
 		    "/ (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
 		    "this context", cmd->lname);
+		command_multi_error(s);
+		return 1;
+	}
+	/* Redis's no_multi commands (SHUTDOWN) */
+	if (s->multi != NULL && fn == cmd_shutdown) {
+		result_error(r, "ERR", "Command not allowed inside a "
+		    "transaction");
 		command_multi_error(s);
 		return 1;
 	}

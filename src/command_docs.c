@@ -1086,6 +1086,29 @@ static const char setnx_docs[] =
 	"key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\n"
 	"string\r\n";
 
+static const char shutdown_info[] =
+	"*10\r\n$8\r\nshutdown\r\n:-1\r\n~6\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+	"+no_multi\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char shutdown_docs[] =
+	"%6\r\n$7\r\nsummary\r\n$68\r\n"
+	"Synchronously save the dataset to disk and then shut down the server\r\n$5\r\n"
+	"since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$103\r\n"
+	"O(N) when saving, where N is the total number of keys in all databases when saving dat"
+	"a, otherwise O(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$47\r\n"
+	"Added the `NOW`, `FORCE` and `ABORT` modifiers.\r\n$9\r\narguments\r\n*4\r\n%4\r\n"
+	"$4\r\nname\r\n$11\r\nnosave_save\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+	"+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$6\r\nnosave\r\n$4\r\n"
+	"type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nNOSAVE\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+	"save\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\nSAVE\r\n%5\r\n$4\r\n"
+	"name\r\n$3\r\nnow\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nNOW\r\n"
+	"$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n"
+	"$5\r\nforce\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nFORCE\r\n$5\r\n"
+	"since\r\n$5\r\n7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n$5\r\n"
+	"abort\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nABORT\r\n$5\r\n"
+	"since\r\n$5\r\n7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
+
 static const char sismember_info[] =
 	"*10\r\n$9\r\nsismember\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
 	"+@read\r\n+@set\r\n+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
@@ -1298,6 +1321,7 @@ static const struct entry entries[] = {
 	E("select", select),
 	E("set", set),
 	E("setnx", setnx),
+	E("shutdown", shutdown),
 	E("sismember", sismember),
 	E("slaveof", slaveof),
 	E("smismember", smismember),

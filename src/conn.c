@@ -187,7 +187,7 @@ may_read(const struct conn *c)
 	/* and not while complete requests still wait for an answer: more
 	 * input would only pile up behind them */
 	return !c->eof && !c->quitting && c->wait == NULL &&
-	    !c->set->core->stopping &&
+	    !c->set->core->stopping && !c->lingering &&
 	    buf_used(&c->out) < c->set->core->cfg->output_buffer_limit &&
 	    !has_work(c);
 }
@@ -259,6 +259,8 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 	}
 	if (r->close)
 		c->quitting = 1;
+	if (r->linger)
+		c->lingering = 1;
 	if (r->handover) {
 		int fd = dup(c->fd);
 
@@ -274,7 +276,7 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 		c->wait->owner = c;
 		c->wait_proto = proto;
 	}
-	return c->quitting || c->wait != NULL;
+	return c->quitting || c->wait != NULL || c->lingering;
 }
 
 /* The most arguments a RESP request may have; its argv and argl are here,
@@ -402,7 +404,7 @@ process_input(struct conn *c)
 	/* at shutdown the final snapshot is already queued: a key answered
 	 * now could miss it, so no new request is answered */
 	while (!c->quitting && c->wait == NULL && !c->set->core->stopping &&
-	    buf_used(&c->in) > 0) {
+	    !c->lingering && buf_used(&c->in) > 0) {
 		if (buf_used(&c->out) >= c->set->core->cfg->output_buffer_limit)
 			break;
 		if (c->discarding && !skip_long_line(c))
@@ -451,7 +453,7 @@ process_input(struct conn *c)
 			if (conn_reply(c, COMMAND_LINE, &r))
 				break;
 		}
-		if (i < n || c->quitting || c->wait != NULL)
+		if (i < n || c->quitting || c->wait != NULL || c->lingering)
 			break;
 		if (n == BATCH || resp_next(c))
 			continue;
@@ -565,6 +567,8 @@ flush_output(struct conn *c)
 static int
 has_work(const struct conn *c)
 {
+	if (c->lingering)
+		return 0;
 	if (resp_next(c))
 		return !c->quitting && c->wait == NULL && !c->set->core->stopping &&
 		    buf_used(&c->in) >= c->resp_need;
@@ -588,7 +592,8 @@ conn_finish(struct conn *c, int r)
 		conn_close(c, "killed");
 		return;
 	}
-	if (r == 0 && c->wait == NULL) {
+	/* a SHUTDOWN's client is closed by the exit, as Redis's is */
+	if (r == 0 && c->wait == NULL && !c->lingering) {
 		if (c->quitting) {
 			conn_close(c, "QUIT");
 			return;

@@ -54,6 +54,7 @@ struct conn {
 	unsigned	 held:1;	/* its 0s wait for a snapshot */
 	unsigned	 doomed:1;	/* CLIENT KILL, or pub/sub output over
 					 * the limit: closed from the loop */
+	unsigned	 lingering:1;	/* sent SHUTDOWN: open until the exit */
 	size_t		 resp_need;	/* a partial RESP request needs this
 					 * many bytes of input at least */
 	struct save_wait *wait;		/* a SAVE it is waiting on */

@@ -118,7 +118,13 @@ struct core {
 	/* shutting down: no new request is answered (the final snapshots
 	 * are queued) and no periodic snapshot starts */
 	int		 stopping;
+	/* SHUTDOWN asked for this turn (CORE_SHUTDOWN_*): the server stops
+	 * at the turn's end, as on SIGTERM */
+	int		 shutdown_asked;
 };
+
+#define CORE_SHUTDOWN_SAVE	1	/* snapshot every dirty filter */
+#define CORE_SHUTDOWN_NOSAVE	2	/* no snapshot: the journal keeps them */
 
 /* Filter i of the live ones then the retired ones, i < core_nfilters_all. */
 size_t		 core_nfilters_all(const struct core *);

@@ -4,7 +4,7 @@
  * they use. Only command.c and the cmd_*.c files include it.
  *
  *   cmd_connection.c  PING ECHO AUTH SELECT CLIENT COMMAND CONFIG HELLO
- *                     READONLY READWRITE QUIT
+ *                     READONLY READWRITE QUIT SHUTDOWN
  *   cmd_keys.c        URL keys and set members: SETNX SET GET MGET EXISTS
  *                     SADD SISMEMBER SMISMEMBER SCARD
  *   cmd_bloom.c       RedisBloom's BF.*
@@ -74,6 +74,7 @@ void	cmd_config(struct session *, struct op *, struct result *);
 void	cmd_hello(struct session *, struct op *, struct result *);
 void	cmd_readonly(struct session *, struct op *, struct result *);
 void	cmd_quit(struct session *, struct op *, struct result *);
+void	cmd_shutdown(struct session *, struct op *, struct result *);
 /* cmd_keys.c */
 void	cmd_setnx(struct session *, struct op *, struct result *);
 void	cmd_set(struct session *, struct op *, struct result *);

@@ -59,6 +59,9 @@ struct result {
 	/* PSYNC: the connection becomes a replica's link (no reply here:
 	 * the link answers) */
 	int			 handover;
+	/* SHUTDOWN: no reply, no further request; the connection stays open
+	 * until the process exits (so a client returns once it has) */
+	int			 linger;
 	struct save_wait	*wait;	/* RESULT_WAIT */
 };
 

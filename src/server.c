@@ -910,7 +910,12 @@ server_shutdown(struct server *srv)
 	srv->metrics = NULL;
 	/* no more input: the keys acknowledged so far are all we save */
 	conn_stop_reading_all(&srv->conns);
-	core_snapshot_dirty(&srv->core, 1);
+	if (srv->core.shutdown_asked == CORE_SHUTDOWN_NOSAVE)
+		/* their keys stay in the journal, written and fsynced at
+		 * the exit (persist_close), replayed at the next start */
+		log_info("SHUTDOWN NOSAVE: no snapshot");
+	else
+		core_snapshot_dirty(&srv->core, 1);
 	srv->ev_stop = event_new(srv->base, -1, EV_PERSIST, on_stop_tick, srv);
 	event_add(srv->ev_stop, &tv);
 }
@@ -1067,6 +1072,11 @@ server_turn(struct server *srv)
 	role_turn_end(srv->role);
 	/* 4 */
 	conn_release_turn(&srv->conns, hold);
+	/* a SHUTDOWN of this turn: after its records and replies, as a
+	 * SIGTERM would be */
+	if (__builtin_expect(srv->core.shutdown_asked != 0, 0) &&
+	    !srv->core.stopping)
+		server_shutdown(srv);
 	/* 5 */
 	if (srv->tick_due) {
 		srv->tick_due = 0;
@@ -1091,6 +1101,15 @@ server_run(struct server *srv)
 	for (size_t i = 0; i < core_nfilters_all(core); i++) {
 		struct filter *f = core_filter_at(core, i);
 
+		/* SHUTDOWN NOSAVE asked for no snapshot: not a failure */
+		if (filter_dirty(f) &&
+		    core->shutdown_asked == CORE_SHUTDOWN_NOSAVE) {
+			log_info("filter %s: not snapshotted (SHUTDOWN NOSAVE)%s",
+			    f->name, core->journal != NULL ? "; its keys are "
+			    "in the journal" : "; journal = off: its keys since "
+			    "its last snapshot are lost");
+			continue;
+		}
 		if (filter_dirty(f)) {
 			log_error("filter %s: its last snapshot failed (%s); "
 			    "keys since %lld are lost", f->name,

@@ -67,6 +67,9 @@ int	server_start(struct server *);
 /* Runs the loop until a shutdown completes; returns the exit status. */
 int	server_run(struct server *);
 void	server_reload(struct server *);
+/* SIGTERM, SIGINT and SHUTDOWN: stop accepting and reading, snapshot
+ * every dirty filter (not after SHUTDOWN NOSAVE: core.shutdown_asked),
+ * flush the replies already made; the loop then ends. */
 void	server_shutdown(struct server *);
 /* Creates data_dir if it is missing (one level); logs what fails. */
 void	server_ensure_data_dir(const char *dir);

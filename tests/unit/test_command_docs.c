@@ -154,6 +154,8 @@ static const struct resp2_sum {
 	    1511, 0xa8ddfab8c5c5e51bULL },
 	{ "setnx", 313, 0x5e3ff5539a1d6bbdULL,
 	    284, 0xb9895cdffd65dcebULL },
+	{ "shutdown", 147, 0xc7867f12748fd0c1ULL,
+	    982, 0xa62f8a1813972583ULL },
 	{ "sismember", 297, 0x546215c86df1adc6ULL,
 	    275, 0xfaf21aeb24947c36ULL },
 	{ "slaveof", 130, 0x0bd21ac4494506aeULL,
@@ -701,7 +703,7 @@ test_lookup(void)
 	    "mget", "hello", "client", "command", "config", "scan", "ttl",
 	    "unlink", "readonly", "subscribe", "exec", "bf.reserve",
 	    "bf.scandump", "bf.loadchunk", "cf.insertnx", "cf.info",
-	    "smismember", NULL }; *n != NULL; n++)
+	    "smismember", "shutdown", NULL }; *n != NULL; n++)
 		ok(command_docs_info(*n, strlen(*n), &len) != NULL &&
 		    command_docs_docs(*n, strlen(*n), &len2) != NULL, "has %s", *n);
 }
