@@ -51,7 +51,14 @@ def one(s, *words):
 
 
 def rpy(s):
-    return redis.Redis(port=s.port, socket_timeout=60 * SLOW)
+    # redis-py's own parser, asked for by name: redis-py 4.3's bf().scandump
+    # refuses to run whenever hiredis is importable (python3-hiredis, as on
+    # users' machines), a test of the module rather than of the client's
+    # parser; every redis-py client of this file is made here
+    system_module("redis.commands.bf.commands").HIREDIS_AVAILABLE = False
+    return redis.Redis(connection_pool=redis.ConnectionPool(
+        port=s.port, socket_timeout=60 * SLOW,
+        parser_class=redis.connection.PythonParser))
 
 
 # ---- keys, filling, comparing ----
