@@ -501,6 +501,9 @@ server_tick(struct server *srv)
 	command_tick(core, now);
 	conn_sweep(&srv->conns, core->cfg->idle_timeout);
 	role_tick(srv->role);
+	/* INFO's instantaneous_ops_per_sec and used_memory_peak */
+	stats_tick(&core->stats, __atomic_load_n(&filter_memory_used,
+	    __ATOMIC_RELAXED));
 }
 
 /* ---- snapshots ---- */

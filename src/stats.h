@@ -26,6 +26,16 @@ enum cmd_id {
 	CMD_COUNT
 };
 
+/*
+ * A rate sampled as Redis samples instantaneous_ops_per_sec
+ * (trackInstantaneousMetric): each sample is the counter's growth since
+ * the previous sample, per second of the time that really passed; the
+ * rate is the mean of the last STATS_RATE_SAMPLES samples. Redis takes 16
+ * samples 100 ms apart (1.6 s); seend's tick comes once a second, so two
+ * samples keep the window about as short.
+ */
+#define STATS_RATE_SAMPLES	2
+
 struct stats {
 	uint64_t	conns_total;	/* accepted */
 	uint64_t	conns_refused;	/* over max_clients */
@@ -49,9 +59,27 @@ struct stats {
 	time_t		started;
 	time_t		last_reload;	/* 0: never */
 	int		last_reload_ok;	/* -1: never */
+	/* server.c's tick: INFO's instantaneous_ops_per_sec and
+	 * used_memory_peak (stats_tick) */
+	struct stats_rate {
+		long long	samples[STATS_RATE_SAMPLES];
+		int		idx;
+		uint64_t	last_count;
+		int64_t		last_ms;
+	}		ops_rate;
+	size_t		mem_peak;
 };
 
 /* The process's resident set size from /proc, in bytes; 0 if unknown. */
 size_t	stats_rss_bytes(void);
+/* INFO's used_memory: what malloc holds in use (mmapped chunks too) plus
+ * mapped, the bytes the caller maps outside malloc (the filters'); the
+ * peak in st goes up to it. */
+size_t	stats_used_memory(struct stats *, uint64_t mapped);
+/* Once a second (the server's tick): a sample of the commands' rate, and
+ * used memory for the peak. */
+void	stats_tick(struct stats *, uint64_t mapped);
+/* The mean of the samples: instantaneous_ops_per_sec. */
+long long stats_rate(const struct stats_rate *);
 
 #endif
