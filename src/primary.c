@@ -21,6 +21,7 @@
 #include <event2/event.h>
 
 #include "backlog.h"
+#include "command.h"
 #include "config.h"
 #include "core.h"
 #include "filter.h"
@@ -262,7 +263,10 @@ image_ready(struct link *l)
 	/* and the stream kept meanwhile */
 	l->image_bytes = evbuffer_get_length(out);
 	l->state = LINK_ONLINE;
-	l->ack = l->from;
+	/* acknowledged only by the replica's own REPLCONF ACK, once it has
+	 * loaded the images: sent is not held, and WAIT counts what is held
+	 * (as Redis's repl_ack_off) */
+	l->ack = 0;
 	log_info("replication: full sync of %s:%u sent: %" PRIu64 " bytes of "
 	    "images, stream from offset %" PRIu64, l->ip, l->port, bytes,
 	    l->from);
@@ -570,15 +574,28 @@ primary_drop_all(struct primary *p, const char *why)
 		link_close(p->links, why);
 }
 
+/*
+ * Why a new replication id: a reset backlog alone still holds its end, so
+ * a replica standing exactly there (caught up, or away since) would be
+ * let continue past the change. Under a new id with no second one (as
+ * Redis's changeReplicationId and clearReplicationId2) no replica holds an
+ * offset of the new history: online, syncing, connecting or away, each
+ * syncs fully. A replica keeps its primary's id: it follows that history.
+ */
 void
 primary_resync_all(struct primary *p, const char *why)
 {
 	struct core_repl *r = &p->core->repl;
 
-	if (p->links == NULL && r->backlog->end == r->backlog->first)
-		return;
-	log_info("replication: every replica resyncs fully: %s", why);
-	/* no offset held: a replica that comes back syncs fully */
+	if (!r->replica) {
+		command_new_replid(r->replid);
+		r->replid2[0] = '\0';
+		r->second_offset = 0;
+	}
+	if (p->links != NULL)
+		log_info("replication: every replica resyncs fully: %s (a new "
+		    "replication id %s at offset %" PRIu64 ")", why, r->replid,
+		    r->offset);
 	if (p->core->stream != NULL)
 		journal_clear(p->core->stream);
 	backlog_reset(r->backlog, r->offset);
