@@ -26,6 +26,11 @@ Settings:
 - ``SEEND_ADDRESS``: ``host:port``, ``[v6]:port`` or a Unix socket path
   (default ``127.0.0.1:6874``).
 - ``SEEND_FILTER``: the filter to use (default: the server routes the key).
+  It may hold ``%(spider)s``, the spider's name (``%(spider)s:dupefilter``
+  is scrapy-redis's own key).  A filter named so, or any SEEND_FILTER under
+  scrapy-redis's scheduler, is made at its first use if seend has no such
+  filter, as ``SADD`` makes one (``create_filters``, ``new_filter_*``);
+  otherwise a name seend does not know stops the crawl.
 - ``SEEND_TOKEN``: the server's ``auth_token``.
 - ``SEEND_KEY``: ``fingerprint`` (default; the hex of
   ``crawler.request_fingerprinter``'s fingerprint, so every process of a
@@ -45,6 +50,20 @@ Settings:
   failed for good is forgotten in seend (``FORGET``), so that a later crawl
   fetches it again; a request that got a response the crawl accepts is
   never forgotten.  See below.
+
+scrapy-redis's scheduler
+------------------------
+
+With ``SCHEDULER = "scrapy_redis.scheduler.Scheduler"`` (its queue in a
+real Redis, ``REDIS_URL``) and ``DUPEFILTER_CLASS =
+"seend.scrapy.DupeFilter"``, the scheduler builds the DupeFilter with
+``from_spider`` and never calls ``open`` or ``close``: the first
+``request_seen`` does what ``open`` does, and the connection closes with
+the spider.  Its ``clear()`` (at close unless ``SCHEDULER_PERSIST``; at the
+start with ``SCHEDULER_FLUSH_ON_START``) empties SEEND_FILTER with
+``RESET``; without SEEND_FILTER it empties nothing (the server's routed
+filters are every crawl's) and logs a warning saying so.  scrapy-redis's
+``SCHEDULER_DUPEFILTER_KEY`` is not read: SEEND_FILTER names the filter.
 
 SEEND_FORGET_FAILED
 -------------------
@@ -133,6 +152,74 @@ RECORDED_KEY = "seend_recorded"
 _forgotten: "weakref.WeakKeyDictionary[Any, set]" = weakref.WeakKeyDictionary()
 
 
+# crawlers whose DupeFilter a scheduler built with from_spider (scrapy-redis):
+# their SeenMiddleware makes a missing SEEND_FILTER at first use, as the
+# DupeFilter does
+_scheduler_built: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+# how often a batch is asked again after making its missing filter (another
+# process may drop the filter in between; each try answers at least a key)
+_CREATE_TRIES = 8
+
+
+class _NoStats:
+    """The stats of a DupeFilter built without a crawler: none kept."""
+
+    def inc_value(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def get_value(self, key: str, default: Any = None, *args: Any,
+                  **kwargs: Any) -> Any:
+        return default
+
+
+def _fingerprinter_from_settings(settings: Any) -> Any:
+    """
+    The request fingerprinter a crawler with these settings would have
+    (REQUEST_FINGERPRINTER_CLASS, by default Scrapy's RequestFingerprinter
+    with REQUEST_FINGERPRINTER_IMPLEMENTATION), for a DupeFilter built
+    without a crawler: every process of a crawl must key requests alike.
+    """
+    from scrapy.utils.misc import create_instance
+    from scrapy.utils.request import RequestFingerprinter
+    cls = load_object(settings.get("REQUEST_FINGERPRINTER_CLASS") or
+                      RequestFingerprinter)
+    if isinstance(cls, type) and issubclass(cls, RequestFingerprinter) and \
+            cls.__init__ is RequestFingerprinter.__init__ and \
+            getattr(cls.from_crawler, "__func__", None) is \
+            RequestFingerprinter.from_crawler.__func__:  # type: ignore[attr-defined]
+        # Scrapy's, which reads nothing of the crawler but its settings
+        class _SettingsOnly:
+            pass
+        holder = _SettingsOnly()
+        holder.settings = settings  # type: ignore[attr-defined]
+        return cls(holder)
+    return create_instance(cls, settings, None)
+
+
+def _no_such_filter(e: Exception) -> bool:
+    """Whether seend's error says the named filter does not exist."""
+    return str(getattr(e, "reason", e)).startswith("no such filter")
+
+
+def _resp(*words: bytes) -> bytes:
+    """One RESP request (an array of bulk strings)."""
+    return b"*%d\r\n" % len(words) + b"".join(
+        b"$%d\r\n%s\r\n" % (len(w), w) for w in words)
+
+
+def _nodes(client: Any) -> List[Any]:
+    """The seend.Client of every node (one, or a Ring's)."""
+    return list(getattr(client, "clients", None) or [client])
+
+
+def _node(client: Any, key: str) -> Any:
+    """The seend.Client of the node that holds key."""
+    if getattr(client, "clients", None):
+        return client.clients[client.node_index(key)]
+    return client
+
+
 class SeendUnavailable(seend.ConnectionError):
     """seend could not answer and SEEND_FAIL_OPEN is off: the crawl stops."""
 
@@ -145,31 +232,87 @@ class CannotForget(Exception):
 class _Seend:
     """What DupeFilter and SeenMiddleware share: settings, key, client."""
 
-    def __init__(self, crawler: Any) -> None:
-        s = crawler.settings
+    def __init__(self, crawler: Any, settings: Any = None, spider: Any = None,
+                 fingerprinter: Any = None, create: bool = False) -> None:
+        # crawler is None only for DupeFilter.from_settings (and from_spider
+        # of a spider without one): then settings give the settings, and
+        # the fingerprinter is built from them
+        s = crawler.settings if crawler is not None else settings
         self.crawler = crawler
-        self.stats = crawler.stats
+        self.stats = crawler.stats if crawler is not None else _NoStats()
         self.address: str = s.get("SEEND_ADDRESS", "127.0.0.1:6874")
-        self.filter: Optional[str] = s.get("SEEND_FILTER") or None
+        # SEEND_FILTER as given; self.filter is it with %(spider)s
+        # interpolated, known once the spider is (resolve())
+        self.filter_setting: Optional[str] = s.get("SEEND_FILTER") or None
+        self.filter: Optional[str] = self.filter_setting
+        self.per_spider = self.filter_setting is not None and \
+            "%" in self.filter_setting
+        # make the filter at first use if it does not exist (as SADD makes
+        # one): for a name built from the spider's, and under a scheduler
+        # that builds the DupeFilter without a crawler's help (scrapy-redis)
+        self.create = create
         self.fail_open: bool = s.getbool("SEEND_FAIL_OPEN", False)
         keying = s.get("SEEND_KEY", "fingerprint")
         if keying not in ("fingerprint", "url"):
             raise ValueError("SEEND_KEY must be 'fingerprint' or 'url', not %r"
                              % keying)
         self.by_url = keying == "url"
-        self.fingerprinter = crawler.request_fingerprinter
+        if fingerprinter is not None:
+            self.fingerprinter = fingerprinter
+        elif crawler is not None:
+            self.fingerprinter = crawler.request_fingerprinter
+        else:
+            self.fingerprinter = _fingerprinter_from_settings(s)
         self.retry = s.getfloat("SEEND_CONNECT_RETRY", 5.0)
         # after a failure: fail open at once for this long instead of
         # spending connect_retry on every request; fail closed for good
         self.down_until = 0.0
         self.stopped: Optional[Exception] = None
         self.forget_failed: bool = s.getbool("SEEND_FORGET_FAILED", False)
+        if self.forget_failed and crawler is None:
+            raise self._cannot("SEEND_FORGET_FAILED = True needs the crawler "
+                               "(its downloader is where failed downloads are "
+                               "seen), and this DupeFilter was built from the "
+                               "settings alone (from_settings)")
         self.forgotten: Optional[set] = \
             _forgotten.setdefault(crawler, set()) if self.forget_failed else None
         self.client = seend.Client(self.address,
                                    token=s.get("SEEND_TOKEN") or None,
                                    timeout=s.getfloat("SEEND_TIMEOUT", 10.0),
                                    connect_retry=self.retry)
+        if self.per_spider:
+            self.filter = None
+            if spider is None and crawler is not None:
+                spider = getattr(crawler, "spider", None)
+            if spider is not None:
+                self.resolve(spider)
+
+    def resolve(self, spider: Any) -> None:
+        """
+        SEEND_FILTER with ``%(spider)s``: interpolates the spider's name
+        (once).  Raises ValueError if there is no spider to take it from.
+        """
+        if not self.per_spider or self.filter is not None:
+            return
+        name = getattr(spider, "name", None)
+        if not name:
+            raise ValueError("SEEND_FILTER %r holds %%(spider)s, but no spider "
+                             "is known to this seend.scrapy.DupeFilter (built "
+                             "by from_settings: give the scheduler "
+                             "from_spider or from_crawler, or name the "
+                             "filter)" % self.filter_setting)
+        try:
+            self.filter = self.filter_setting % {"spider": name}  # type: ignore[operator]
+        except (KeyError, ValueError, TypeError) as e:
+            raise ValueError("SEEND_FILTER %r: only %%(spider)s can be "
+                             "interpolated (%s: %s)" % (self.filter_setting,
+                                                        type(e).__name__, e)) from e
+
+    def creates(self) -> bool:
+        """Whether a missing SEEND_FILTER is made at first use."""
+        return self.filter is not None and (
+            self.create or self.per_spider or
+            (self.crawler is not None and self.crawler in _scheduler_built))
 
     def key(self, request: Request) -> str:
         if self.by_url:
@@ -186,6 +329,7 @@ class _Seend:
         recorded again, it would be fetched (and fail) again in this crawl,
         and stay recorded for the next.
         """
+        self.resolve(spider)
         forgotten = self.forgotten
         if forgotten:
             local = [k in forgotten for k in keys]
@@ -207,8 +351,7 @@ class _Seend:
         err: Exception
         t0 = time.perf_counter()
         try:
-            got = cast(List[Optional[bool]],
-                       self.client.seen_many(keys, filter=self.filter))
+            got = cast(List[Optional[bool]], self._seen_many(keys))
             self.down_until = 0.0
             return got
         except seend.ConnectionError as e:
@@ -227,6 +370,90 @@ class _Seend:
         got += [None] * (len(keys) - len(got))
         return self._failed(err, got, spider)
 
+    def _seen_many(self, keys: Sequence[str]) -> List[Optional[bool]]:
+        """
+        ``seen_many`` of the keys.  Where SEEND_FILTER does not exist and
+        creates(), the first unanswered key makes it with ``SADD`` (seend
+        makes a missing set's filter, as Redis makes a missing set; sent
+        over RESP on the same connection, seend telling the protocols apart
+        request by request, since the line protocol's ``SEEN`` of a missing
+        filter is an error), and the keys it missed are asked again.
+        Errors as ``seen_many``'s, their ``replies`` in the order of keys
+        (None: not answered).
+        """
+        if not self.creates():
+            return self.client.seen_many(keys, filter=self.filter)
+        assert self.filter is not None
+        answers: List[Optional[bool]] = [None] * len(keys)
+        todo = list(range(len(keys)))
+        for _ in range(_CREATE_TRIES):
+            try:
+                got = self.client.seen_many([keys[i] for i in todo],
+                                            filter=self.filter)
+                for i, a in zip(todo, got):
+                    answers[i] = a
+                return answers
+            except seend.ConnectionError as e:
+                for i, a in zip(todo, e.replies):
+                    answers[i] = a
+                e.replies = answers  # type: ignore[assignment]
+                raise
+            except seend.Error as e:
+                for i, a in zip(todo, e.replies or []):
+                    answers[i] = a
+                if not _no_such_filter(e):
+                    e.replies = answers
+                    raise
+            todo = [i for i in todo if answers[i] is None]
+            first = todo.pop(0)
+            answers[first] = self._sadd(keys[first], answers)
+            if not todo:
+                return answers
+        raise seend.Error("filter %r was dropped again and again while "
+                          "being made" % self.filter, None, answers)
+
+    def _sadd(self, key: str, answers: List[Optional[bool]]) -> bool:
+        """``SADD <filter> <key>`` over RESP: True if the key was held."""
+        assert self.filter is not None
+        node = _node(self.client, key)
+        try:
+            # the line client has no SADD; its connection carries one
+            reply = node._call(_resp(b"SADD", self.filter.encode(),
+                                     key.encode()), 1).rstrip(b"\r\n")
+        except seend.ConnectionError as e:
+            e.replies = answers  # type: ignore[assignment]
+            raise
+        if reply in (b":0", b":1"):
+            # made now, or by another process since the SEEN that missed it
+            logger.info("seend at %s had no filter %r (SEEND_FILTER): made "
+                        "at its first use, as SADD makes one", node.address,
+                        self.filter)
+            return reply == b":0"
+        text = reply.decode(errors="replace")
+        text = text[1:] if text.startswith("-") else \
+            "unexpected reply to SADD: %r" % text
+        raise seend.Error(text[4:] if text.startswith("ERR ") else text,
+                          None, answers)
+
+    def empty(self) -> List[str]:
+        """
+        ``RESET`` of SEEND_FILTER on every node (it stays, with its
+        settings, and holds no key); a node that has no such filter has
+        nothing to empty.  Returns the addresses of the nodes emptied.
+        """
+        assert self.filter is not None
+        line = b"RESET " + self.filter.encode() + b"\n"
+        emptied = []
+        for node in _nodes(self.client):
+            try:
+                node._one(line)
+            except seend.Error as e:
+                if not _no_such_filter(e):
+                    raise
+                continue
+            emptied.append(node.address)
+        return emptied
+
     def _failed(self, err: Optional[Exception], answers: List[Optional[bool]],
                 spider: Any) -> List[Optional[bool]]:
         n = answers.count(None)
@@ -243,11 +470,16 @@ class _Seend:
             logger.error("seend at %s did not answer: %s; stopping the crawl "
                          "(SEEND_FAIL_OPEN = True would treat such requests "
                          "as new)", self.address, err)
-            engine = getattr(self.crawler, "engine", None)
-            if engine is not None and spider is not None and \
-                    getattr(engine, "spider", None) is spider:
-                engine.close_spider(spider, CLOSE_REASON)
+            self.close_spider(spider, CLOSE_REASON)
         return answers
+
+    def close_spider(self, spider: Any, reason: str) -> None:
+        """Asks the crawl's engine to close the spider, if there is one
+        and it runs that spider."""
+        engine = getattr(self.crawler, "engine", None)
+        if engine is not None and spider is not None and \
+                getattr(engine, "spider", None) is spider:
+            engine.close_spider(spider, reason)
 
     def check_forgettable(self) -> None:
         """
@@ -263,6 +495,11 @@ class _Seend:
             try:
                 kind = str(c.info(name).get("type", "bloom"))
             except seend.Error as e:
+                if self.creates() and _no_such_filter(e):
+                    bad.append("%r (it does not exist yet: made at its first "
+                               "use, as SADD makes one, it would be of type "
+                               "bloom; make it first with CF.RESERVE)" % name)
+                    continue
                 raise self._cannot("seend at %s cannot tell the type of filter "
                                    "%r: %s" % (self.address, name, e)) from e
             if kind != "cuckoo":
@@ -352,6 +589,14 @@ class DupeFilter(BaseDupeFilter):
     """
     Scrapy's DUPEFILTER_CLASS backed by seend: ``request_seen`` is seend's
     ``SEEN`` of the request's key, shared by every process of the crawl.
+
+    Scrapy's own scheduler builds it with ``from_crawler`` and calls
+    ``open``/``close``.  scrapy-redis's scheduler builds it with
+    ``from_spider`` (``from_settings`` if a class has no ``from_spider``),
+    never calls ``open`` or ``close``, and calls ``clear`` to empty the
+    seen-set: then the first ``request_seen`` does what ``open`` does, the
+    connection is closed with the spider, and a missing SEEND_FILTER is
+    made at its first use.
     """
 
     def __init__(self, shared: _Seend, debug: bool = False) -> None:
@@ -361,20 +606,70 @@ class DupeFilter(BaseDupeFilter):
         self.spider: Any = None
         self.logger = logger
         self.failed_downloads: Optional[_FailedDownloads] = None
+        # built by from_spider/from_settings: the first request_seen opens
+        self.lazy_open = False
+        self.opened = False
+        self.broken: Optional[Exception] = None
+        self.clear_logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "DupeFilter":
+        """Scrapy's scheduler: the crawler's settings, fingerprinter and
+        stats; Scrapy calls ``open`` and ``close``."""
         df = cls(_Seend(crawler), crawler.settings.getbool("DUPEFILTER_DEBUG"))
         crawler.signals.connect(df._spider_opened, signal=signals.spider_opened)
         return df
 
     @classmethod
-    def from_settings(cls, settings: Any, *, fingerprinter: Any = None) -> "DupeFilter":
-        raise NotConfigured("seend.scrapy.DupeFilter needs a crawler "
-                            "(Scrapy creates it with from_crawler)")
+    def from_spider(cls, spider: Any) -> "DupeFilter":
+        """
+        scrapy-redis's scheduler (``Scheduler.open``): the spider's
+        crawler's settings, fingerprinter and stats (without a crawler,
+        ``spider.settings`` as ``from_settings`` takes them), ``%(spider)s``
+        in SEEND_FILTER is the spider's name, and a missing SEEND_FILTER is
+        made at its first use.  Nothing is sent until the first
+        ``request_seen``; the connection closes with the spider.
+        """
+        crawler = getattr(spider, "crawler", None)
+        if crawler is None:
+            df = cls.from_settings(spider.settings, spider=spider)
+            df.spider = spider
+            return df
+        df = cls(_Seend(crawler, spider=spider, create=True),
+                 crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        df.spider = spider
+        df.lazy_open = True
+        _scheduler_built.add(crawler)
+        crawler.signals.connect(df._spider_closed, signal=signals.spider_closed)
+        return df
+
+    @classmethod
+    def from_settings(cls, settings: Any, *, fingerprinter: Any = None,
+                      spider: Any = None) -> "DupeFilter":
+        """
+        A scheduler that has neither crawler nor spider to give (scrapy-redis
+        with a dupefilter class that has no ``from_spider``): the
+        fingerprinter is ``fingerprinter``, else the one these settings
+        make (REQUEST_FINGERPRINTER_CLASS and _IMPLEMENTATION, as a
+        crawler's); no stats are kept; a missing SEEND_FILTER is made at its
+        first use.  SEEND_FILTER cannot hold ``%(spider)s`` here (no spider
+        name to put in it), nor can SEEND_FORGET_FAILED be on (no
+        downloader to watch): either raises ValueError / CannotForget.
+        """
+        shared = _Seend(None, settings=settings, spider=spider,
+                        fingerprinter=fingerprinter, create=True)
+        if shared.per_spider and shared.filter is None:
+            shared.resolve(None)     # raises, saying why
+        df = cls(shared, settings.getbool("DUPEFILTER_DEBUG"))
+        df.lazy_open = True
+        return df
 
     def _spider_opened(self, spider: Any) -> None:
         self.spider = spider
+
+    def _spider_closed(self, spider: Any) -> None:
+        # built by from_spider: nobody calls close()
+        self.close("")
 
     def open(self) -> None:
         """
@@ -383,6 +678,7 @@ class DupeFilter(BaseDupeFilter):
         stops the crawl), and attaches the hook that forgets failed
         downloads.
         """
+        self.opened = True
         try:
             self.shared.client.ping()
         except seend.ConnectionError as e:
@@ -394,6 +690,7 @@ class DupeFilter(BaseDupeFilter):
                            "answers", self.shared.address, e)
             self.shared.down_until = time.monotonic() + max(self.shared.retry, 1.0)
         if self.shared.forget_failed:
+            self.shared.resolve(self.spider)
             if self.shared.down_until:
                 logger.warning("SEEND_FORGET_FAILED: seend at %s cannot be "
                                "reached, so the type of its filter is not "
@@ -402,14 +699,82 @@ class DupeFilter(BaseDupeFilter):
                 self.shared.check_forgettable()
             self.failed_downloads = _FailedDownloads.install(self.shared)
 
+    def _open_lazily(self) -> None:
+        """
+        ``open`` at the first ``request_seen``, for a scheduler that never
+        calls it (scrapy-redis's).  What would have stopped the crawl at its
+        start closes the spider now and is raised for this and every later
+        request.
+        """
+        try:
+            self.open()
+        except (SeendUnavailable, CannotForget) as e:
+            self.broken = e
+            if isinstance(e, SeendUnavailable):
+                self.shared.stopped = e
+                self.shared.stats.inc_value("seend/errors", spider=self.spider)
+                logger.error("%s; stopping the crawl (SEEND_FAIL_OPEN = True "
+                             "would treat requests as new)", e)
+                self.shared.close_spider(self.spider, CLOSE_REASON)
+            else:
+                self.shared.close_spider(self.spider, "seend_cannot_forget")
+            raise
+
     def close(self, reason: str) -> None:
+        """Detaches the SEEND_FORGET_FAILED hook and closes the connection."""
         if self.failed_downloads is not None:
             self.failed_downloads.uninstall()
             self.failed_downloads = None
         self.shared.client.close()
 
+    def clear(self) -> None:
+        """
+        Empties SEEND_FILTER (the line protocol's ``RESET``: the filter
+        stays, with its settings, and holds no key).  scrapy-redis's
+        scheduler calls it at close when SCHEDULER_PERSIST is off and at
+        its start with SCHEDULER_FLUSH_ON_START.  Without SEEND_FILTER the
+        keys are in the filters the server routes them to, which every
+        spider shares: nothing is emptied, and a warning says so once.
+        Raises SeendUnavailable if seend cannot be reached, seend.Error if
+        it refuses.
+        """
+        sh = self.shared
+        if sh.filter_setting is None:
+            if not self.clear_logged:
+                self.clear_logged = True
+                logger.warning(
+                    "seend.scrapy.DupeFilter.clear(): SEEND_FILTER is not set, "
+                    "so this crawl's keys are in the filters seend routes "
+                    "them to, shared with every other crawl: nothing is "
+                    "emptied (SEEND_FILTER = '%%(spider)s:dupefilter' gives "
+                    "each spider a filter of its own, which clear() "
+                    "empties)", extra={"spider": self.spider})
+            return
+        sh.resolve(self.spider)
+        try:
+            emptied = sh.empty()
+        except seend.ConnectionError as e:
+            raise SeendUnavailable("seend at %s: cannot empty filter %r "
+                                   "(clear()): %s" % (sh.address, sh.filter, e)
+                                   ) from e
+        except seend.Error as e:
+            raise seend.Error("seend at %s: cannot empty filter %r (clear()): "
+                              "%s" % (sh.address, sh.filter,
+                                      getattr(e, "reason", e))) from e
+        if sh.forgotten:
+            sh.forgotten.clear()     # new again, like every other key
+        logger.info("Emptied seend filter %(filter)r at %(address)s (clear())"
+                    if emptied else "seend at %(address)s has no filter "
+                    "%(filter)r yet: nothing to empty (clear())",
+                    {"filter": sh.filter, "address": sh.address},
+                    extra={"spider": self.spider})
+
     def request_seen(self, request: Request) -> bool:
         """True if seend has seen the request's key (now recorded)."""
+        if self.lazy_open and not self.opened:
+            self._open_lazily()
+        if self.broken is not None:
+            raise self.broken
         mark = request.meta.pop(META_KEY, None)
         key = None
         if mark is not None and (mark[2]() is request or
@@ -442,7 +807,13 @@ class DupeFilter(BaseDupeFilter):
         DUPEFILTER_DEBUG) and counts ``dupefilter/filtered``: its own code,
         so the messages stay those of the installed Scrapy.
         """
-        RFPDupeFilter.log(self, request, spider)  # type: ignore[arg-type]
+        if getattr(spider, "crawler", None) is not None:
+            RFPDupeFilter.log(self, request, spider)  # type: ignore[arg-type]
+        elif self.debug or self.logdupes:
+            # a spider made without a crawler: the messages, no stats
+            self.logger.debug("Filtered duplicate request: %(request)s",
+                              {"request": request}, extra={"spider": spider})
+            self.logdupes = False
 
 
 class _FailedDownloads:
