@@ -341,9 +341,10 @@ sec_clients(struct core *core)
 	const struct core_wait	*w;
 	int			 blocked = 0;
 
-	/* WAIT is what blocks a client in seend, as in Redis */
+	/* WAIT is what blocks a client in seend, as in Redis; a WAIT whose
+	 * client has gone stays listed until it completes, but blocks no one */
 	for (w = core->repl.waits; w != NULL; w = w->next)
-		blocked++;
+		blocked += w->w != NULL && w->w->owner != NULL;
 	buf_printf(&result_buf,
 	    "# Clients\r\n"
 	    "connected_clients %u\r\n"
