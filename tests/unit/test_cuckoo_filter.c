@@ -26,6 +26,8 @@
 #define SEED		0x5eedc0c0a0a0b0b0ULL
 #define CAP		1000
 #define RATE		0.01
+/* a slice this big has 8 chunks or more of copy-on-write (64 KiB each) */
+#define BIG_TABLE	((uint64_t)1 << 19)
 
 static char	 err[512];
 static char	 dir[] = "/tmp/test_cuckoo_filter.XXXXXX";
@@ -322,12 +324,32 @@ test_capture(void)
 	struct slice		**owners;
 	unsigned char		**saved;
 	char			 path[600];
-	size_t			 n = filter_nall(f), nlive;
+	struct keys		 big = { 0 }, sample = { 0 };
+	size_t			 n, nlive;
 	uint64_t		 mem0, mem1, copies = 0, counts = 0, i = 0;
-	uint64_t		 missing = 0, fgot;
+	uint64_t		 missing = 0, fgot, k, nadd = 0, ncopy = 0;
 	int			 distinct = 1, same = 1, fields = 1, kept_ok = 1;
 	int			 changed = 0, rc, nforget = 0;
 
+	/* A copy is filled a chunk at a time (64 KiB, cuckoo.c's COW_CHUNK,
+	 * whatever a step's budget), and the slices above fit in one: their
+	 * copies are whole at the first step. New keys grow the filter to a
+	 * slice of BIG_TABLE bytes, many chunks, and 3000 keys go into it, so
+	 * that the adds, forgets and extra copies below land in chunks not
+	 * yet copied while its copy is being made. */
+	for (k = 0; cuckoo_table_bytes(&f->head->cuckoo) < BIG_TABLE; k++)
+		if (filter_seen(f, khash(f, "bulk", k)) == 0 && k % 97 == 0)
+			keys_add(&sample, khash(f, "bulk", k));
+	for (uint64_t b = 0; b < 3000; b++, k++) {
+		uint64_t h = khash(f, "bulk", k);
+
+		if (filter_seen(f, h) == 0)
+			keys_add(&big, h);
+	}
+	n = filter_nall(f);
+	diag("capture: %" PRIu64 " more keys, %zu slices, the newest of %"
+	    PRIu64 " bytes holding %zu of them", k, n,
+	    cuckoo_table_bytes(&f->head->cuckoo), big.n);
 	out = calloc(n, sizeof(*out));
 	owners = calloc(n, sizeof(*owners));
 	saved = calloc(n, sizeof(*saved));
@@ -370,25 +392,49 @@ test_capture(void)
 	    "filter_memory_used (%" PRIu64 " bytes)", copies);
 	fgot = f->forgotten;
 
-	/* the live filter changes while the copies are filled a few KiB at
-	 * a time: new keys (a kick moves fingerprints), forgets in every
-	 * slice, copies; every change first copies the chunk it writes */
+	/* the live filter changes while the copies are filled a chunk at a
+	 * time: rounds of a new key (a kick moves fingerprints), a forget in
+	 * the big slice and an extra copy, then a step, until the copies are
+	 * whole; then more of each, forgets in every slice. Every change
+	 * while a copy is being made first copies the chunk it writes
+	 * (cuckoo_cow_touch): without that, the copies below would hold
+	 * these changes. */
 	{
-		int whole = 0, steps = 0;
+		const struct cuckoo	*bc = &f->head->cuckoo;
+		int			 whole = 0, steps = 0;
+		int			 during[3] = { 0, 0, 0 };
 
-		for (uint64_t k = 0; k < 3000; k++) {
-			(void)filter_seen(f, khash(f, "after", k));
-			if (k % 100 == 0 && !whole) {
-				whole = filter_capture_step(owners, n, 4096);
-				steps++;
-			}
+		while (!whole && nadd < big.n) {
+			during[0] += bc->cow != NULL;
+			(void)filter_seen(f, khash(f, "after", nadd++));
+			during[1] += bc->cow != NULL;
+			nforget += filter_forget(f, big.h[nadd - 1]) == 1;
+			during[2] += bc->cow != NULL;
+			(void)filter_add_copy(f, khash(f, "after", ncopy++));
+			whole = filter_capture_step(owners, n, 4096);
+			steps++;
 		}
-		for (size_t k = 0; k < kept.n; k += 7, nforget++)
-			(void)filter_forget(f, kept.h[k]);
-		for (uint64_t k = 0; k < 50; k++)
-			(void)filter_add_copy(f, khash(f, "after", k));
-		diag("capture: %d steps of 4 KiB taken while changing (%s)",
-		    steps, whole ? "whole" : "not yet whole");
+		diag("capture: %d steps taken while changing (%s); changes "
+		    "while copying: %d adds, %d forgets, %d copies", steps,
+		    whole ? "whole" : "not yet whole", during[0], during[1],
+		    during[2]);
+		ok(steps > 1 && during[0] > 1 && during[1] > 1 &&
+		    during[2] > 1, "capture: the copy of a %" PRIu64 "-byte "
+		    "slice is made across %d steps (> 1), adds, forgets and "
+		    "extra copies landing in it meanwhile (%d, %d, %d)",
+		    cuckoo_table_bytes(bc), steps, during[0], during[1],
+		    during[2]);
+		for (; nadd < 3000; nadd++) {
+			(void)filter_seen(f, khash(f, "after", nadd));
+			if (nadd % 100 == 0 && !whole)
+				whole = filter_capture_step(owners, n, 4096);
+		}
+		for (size_t j = 0; j < kept.n; j += 7, nforget++)
+			(void)filter_forget(f, kept.h[j]);
+		for (size_t j = 0; j < sample.n; j++, nforget++)
+			(void)filter_forget(f, sample.h[j]);
+		for (; ncopy < 50; ncopy++)
+			(void)filter_add_copy(f, khash(f, "after", ncopy));
 		filter_capture_finish(owners, n);
 		whole = 1;
 		for (size_t s = 0; s < n; s++)
@@ -401,9 +447,9 @@ test_capture(void)
 	for (size_t s = 0; s < n; s++)
 		changed += memcmp(filter_slice_at(f, s)->cuckoo.table,
 		    saved[s], cuckoo_table_bytes(&out[s].cuckoo)) != 0;
-	ok(changed == (int)n, "capture: after %d forgets and 3050 adds every "
-	    "live table changed (%d of %zu; %zu slices now)", nforget, changed,
-	    n, nlive);
+	ok(changed == (int)n, "capture: after %d forgets and %" PRIu64 " adds "
+	    "every live table changed (%d of %zu; %zu slices now)", nforget,
+	    nadd + ncopy, changed, n, nlive);
 	same = 1;
 	for (size_t s = 0; s < n; s++)
 		same &= memcmp(out[s].cuckoo.table, saved[s],
@@ -458,11 +504,16 @@ test_capture(void)
 	    "slices, %" PRIu64 " keys, seed, forgotten, journal position (%s)",
 	    n, counts, back ? "ok" : err);
 	if (back != NULL) {
-		for (size_t k = 0; k < kept.n; k++)
-			missing += !filter_check(back, kept.h[k]);
+		for (size_t j = 0; j < kept.n; j++)
+			missing += !filter_check(back, kept.h[j]);
+		for (size_t j = 0; j < big.n; j++)
+			missing += !filter_check(back, big.h[j]);
+		for (size_t j = 0; j < sample.n; j++)
+			missing += !filter_check(back, sample.h[j]);
 		kept_ok = missing == 0;
 		ok(kept_ok, "capture: every key kept at capture is found in the "
-		    "loaded filter (%" PRIu64 " missing)", missing);
+		    "loaded filter, those forgotten since too (%" PRIu64
+		    " missing)", missing);
 		i = 0;
 		{
 			uint64_t h = fresh_key(back, "loaded", &i);
@@ -486,6 +537,8 @@ test_capture(void)
 	free(saved);
 	free(owners);
 	free(out);
+	free(big.h);
+	free(sample.h);
 }
 
 static void
