@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "bloom.h"
 #include "cuckoo.h"
@@ -220,8 +221,31 @@ test_init(void)
 	cuckoo_free(&c);
 	ok(c.table == NULL && c.nbuckets == 0, "cuckoo_free clears the "
 	    "struct");
-	cuckoo_free(&c);
-	ok(1, "cuckoo_free twice is harmless");
+	/* a table mapped since c's was freed, most likely where c's was: a
+	 * second free of c must leave it (and c) alone */
+	{
+		static const struct cuckoo	 zero;
+		struct cuckoo			 d;
+		uint64_t			 held = 0;
+		int				 mapped;
+
+		rc = cuckoo_create(&d, 1000, 0.01, 7);
+		for (uint64_t k = 1; rc == 0 && k <= 100; k++)
+			rc = cuckoo_add(&d, k * 0x9e3779b97f4a7c15ULL);
+		cuckoo_free(&c);
+		/* unmapped, d's table would fault: msync says so first */
+		mapped = rc == 0 && msync(d.table, d.map_bytes, MS_ASYNC) == 0;
+		for (uint64_t k = 1; mapped && k <= 100; k++)
+			held += (uint64_t)cuckoo_contains(&d,
+			    k * 0x9e3779b97f4a7c15ULL);
+		ok(mapped && memcmp(&c, &zero, sizeof(c)) == 0 &&
+		    held == 100 && d.count == 100 && cuckoo_recount(&d) == 100,
+		    "cuckoo_free twice is harmless: the struct stays cleared, "
+		    "a table mapped in between keeps its %" PRIu64 " of 100 "
+		    "keys (%s)", held, mapped ? "mapped" : "unmapped");
+		if (mapped)
+			cuckoo_free(&d);
+	}
 }
 
 /* For every f and odd, even, prime and tiny bucket counts: fp is never 0
