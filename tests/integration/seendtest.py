@@ -17,6 +17,18 @@ Each integration test file is a TAP program:
 Environment (set by "make check"): SEEND, SEEN_CLI, SEEN_BENCH point at the
 built programs; SEEND_WRAPPER, if set, is a command prefix (for example
 "valgrind --error-exitcode=99 ...") that the daemon runs under.
+
+Timeouts and time bounds are multiplied by SLOW: 20 under SEEND_WRAPPER
+(valgrind runs the daemon ~30x slower), 1 otherwise, times how loaded the
+machine is (LOAD). A test waits for a condition, and a busy machine (other
+builds and tests on its cores) only makes it come later, so LOAD is
+SEEND_TEST_SLOW if that is set (a factor >= 1, for a machine known to be
+busy), else the one-minute load average over the CPUs this process may run
+on when that exceeds 1 (a load of 6 on 2 CPUs: each runnable task gets a
+third of a CPU, LOAD 3), capped at 8. It is read once, when a test file
+starts, and printed as a TAP comment when it is not 1. Scaling only
+lengthens waits: what a test asserts must hold with its own margins on an
+idle machine and a loaded one alike.
 """
 import os
 import shlex
@@ -35,8 +47,29 @@ SEEN_BENCH = os.environ.get("SEEN_BENCH", "seen-bench")
 SRCDIR = os.environ.get("SEEND_SRCDIR",
                         os.path.join(os.path.dirname(__file__), "..", ".."))
 WRAPPER = shlex.split(os.environ.get("SEEND_WRAPPER", ""))
-# Under valgrind everything is ~30x slower: tests scale their waits by this.
-SLOW = 20.0 if WRAPPER else 1.0
+
+
+def _load_factor():
+    """LOAD (the docstring above): SEEND_TEST_SLOW, else the one-minute load
+    average per CPU when above 1, capped at 8."""
+    env = os.environ.get("SEEND_TEST_SLOW", "").strip()
+    if env:
+        try:
+            return max(1.0, float(env))
+        except ValueError:
+            raise SystemExit("SEEND_TEST_SLOW=%r: not a number" % env)
+    try:
+        load = os.getloadavg()[0]
+        cpus = len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        return 1.0
+    return min(8.0, max(1.0, load / max(cpus, 1)))
+
+
+LOAD = _load_factor()
+# Under valgrind everything is ~30x slower, on a loaded machine LOAD times:
+# tests scale their waits by this.
+SLOW = (20.0 if WRAPPER else 1.0) * LOAD
 
 _tests = []
 
@@ -439,6 +472,9 @@ class Resp:
 def run():
     """Runs the registered tests as TAP; exit status 1 if any failed."""
     print("1..%d" % len(_tests), flush=True)
+    if LOAD != 1.0:
+        diag("waits scaled by %.2f for a loaded machine (SEEND_TEST_SLOW or "
+             "the load average)" % LOAD)
     failed = 0
     for i, fn in enumerate(_tests, 1):
         t = T(fn.__name__)
