@@ -1,11 +1,13 @@
 /*
- * config_parser.h - what config.c, config_filter.c and config_reader.c
- * share.
+ * config_parser.h - what config.c, config_filter.c, config_reader.c and
+ * config_value.c share.
  *
- * Split by what each part knows: config.c the errors, the values, the
- * [server] keys, loading and freeing; config_filter.c the [filter.NAME]
- * sections (what a filter's shape is); config_reader.c the lines as inih
- * reads them and where each key goes.
+ * Split by what each part knows, top to bottom: config.c the [server]
+ * keys, loading and freeing; config_filter.c the [filter.NAME] sections
+ * (what a filter's shape is); config_reader.c the lines as inih reads
+ * them and where each key goes; config_value.c the errors and the values
+ * (config_value.h, included here), which the three above use and which
+ * calls none of them.
  *
  * Nothing else includes it: config.h is the interface.
  */
@@ -17,22 +19,15 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "config_value.h"
 
 #define MAX_SECONDS		(86400ULL * 365)
-#define SHOWN_VALUE_MAX		80	/* of a bad value, in a message */
 
 enum section_kind {
 	SEC_NONE,	/* before the first header */
 	SEC_SERVER,
 	SEC_FILTER,
 	SEC_SKIP,	/* a bad header, already reported: ignore its keys */
-};
-
-/* How a number's suffix scales it. */
-enum unit {
-	UNIT_COUNT,	/* k M G T = 10^3, 10^6, 10^9, 10^12 */
-	UNIT_BYTES,	/* k M G T = 2^10, 2^20, 2^30, 2^40 */
-	UNIT_SECONDS,	/* s m h d */
 };
 
 enum server_key {
@@ -121,29 +116,6 @@ struct key_def {
 /* The keys of each section, indexed by enum server_key and filter_key. */
 extern const struct key_def server_keys[SK_COUNT];	/* config.c */
 extern const struct key_def filter_keys[FK_COUNT];	/* config_filter.c */
-
-/* ---- config.c: errors and values ---- */
-
-/* Records "name:line: message" (or "name: message" for line 0). */
-void		 perror_at(struct parser *, int, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
-/* A value as it goes into a message: cut short, control and non-ASCII
- * bytes shown as '?'. */
-const char	*shown(const char *s, char *buf, size_t size);
-#define SHOW(s)	shown((s), (char[SHOWN_VALUE_MAX]){ 0 }, SHOWN_VALUE_MAX)
-/* strdup, or NULL with p->oom set. */
-char		*xstrdup(struct parser *, const char *);
-/* Replaces *dst by a copy of s (or by NULL). */
-void		 set_string(struct parser *, char **dst, const char *s);
-/* Appends s to a string list: 0, or -1 with p->oom set. */
-int		 push_string(struct parser *, char ***list, size_t *n,
-		    const char *s);
-int		 is_blank(int c);
-/* "off", "none" or "never". */
-int		 is_off(const char *v);
-/* An integer key in [min, max]; reports and returns -1 if it is not. */
-int		 get_number(struct parser *, const char *key, const char *value,
-		    enum unit, uint64_t min, uint64_t max, uint64_t *out);
 
 /* ---- config_filter.c: [filter.NAME] sections ---- */
 
