@@ -465,8 +465,274 @@ class Resp:
         except (ConnectionResetError, BrokenPipeError):
             return True
 
+
+# ---- RESP as bytes: replies compared byte for byte, with redis-server's
+# or with bytes pinned from another implementation's source ----
+
+class Closed(EOFError):
+    """The server closed a RespBytes connection; args[0] holds the bytes of
+    the reply that had come so far."""
+
+
+class RespBytes:
+    """A RESP2/RESP3 connection that reads exactly one whole value per
+    reply, whatever the timing, as the bytes sent (an attribute with the
+    value it describes). resp3: HELLO 3 first. A silent server is a socket
+    timeout, a closed one Closed."""
+
+    def __init__(self, port, timeout=10.0, resp3=False):
+        self.s = socket.create_connection(("127.0.0.1", port),
+                                          timeout=timeout * SLOW)
+        self.buf = b""
+        if resp3:
+            got = self.cmd("HELLO", "3")
+            if not got.startswith(b"%"):
+                raise Failed("HELLO 3: %r" % got)
+
+    def _more(self):
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise Closed(self.buf)
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._more()
+        i = self.buf.index(b"\r\n") + 2
+        line, self.buf = self.buf[:i], self.buf[i:]
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            self._more()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def reply(self):
+        """The next whole value, as bytes."""
+        line = self._line()
+        kind, rest = line[:1], line[1:-2]
+        if kind in (b"$", b"=", b"!"):
+            n = int(rest)
+            return line + (self._exact(n + 2) if n >= 0 else b"")
+        if kind in (b"*", b"~", b">"):
+            n = int(rest)
+            return line + b"".join(self.reply() for _ in range(max(n, 0)))
+        if kind == b"%":
+            return line + b"".join(self.reply() for _ in range(2 * int(rest)))
+        if kind == b"|":  # an attribute, then the reply it describes
+            return line + b"".join(self.reply()
+                                   for _ in range(2 * int(rest) + 1))
+        return line
+
+    def values(self, n):
+        """The next n whole values, as one bytes string."""
+        return b"".join(self.reply() for _ in range(n))
+
+    def send(self, *words):
+        self.s.sendall(enc(*words))
+
+    def cmd(self, *words):
+        self.send(*words)
+        return self.reply()
+
+    def ask(self, n, *words):
+        """Sends one request, returns the n values that answer it."""
+        self.send(*words)
+        return self.values(n)
+
+    def pipeline(self, cmds):
+        self.s.sendall(b"".join(enc(*w) for w in cmds))
+        return [self.reply() for _ in cmds]
+
+    def line(self, text):
+        """A line-protocol request on the same port: its reply line."""
+        self.s.sendall(text.encode() + b"\r\n")
+        return self._line()[:-2].decode()
+
+    def closed(self, timeout=5.0):
+        """True if the server closes the connection within timeout."""
+        self.s.settimeout(timeout * SLOW)
+        try:
+            while True:
+                if not self.s.recv(65536):
+                    return True
+        except (socket.timeout, TimeoutError):
+            return False
+        except OSError:
+            return True
+
     def close(self):
         self.s.close()
+
+
+def parse(b, i=0):
+    """One RESP2/RESP3 value from b at i: ((type, value), next i). Arrays,
+    sets and pushes hold lists, maps lists of (key, value); bulk and
+    verbatim strings hold bytes; other types the bytes after the type
+    byte. Raises ValueError on bad framing."""
+    j = b.index(b"\r\n", i)
+    kind, rest = b[i:i + 1], b[i + 1:j]
+    i = j + 2
+    if kind in (b"$", b"=", b"!"):
+        n = int(rest)
+        if n < 0:
+            return (kind, None), i
+        if b[i + n:i + n + 2] != b"\r\n":
+            raise ValueError("bulk of %d not followed by CRLF" % n)
+        return (kind, b[i:i + n]), i + n + 2
+    if kind in (b"*", b"~", b">"):
+        n = int(rest)
+        out = []
+        for _ in range(max(n, 0)):
+            v, i = parse(b, i)
+            out.append(v)
+        return (kind, out if n >= 0 else None), i
+    if kind == b"%":
+        out = []
+        for _ in range(int(rest)):
+            k, i = parse(b, i)
+            v, i = parse(b, i)
+            out.append((k, v))
+        return (kind, out), i
+    if kind in (b"+", b"-", b":", b"_", b",", b"#", b"("):
+        if kind == b":":
+            int(rest)
+        return (kind, rest), i
+    raise ValueError("unknown RESP type %r" % kind)
+
+
+def parse_all(b):
+    """The one value b holds, as parse gives it; ValueError if more."""
+    v, i = parse(b)
+    if i != len(b):
+        raise ValueError("%d bytes after the reply" % (len(b) - i))
+    return v
+
+
+def plain(v):
+    """A parsed value without its types: bulk strings as bytes (or None),
+    arrays, sets and pushes as lists, maps as lists of (key, value),
+    integers as int, any other as its type byte and text (b"+OK")."""
+    kind, x = v
+    if kind in (b"$", b"=", b"!"):
+        return x
+    if kind in (b"*", b"~", b">"):
+        return None if x is None else [plain(e) for e in x]
+    if kind == b"%":
+        return [(plain(k), plain(e)) for k, e in x]
+    if kind == b":":
+        return int(x)
+    return kind + x
+
+
+def val(b):
+    """The first value in the reply bytes b, without its types (plain)."""
+    return plain(parse(b)[0])
+
+
+def first_diff(got, want):
+    """Where two byte strings part: the offset and 40 bytes of each."""
+    i = 0
+    while i < min(len(got), len(want)) and got[i] == want[i]:
+        i += 1
+    return "differ at byte %d: seend %r... vs %r..." % (
+        i, got[max(i - 10, 0):i + 40], want[max(i - 10, 0):i + 40])
+
+
+# ---- the same requests to seend and to redis-server, side by side ----
+#
+# A case is a list of words (the replies must be the same bytes) or an
+# object with .words and .check(got, want), which returns what is wrong
+# (a list of texts; ValueError for bad framing).
+
+class Differ:
+    """The contract deliberately differs from redis-server: seend's bytes
+    are ours, and Redis's observed bytes are asserted too, so that a Redis
+    that changes is noticed."""
+
+    def __init__(self, words, ours, redis_observed, why):
+        self.words, self.ours, self.theirs, self.why = (words, ours,
+                                                         redis_observed, why)
+
+    def check(self, g, w):
+        bad = []
+        if g != self.ours:
+            bad.append("%s (contract: %s)" % (first_diff(g, self.ours),
+                                              self.why))
+        if w != self.theirs:
+            bad.append("redis-server now answers %r, not %r: review the "
+                       "case" % (w, self.theirs))
+        return bad
+
+
+def words_of(case):
+    return case if isinstance(case, list) else case.words
+
+
+def play(port, cases):
+    """Sends the cases one at a time on one connection; a list of reply
+    bytes (b"<no reply>" / b"...<closed>" end it early; after a last QUIT
+    answered, b"<QUIT did not close>" if the connection stays open)."""
+    c = RespBytes(port, timeout=5)
+    out = []
+    try:
+        for case in cases:
+            try:
+                out.append(c.cmd(*words_of(case)))
+            except Closed as e:
+                out.append(e.args[0] + b"<closed>")
+                break
+            except (socket.timeout, TimeoutError):
+                out.append(c.buf + b"<no reply>")
+                break
+            except OSError as e:
+                out.append(b"<%s>" % str(e).encode())
+                break
+        if out and words_of(cases[-1])[0].upper() == "QUIT" and \
+                len(out) == len(cases):
+            if not c.closed():
+                out.append(b"<QUIT did not close>")
+    finally:
+        c.close()
+    return out
+
+
+def compare(t, cases, got, want, label):
+    """Checks every case's reply from seend (got) against redis-server's
+    (want); fails listing each that differs."""
+    bad = []
+    for i, case in enumerate(cases):
+        name = "%s: %s" % (label, " ".join(
+            w if isinstance(w, str) else repr(w) for w in words_of(case)))
+        if i >= len(got) or i >= len(want):
+            bad.append("%s: no reply (seend %r, redis %r)" % (
+                name, got[i - 1:i] if got else got, want[i - 1:i]))
+            break
+        g, w = got[i], want[i]
+        try:
+            if isinstance(case, list):
+                if g != w:
+                    bad.append("%s: %s" % (name, first_diff(g, w)))
+            else:
+                bad += ["%s: %s" % (name, why) for why in case.check(g, w)]
+        except ValueError as e:
+            bad.append("%s: bad framing (%s): seend %r, redis %r" % (
+                name, e, g[:120], w[:120]))
+    if len(got) != len(want):
+        bad.append("%s: %d replies from seend, %d from redis-server; "
+                   "seend's last %r" % (label, len(got), len(want),
+                                        got[-1:]))
+    t.ok(not bad, "\n".join(bad))
+
+
+def side_by_side(t, s_port, r_port, cases, label):
+    """The cases to redis-server, then to seend, each on a connection of
+    its own; compared. Returns (seend's replies, redis-server's)."""
+    want = play(r_port, cases)
+    got = play(s_port, cases)
+    compare(t, cases, got, want, label)
+    return got, want
 
 
 def run():

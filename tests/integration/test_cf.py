@@ -21,7 +21,6 @@ bounds its count with 3 sigma of margin.
 """
 import math
 import signal
-import socket
 import time
 
 from seendtest import *
@@ -52,76 +51,6 @@ SERVER_FP = SERVER.replace("0.001", "0.01")
 INFO_NAMES = ["Size", "Number of buckets", "Number of filters",
               "Number of items inserted", "Number of items deleted",
               "Bucket size", "Expansion rate", "Max iterations"]
-
-
-def enc(*words):
-    w = [x if isinstance(x, bytes) else str(x).encode() for x in words]
-    return b"*%d\r\n" % len(w) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x)
-                                          for x in w)
-
-
-class Conn:
-    """A RESP connection that reads exactly one whole reply per request
-    (whatever the timing), as raw bytes."""
-
-    def __init__(self, port, resp3=False):
-        self.s = socket.create_connection(("127.0.0.1", port),
-                                          timeout=10 * SLOW)
-        self.buf = b""
-        if resp3:
-            got = self.cmd("HELLO", "3")
-            if not got.startswith(b"%"):
-                raise Failed("HELLO 3: %r" % got)
-
-    def _more(self):
-        chunk = self.s.recv(65536)
-        if not chunk:
-            raise Failed("connection closed; have %r" % self.buf)
-        self.buf += chunk
-
-    def _line(self, i):
-        while True:
-            j = self.buf.find(b"\r\n", i)
-            if j >= 0:
-                return j + 2
-            self._more()
-
-    def _value(self, i):
-        """The end of the one value starting at buf[i]."""
-        while len(self.buf) <= i:
-            self._more()
-        t = self.buf[i:i + 1]
-        end = self._line(i)
-        head = self.buf[i + 1:end - 2]
-        if t in (b"+", b"-", b":", b"_", b"#", b","):
-            return end
-        if t in (b"$", b"=", b"!"):
-            n = int(head)
-            if n < 0:
-                return end
-            while len(self.buf) < end + n + 2:
-                self._more()
-            return end + n + 2
-        if t in (b"*", b"~", b">", b"%", b"|"):
-            n = int(head)
-            if t in (b"%", b"|"):
-                n *= 2
-            for _ in range(max(n, 0)):
-                end = self._value(end)
-            return end
-        raise Failed("not RESP: %r" % self.buf[i:])
-
-    def reply(self):
-        end = self._value(0)
-        got, self.buf = self.buf[:end], self.buf[end:]
-        return got
-
-    def cmd(self, *words):
-        self.s.sendall(enc(*words))
-        return self.reply()
-
-    def close(self):
-        self.s.close()
 
 
 def check_cases(t, conn, cases, label):
@@ -185,7 +114,7 @@ def fill_fixed(t, c, name, limit=20000):
 @test
 def cf_reserve_checks_its_arguments_as_redisbloom_2_4(t):
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         check_cases(t, c, [
             (["CF.RESERVE", "cf", "1000"], b"+OK\r\n"),
             (["CF.RESERVE", "cf", "1000"], b"-ERR item exists\r\n"),
@@ -284,7 +213,7 @@ def cf_reserve_checks_its_arguments_as_redisbloom_2_4(t):
 @test
 def cf_add_insert_exists_del_count_answer_as_redisbloom_2_4_in_resp2(t):
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         check_cases(t, c, [
             # RedisBloom's test_count: CF.ADD of a held item stores a copy
             (["CF.RESERVE", "cf", "1000"], b"+OK\r\n"),
@@ -413,7 +342,7 @@ def cf_add_insert_exists_del_count_answer_as_redisbloom_2_4_in_resp2(t):
 def resp3_after_hello_3_answers_in_redisbloom_2_6_forms(t):
     # RedisBloom 2.6's test_resp3 (test_cf), and the missing-key answers
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port, resp3=True)
+        c = RespBytes(s.port, resp3=True)
         check_cases(t, c, [
             (["CF.RESERVE", "a", "100", "EXPANSION", "0"], b"+OK\r\n"),
             (["CF.ADD", "a", "3"], b"#t\r\n"),
@@ -455,8 +384,8 @@ def a_fixed_filter_that_is_full_answers_as_redisbloom(t):
     # RedisBloom's test_expansion_0: CF.ADD "Filter is full", CF.INSERT -1
     # for each item it has no room for, in RESP2 and RESP3
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
-        c3 = Conn(s.port, resp3=True)
+        c = RespBytes(s.port)
+        c3 = RespBytes(s.port, resp3=True)
         t.eq(c.cmd("CF.RESERVE", "fix", "100", "EXPANSION", "0"), b"+OK\r\n")
         took, refused = fill_fixed(t, c, "fix")
         t.ok(len(took) >= 1, "fix took %d keys" % len(took))
@@ -504,7 +433,7 @@ def growing_filters_take_every_key_and_forget_only_the_one_asked(t):
     # keys recorded only when absent (CF.INSERTNX, as SEEN records them):
     # forgetting one never forgets another, in a grown filter too
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         n, rate = 1000, 0.001
         bound = n * rate + 3 * math.sqrt(n * rate * (1 - rate))
         for name, exp in (("g1", "1"), ("g2", "2"), ("g4", "4")):
@@ -551,7 +480,7 @@ def growing_filters_take_every_key_and_forget_only_the_one_asked(t):
 @test
 def wrong_types_both_ways_as_redisbloom(t):
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         check_cases(t, c, [
             (["BF.RESERVE", "bf", "0.001", "1000"], b"+OK\r\n"),
             (["BF.ADD", "bf", "x"], b":1\r\n"),
@@ -586,7 +515,7 @@ def wrong_types_both_ways_as_redisbloom(t):
             (["TYPE", "cf"], b"+MBbloomCF\r\n"),
             (["TYPE", "bf"], b"+MBbloom--\r\n"),
         ], "wrong types")
-        c3 = Conn(s.port, resp3=True)
+        c3 = RespBytes(s.port, resp3=True)
         check_cases(t, c3, [
             (["CF.ADD", "bf", "x"], WRONGTYPE),
             (["CF.EXISTS", "bf", "x"], b"#f\r\n"),
@@ -607,7 +536,7 @@ capacity = 10000
 error_rate = 0.001
 """
     with Server(t, server_extra=SERVER, filters=filters) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         lc = s.client()
         url = "https://example.com/a"
         check_cases(t, c, [
@@ -651,7 +580,7 @@ def false_positive_rate_stays_under_the_rate_asked_for(t):
     # new_filter_error_rate = 0.01 for CF.RESERVE's filters; 3 sigma of
     # margin over the rate
     with Server(t, server_extra=SERVER_FP) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         added, probes, rate = 2000, 10000, 0.01
         bound = probes * rate + 3 * math.sqrt(probes * rate * (1 - rate))
         for name, cap, args in (("fixed", 2200, ["EXPANSION", "0"]),
@@ -674,7 +603,7 @@ def false_positive_rate_stays_under_the_rate_asked_for(t):
 @test
 def cuckoo_filters_survive_a_restart_and_a_reload(t):
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         check_cases(t, c, [
             (["CF.RESERVE", "p", "1000", "MAXITERATIONS", "10", "EXPANSION",
               "4"], b"+OK\r\n"),
@@ -692,7 +621,7 @@ def cuckoo_filters_survive_a_restart_and_a_reload(t):
         c.close()
         s.stop()
         s.start()
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         t.eq([c.cmd("CF.INFO", n) for n in names], before, "after restart")
         check_cases(t, c, [
             (["TYPE", "p"], b"+MBbloomCF\r\n"),
@@ -776,7 +705,7 @@ def redis_py_cf_calls_work(t):
 def create_filters_off_refuses_implicit_creation_only(t):
     # as BF.ADD / BF.INSERT and BF.RESERVE do
     with Server(t, server_extra=SERVER + "create_filters = off\n") as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         check_cases(t, c, [
             (["CF.ADD", "nosuch", "x"],
              b"-ERR no such filter 'nosuch' (create_filters is off)\r\n"),
@@ -800,7 +729,7 @@ def create_filters_off_refuses_implicit_creation_only(t):
 def command_info_describes_the_cf_commands(t):
     # arities as RedisBloom checks them, flags as it registers them
     with Server(t, server_extra=SERVER) as s:
-        c = Conn(s.port)
+        c = RespBytes(s.port)
         for name, arity, flags in (
                 ("cf.reserve", -3, b"+write\r\n+denyoom\r\n+module\r\n"),
                 ("cf.add", 3, b"+write\r\n+denyoom\r\n+module\r\n"),

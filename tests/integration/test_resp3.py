@@ -32,149 +32,33 @@ from seendtest import *
 U = "https://a.example/"
 
 
-def enc(*words):
-    w = [x.encode() if isinstance(x, str) else x for x in words]
-    return b"*%d\r\n" % len(w) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x)
-                                          for x in w)
-
-
-# ---- reading and parsing RESP2/RESP3 replies ----
-
-class Closed(Exception):
-    pass
-
-
-class Resp:
-    """A RESP connection that reads exactly one whole reply per request
-    (its bytes, as sent). A silent server is a timeout, a closed one
-    Closed; both end the stream."""
-
-    def __init__(self, port, timeout=5.0):
-        self.s = socket.create_connection(("127.0.0.1", port),
-                                          timeout=timeout * SLOW)
-        self.buf = b""
-
-    def _more(self):
-        chunk = self.s.recv(65536)
-        if not chunk:
-            raise Closed(self.buf)
-        self.buf += chunk
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            self._more()
-        i = self.buf.index(b"\r\n") + 2
-        line, self.buf = self.buf[:i], self.buf[i:]
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n:
-            self._more()
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def reply(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:-2]
-        if kind in b"$=!":
-            n = int(rest)
-            return line + (self._exact(n + 2) if n >= 0 else b"")
-        if kind in b"*~>":
-            n = int(rest)
-            return line + b"".join(self.reply() for _ in range(max(n, 0)))
-        if kind in b"%":
-            return line + b"".join(self.reply() for _ in range(2 * int(rest)))
-        if kind == b"|":  # an attribute, then the reply it describes
-            return line + b"".join(self.reply()
-                                   for _ in range(2 * int(rest) + 1))
-        return line
-
-    def cmd(self, *words):
-        self.s.sendall(enc(*words))
-        return self.reply()
-
-    def closed(self, timeout=5.0):
-        self.s.settimeout(timeout * SLOW)
-        try:
-            while True:
-                if not self.s.recv(65536):
-                    return True
-        except (socket.timeout, TimeoutError):
-            return False
-        except OSError:
-            return True
-
-    def close(self):
-        self.s.close()
-
-
-def parse(b, i=0):
-    """One RESP2/RESP3 value from b at i: ((type, value), next i). Arrays,
-    sets and pushes hold lists, maps lists of (key, value); bulk and
-    verbatim strings hold bytes; raises ValueError on bad framing."""
-    j = b.index(b"\r\n", i)
-    kind, rest = b[i:i + 1], b[i + 1:j]
-    i = j + 2
-    if kind in (b"$", b"=", b"!"):
-        n = int(rest)
-        if n < 0:
-            return (kind, None), i
-        if b[i + n:i + n + 2] != b"\r\n":
-            raise ValueError("bulk of %d not followed by CRLF" % n)
-        return (kind, b[i:i + n]), i + n + 2
-    if kind in (b"*", b"~", b">"):
-        n = int(rest)
-        out = []
-        for _ in range(max(n, 0)):
-            v, i = parse(b, i)
-            out.append(v)
-        return (kind, out if n >= 0 else None), i
-    if kind == b"%":
-        out = []
-        for _ in range(int(rest)):
-            k, i = parse(b, i)
-            v, i = parse(b, i)
-            out.append((k, v))
-        return (kind, out), i
-    if kind in (b"+", b"-", b":", b"_", b",", b"#", b"("):
-        if kind == b":":
-            int(rest)
-        return (kind, rest), i
-    raise ValueError("unknown RESP type %r" % kind)
-
-
-def parse_all(b):
-    v, i = parse(b)
-    if i != len(b):
-        raise ValueError("%d bytes after the reply" % (len(b) - i))
-    return v
-
-
-def first_diff(got, want):
-    """Where two byte strings part: the offset and 40 bytes of each."""
-    i = 0
-    while i < min(len(got), len(want)) and got[i] == want[i]:
-        i += 1
-    return "differ at byte %d: seend %r... vs %r..." % (
-        i, got[max(i - 10, 0):i + 40], want[max(i - 10, 0):i + 40])
-
-
 # ---- how a case is compared ----
+
+# (seendtest's side-by-side cases: a list of words, the same bytes, or
+# Differ; these two are this file's own)
 
 class Hello:
     def __init__(self, *words):
         self.words = words
+
+    def check(self, g, w):
+        if hello_normalised(g) != hello_normalised(w):
+            return ["HELLO reply %r, Redis's %r" % (g, w)]
+        return []
 
 
 class Shape:
     def __init__(self, *words):
         self.words = words
 
-
-class Differ:
-    def __init__(self, words, ours, redis_observed, why):
-        self.words, self.ours, self.theirs, self.why = (words, ours,
-                                                         redis_observed, why)
+    def check(self, g, w):
+        gk, gv = parse_all(g)
+        wk, wv = parse_all(w)
+        if gk != wk:
+            return ["type %r, Redis's %r (%r)" % (gk, wk, g[:80])]
+        if gk == b"=" and not gv.startswith(b"txt:"):
+            return ["verbatim string not txt: %r" % gv[:20]]
+        return []
 
 
 OWN = (b"server", b"version", b"id")
@@ -200,88 +84,6 @@ def hello_normalised(b):
     same bytes as Redis's."""
     kind, pairs = hello_pairs(b)
     return kind, [(k, None if k in OWN else v) for k, v in pairs]
-
-
-def words_of(case):
-    return case if isinstance(case, list) else case.words
-
-
-def play(port, cases, quit_closes=True):
-    """Sends the cases one at a time on one connection; a list of reply
-    bytes (b"<no reply>" / b"...<closed>" end it early)."""
-    c = Resp(port)
-    out = []
-    try:
-        for case in cases:
-            try:
-                out.append(c.cmd(*words_of(case)))
-            except Closed as e:
-                out.append(e.args[0] + b"<closed>")
-                break
-            except (socket.timeout, TimeoutError):
-                out.append(c.buf + b"<no reply>")
-                break
-            except OSError as e:
-                out.append(b"<%s>" % str(e).encode())
-                break
-        if out and words_of(cases[-1])[0].upper() == "QUIT" and \
-                len(out) == len(cases):
-            if not c.closed():
-                out.append(b"<QUIT did not close>")
-    finally:
-        c.close()
-    return out
-
-
-def compare(t, cases, got, want, label):
-    """Checks every case; fails listing each that differs."""
-    bad = []
-    for i, case in enumerate(cases):
-        name = "%s: %s" % (label, " ".join(
-            w if isinstance(w, str) else repr(w) for w in words_of(case)))
-        if i >= len(got) or i >= len(want):
-            bad.append("%s: no reply (seend %r, redis %r)" % (
-                name, got[i - 1:i] if got else got, want[i - 1:i]))
-            break
-        g, w = got[i], want[i]
-        try:
-            if isinstance(case, list):
-                if g != w:
-                    bad.append("%s: %s" % (name, first_diff(g, w)))
-            elif isinstance(case, Hello):
-                if hello_normalised(g) != hello_normalised(w):
-                    bad.append("%s: HELLO reply %r, Redis's %r" % (name, g, w))
-            elif isinstance(case, Shape):
-                gk, gv = parse_all(g)
-                wk, wv = parse_all(w)
-                if gk != wk:
-                    bad.append("%s: type %r, Redis's %r (%r)" % (
-                        name, gk, wk, g[:80]))
-                elif gk == b"=" and not gv.startswith(b"txt:"):
-                    bad.append("%s: verbatim string not txt: %r" % (
-                        name, gv[:20]))
-            elif isinstance(case, Differ):
-                if g != case.ours:
-                    bad.append("%s: %s (contract: %s)" % (
-                        name, first_diff(g, case.ours), case.why))
-                if w != case.theirs:
-                    bad.append("%s: redis-server now answers %r, not %r: "
-                               "review the case" % (name, w, case.theirs))
-        except ValueError as e:
-            bad.append("%s: bad framing (%s): seend %r, redis %r" % (
-                name, e, g[:120], w[:120]))
-    if len(got) != len(want):
-        bad.append("%s: %d replies from seend, %d from redis-server; "
-                   "seend's last %r" % (label, len(got), len(want),
-                                        got[-1:]))
-    t.ok(not bad, "\n".join(bad))
-
-
-def side_by_side(t, s_port, r_port, cases, label):
-    want = play(r_port, cases)
-    got = play(s_port, cases)
-    compare(t, cases, got, want, label)
-    return got, want
 
 
 CLUSTER_OFF = b"-ERR This instance has cluster support disabled\r\n"
@@ -425,7 +227,7 @@ def resp3_null_map_and_verbatim_shapes(t):
     # the RESP3 forms the contract names, asserted on seend alone (so that
     # a failure says which form is wrong even if Redis is missing)
     with Server(t) as s:
-        c = Resp(s.port)
+        c = RespBytes(s.port)
         t.eq(c.cmd("HELLO", "3")[:3], b"%7\r", "HELLO 3 is a map of 7")
         t.eq(c.cmd("GET", U + "none"), b"_\r\n", "GET of an unseen key")
         t.eq(c.cmd("CLIENT", "GETNAME"), b"_\r\n", "GETNAME without a name")
@@ -447,7 +249,7 @@ def resp3_null_map_and_verbatim_shapes(t):
              "GET after the line SEEN")
         c.close()
         # a RESP2 connection is unaffected by another one's HELLO 3
-        c2 = Resp(s.port)
+        c2 = RespBytes(s.port)
         t.eq(c2.cmd("GET", U + "none"), b"$-1\r\n", "RESP2 null")
         c2.close()
 
@@ -464,7 +266,7 @@ def hello_fields_are_seends_own(t):
     with Server(t) as s:
         version = seend_version()
         for proto, kind in (("2", b"*"), ("3", b"%")):
-            c = Resp(s.port)
+            c = RespBytes(s.port)
             got = c.cmd("HELLO", proto)
             k, pairs = hello_pairs(got)
             t.eq(k, kind, "HELLO %s's container" % proto)
@@ -483,7 +285,7 @@ def hello_fields_are_seends_own(t):
             t.eq(cid, d[b"id"], "HELLO's id is CLIENT ID")
             c.close()
         # ids of two connections differ
-        a, b = Resp(s.port), Resp(s.port)
+        a, b = RespBytes(s.port), RespBytes(s.port)
         t.ok(a.cmd("CLIENT", "ID") != b.cmd("CLIENT", "ID"),
              "two connections, two ids")
         a.close()
@@ -582,7 +384,7 @@ CONNECTION_ERRORS = (b"-NOAUTH", b"-WRONGPASS",
 
 
 def replay(port, chunks):
-    c = Resp(port)
+    c = RespBytes(port)
     out = []
     try:
         for b in chunks:
@@ -635,7 +437,7 @@ def redis_py_8_connect_bytes_are_answered_as_it_requires(t):
              "HELLO 3 as Redis's but for server/version/id")
         t.eq(got[1], want[1], "MAINT_NOTIFICATIONS as Redis 7.0.15")
         # and the connection then works in RESP3
-        c = Resp(s.port)
+        c = RespBytes(s.port)
         for b in REDIS_PY_8_CONNECT:
             c.s.sendall(b)
             c.reply()

@@ -26,80 +26,6 @@ from seendtest import *
 redis = system_module("redis")
 
 
-# ---- raw RESP2/RESP3 values, to compare bytes ----
-
-def value_len(b, i=0):
-    """The end of the one whole RESP2/RESP3 value at b[i:], or -1."""
-    j = b.find(b"\r\n", i)
-    if j < 0:
-        return -1
-    t, head = b[i:i + 1], b[i + 1:j]
-    end = j + 2
-    if t in (b"+", b"-", b":", b"_", b"#", b",", b"("):
-        return end
-    if t in (b"$", b"=", b"!"):
-        n = int(head)
-        if n < 0:
-            return end
-        return end + n + 2 if len(b) >= end + n + 2 else -1
-    if t in (b"*", b">", b"~", b"%", b"|"):
-        n = int(head)
-        if t in (b"%", b"|"):
-            n *= 2
-        for _ in range(max(n, 0)):
-            end = value_len(b, end)
-            if end < 0:
-                return -1
-        return end
-    raise Failed("not RESP: %r" % b[i:i + 100])
-
-
-class Raw:
-    """A connection that reads whole values as bytes."""
-
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port),
-                                          timeout=30 * SLOW)
-        self.buf = b""
-
-    def values(self, n):
-        """The next n whole values, as one bytes string."""
-        out = b""
-        for _ in range(n):
-            while True:
-                end = value_len(self.buf) if self.buf else -1
-                if end >= 0:
-                    break
-                chunk = self.s.recv(65536)
-                if not chunk:
-                    raise EOFError("connection closed")
-                self.buf += chunk
-            out += self.buf[:end]
-            self.buf = self.buf[end:]
-        return out
-
-    def send(self, *words):
-        self.s.sendall(enc(*words))
-
-    def ask(self, n, *words):
-        self.send(*words)
-        return self.values(n)
-
-    def closed(self, timeout=5.0):
-        self.s.settimeout(timeout * SLOW)
-        try:
-            while True:
-                if not self.s.recv(65536):
-                    return True
-        except (socket.timeout, TimeoutError):
-            return False
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-
-    def close(self):
-        self.s.close()
-
-
 def start_pair(t):
     """A seend and a redis-server, to hold side by side."""
     s = Server(t, unix=False).start()
@@ -110,7 +36,7 @@ def start_pair(t):
 def pubsub_script(port, resp3):
     """A subscriber and a publisher through one session of pub/sub: what
     each sees, in order (HELLO's reply, which differs, left out)."""
-    sub, pub = Raw(port), Raw(port)
+    sub, pub = RespBytes(port, timeout=30), RespBytes(port, timeout=30)
     got = []
     if resp3:
         sub.ask(1, "HELLO", "3")
@@ -212,7 +138,7 @@ def test_redis_py_and_redis_cli_pubsub_as_with_redis(t):
 
 
 def multi_script(port, resp3):
-    c = Raw(port)
+    c = RespBytes(port, timeout=30)
     got = []
     if resp3:
         c.ask(1, "HELLO", "3")
@@ -360,7 +286,7 @@ def test_info_replication_run_id_and_role(t):
     s2 = c.cmd("INFO", "nosuchfilter")
     t.eq(s2, b"", "an unknown word is an empty string")
     t.eq(c.cmd("ROLE"), [b"master", 0, []], "ROLE")
-    r3 = Raw(s.port)
+    r3 = RespBytes(s.port, timeout=30)
     r3.ask(1, "HELLO", "3")
     t.eq(r3.ask(1, "ROLE"), b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n",
          "ROLE in RESP3")
