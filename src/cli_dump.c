@@ -72,6 +72,7 @@ struct reply {
 	const unsigned char	*data;		/* the chunk, in the connection's
 						 * buffer until its next read */
 	size_t			 dlen;
+	int			 nil;		/* [iter, nil]: CF.SCANDUMP's end */
 };
 
 /* One run: what the messages and the summary need. */
@@ -321,7 +322,8 @@ read_reply(struct rconn *c, struct reply *r)
 		r->dlen = (size_t)n;
 		return 1;
 	case '*':
-		/* BF.SCANDUMP's [iter, chunk] is the only array we ask for */
+		/* BF.SCANDUMP's [iter, chunk] is the only array we ask for;
+		 * CF.SCANDUMP ends with [0, nil], as RedisBloom's */
 		if (line_num(line, len, &n) == -1 || n != 2)
 			break;
 		if ((rc = conn_line(c, &line, &len)) <= 0)
@@ -332,6 +334,10 @@ read_reply(struct rconn *c, struct reply *r)
 			return rc;
 		if (line[0] != '$' || line_num(line, len, &n) == -1)
 			break;
+		if (n == -1) {
+			r->nil = 1;
+			return 1;
+		}
 		if ((rc = conn_bulk(c, n, &body)) <= 0)
 			return rc;
 		r->data = body;
@@ -533,8 +539,8 @@ header_chunk(struct job *j, const unsigned char *p, size_t len)
 	return len + bits + (uint64_t)(j->nchunks - 1) * DUMP_CHUNK_HEADER;
 }
 
-/* One reply to BF.SCANDUMP: 1 and a chunk, 0 at the end ([0, ""]), -1
- * after saying why not. */
+/* One reply to BF.SCANDUMP: 1 and a chunk, 0 at the end ([0, ""], or
+ * CF.SCANDUMP's [0, nil]), -1 after saying why not. */
 static int
 scandump_reply(struct job *j, struct rconn *c, const struct reply *r,
     const char *side)
@@ -550,6 +556,13 @@ scandump_reply(struct job *j, struct rconn *c, const struct reply *r,
 		return -1;
 	}
 	if (r->num == 0 && r->dlen == 0) {
+		if (j->chunks == 0 && j->cf && r->nil) {
+			job_warn(j, "%s%s: %s %s: the cuckoo filter holds no "
+			    "item: there is nothing to dump (CF.SCANDUMP "
+			    "answers [0, nil], as RedisBloom's)", side,
+			    c->name, dump_cmd(j, "BF.SCANDUMP"), j->filter);
+			return -1;
+		}
 		if (j->chunks == 0 || j->chunks != j->nchunks) {
 			job_warn(j, "%s%s: %s %s: the dump ended "
 			    "after %" PRIu32 " of %" PRIu32 " chunks", side,
@@ -797,6 +810,25 @@ ioerr:
 	return -1;
 }
 
+/*
+ * After a refused chunk's reply: the server answers RedisBloom's words
+ * for a chunk it will not take, and says in its log which check it
+ * failed (seend(8), BF.LOADCHUNK).
+ */
+static const char *
+refusal_hint(const char *text)
+{
+	static const char *const generic[] = { "ERR received bad data",
+	    "Couldn't load chunk!", "Couldn't create filter!",
+	    "Invalid header" };
+
+	for (size_t i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+		if (strcmp(text, generic[i]) == 0)
+			return " (the chunk was refused: the server's log says "
+			    "why)";
+	return "";
+}
+
 /* BF.LOADCHUNK of one chunk, and its reply. Returns 0, or -1 after saying
  * why (the server's reason for a refused chunk). */
 static int
@@ -818,14 +850,34 @@ load_chunk(struct job *j, struct rconn *c, const char *filter,
 	if (call(j, c, 3, argv, chunk, len, &r) == -1)
 		return -1;
 	if (r.type == '-') {
-		job_warn(j, "%s%s: %s %s (chunk %" PRIu32 "): %s",
+		job_warn(j, "%s%s: %s %s (chunk %" PRIu32 "): %s%s",
 		    side, c->name, dump_cmd(j, "BF.LOADCHUNK"), filter,
-		    j->chunks, r.text);
+		    j->chunks, r.text, refusal_hint(r.text));
 		return -1;
 	}
 	if (r.type != '+') {
 		job_warn(j, "%s%s: BF.LOADCHUNK %s: unexpected reply", side,
 		    c->name, filter);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A chunk of the file is whole and undamaged (dump_chunk_verify: its
+ * checksum): said here with the reason, before the server is sent it,
+ * since the server answers RedisBloom's words for a refused chunk. Its
+ * place in the dump is the server's to check. 0, or -1 after saying why.
+ */
+static int
+check_chunk(struct job *j, const char *file, const unsigned char *chunk,
+    size_t len)
+{
+	char		 err[512];
+	uint32_t	 kind;
+
+	if (dump_chunk_verify(chunk, len, &kind, err, sizeof(err)) == -1) {
+		job_warn(j, "%s: %s", file, err);
 		return -1;
 	}
 	return 0;
@@ -879,7 +931,8 @@ run_restore(struct job *j, const struct client_target *t, const char *token,
 				goto out;
 			}
 		}
-		if (load_chunk(j, &c, j->filter, buf, len, "") == -1)
+		if (check_chunk(j, file, buf, len) == -1 ||
+		    load_chunk(j, &c, j->filter, buf, len, "") == -1)
 			goto out;
 		chunk_done(j, len);
 		if (j->chunks == j->nchunks)

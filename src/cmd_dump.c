@@ -5,7 +5,9 @@
  * BF.SCANDUMP f 0 captures the filter - a reference on each slice and
  * its count, as a snapshot job does (saver.c) - and answers the header
  * chunk; each call with the iterator it got answers the next chunk,
- * read from the captured slices then; the last is followed by [0, ""].
+ * read from the captured slices then; the last is followed by [0, ""]
+ * (CF.SCANDUMP: [0, nil], which is also its whole answer for an empty
+ * cuckoo filter, as RedisBloom's).
  * Every call copies at most DUMP_PAYLOAD bytes, so a filter of any size
  * dumps without stalling the loop, and keys arriving meanwhile neither
  * stop the dump nor make it inconsistent (bits only go from 0 to 1 in a
@@ -18,6 +20,16 @@
  * the partial load, and so does the connection closing. The last chunk
  * registers the filter and its reply waits, as SAVE's does, for its
  * snapshot to be written and fsynced.
+ *
+ * Bad iterators and refused chunks get RedisBloom 2.4's texts where
+ * RedisBloom meets the same case (rebloom.c, sb.c: "Second argument must
+ * be numeric", "ERR received bad data"; "Invalid position", "Invalid
+ * header", "Couldn't create filter!", "Couldn't load chunk!" for CF.*);
+ * dump.c's precise reason for a refused chunk goes to the log. Cases
+ * RedisBloom has no word for (an iterator of no dump in progress, a load
+ * of another name in progress, a dump of the other type, a dump too big
+ * for max_memory) keep seend's texts: seend(8), "Differences from
+ * RedisBloom".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +70,21 @@ struct dump_out {
 };
 
 static struct dump_out	 dumps[DUMPS_MAX];
+
+/* RedisBloom 2.4's texts (rebloom.c, sb.c): bare, or after "ERR" */
+#define BF_ITER_TEXT	"Second argument must be numeric"
+#define BF_BAD_TEXT	"received bad data"
+#define CF_POS_TEXT	"Invalid position"
+#define CF_HEADER_TEXT	"Invalid header"
+#define CF_CREATE_TEXT	"Couldn't create filter!"
+#define CF_CHUNK_TEXT	"Couldn't load chunk!"
+
+/* 1 for CF.SCANDUMP and CF.LOADCHUNK. */
+static int
+is_cf(const struct op *op)
+{
+	return op->cmd->lname[0] == 'c';
+}
 
 static long long
 iter_of(int slot, const struct dump_out *d, uint32_t index)
@@ -219,8 +246,7 @@ static int
 dump_lookup(struct session *s, struct op *op, struct filter **fp,
     struct result *r)
 {
-	int type = op->cmd->lname[0] == 'c' ? FILTER_TYPE_CUCKOO :
-	    FILTER_TYPE_BLOOM;
+	int type = is_cf(op) ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM;
 
 	switch (command_typed_lookup(s, op, type, fp)) {
 	case BF_FOUND:
@@ -235,7 +261,30 @@ dump_lookup(struct session *s, struct op *op, struct filter **fp,
 	return -1;
 }
 
-/* BF.SCANDUMP f iter, CF.SCANDUMP f iter */
+/* The end of a dump: [0, ""] (BF.SCANDUMP), [0, nil] (CF.SCANDUMP), as
+ * RedisBloom ends each. */
+static void
+reply_end(struct result *r, int cf)
+{
+	struct buf *b = result_reset();
+
+	resp_add_array(b, 2);
+	resp_add_int(b, 0);
+	if (cf)
+		resp_add_null3(b);
+	else
+		resp_add_bulk(b, "", 0);
+	result_scratch(r, RESULT_ARRAY);
+}
+
+/*
+ * BF.SCANDUMP f iter, CF.SCANDUMP f iter, with RedisBloom's order of
+ * checks: BF.SCANDUMP finds the filter, then reads the iterator (not an
+ * integer: "Second argument must be numeric"; negative: the end, as
+ * RedisBloom's chain has no link there); CF.SCANDUMP reads the iterator
+ * first (not an integer, or negative: "Invalid position") and answers an
+ * empty filter [0, nil] at once.
+ */
 void
 cmd_bf_scandump(struct session *s, struct op *op, struct result *r)
 {
@@ -243,16 +292,30 @@ cmd_bf_scandump(struct session *s, struct op *op, struct result *r)
 	long long	 iter;
 	struct dump_out	*d;
 	uint64_t	 slot, index;
+	int		 cf = is_cf(op), numeric;
 
-	if (command_arg_ll(op->argv[2], op->argl[2], &iter) == -1 ||
-	    iter < 0) {
-		result_error(r, "ERR", "invalid iterator");
+	numeric = command_arg_ll(op->argv[2], op->argl[2], &iter) == 0;
+	if (cf && (!numeric || iter < 0)) {
+		result_bare(r, CF_POS_TEXT);
 		return;
 	}
 	if (dump_lookup(s, op, &f, r) == -1)
 		return;
+	if (!numeric) {
+		result_bare(r, BF_ITER_TEXT);
+		return;
+	}
+	if (iter < 0) {
+		reply_end(r, 0);
+		return;
+	}
 	if (iter == 0) {
-		scandump_start(s, f, r);
+		/* RedisBloom has nothing to dump of a cuckoo filter that
+		 * holds no item; a dump in progress goes on from its image */
+		if (cf && filter_count(f) == 0)
+			reply_end(r, 1);
+		else
+			scandump_start(s, f, r);
 		return;
 	}
 	slot = ((uint64_t)iter >> 40) - 1;
@@ -261,19 +324,16 @@ cmd_bf_scandump(struct session *s, struct op *op, struct result *r)
 	if (d == NULL || !d->used || d->gen != (((uint64_t)iter >> 32) & 0xff) ||
 	    strcmp(d->name, f->name) != 0 || index == 0 ||
 	    index > d->nchunks || (index != d->next && index + 1 != d->next)) {
+		/* RedisBloom reads its filter at any offset; seend's chunks
+		 * come from the image a dump took at 0, and a wrong one must
+		 * not look like the end */
 		result_error(r, "ERR", "no dump of this filter at this "
 		    "iterator (start again at 0)");
 		return;
 	}
 	d->last = time(NULL);
 	if (index == d->nchunks) {
-		/* RedisBloom's end: [0, ""] */
-		struct buf *b = result_reset();
-
-		resp_add_array(b, 2);
-		resp_add_int(b, 0);
-		resp_add_bulk(b, "", 0);
-		result_scratch(r, RESULT_ARRAY);
+		reply_end(r, cf);
 		dump_release(d);
 		return;
 	}
@@ -354,19 +414,100 @@ load_room(void)
 	return used < filter_memory_limit ? filter_memory_limit - used : 1;
 }
 
-/* BF.LOADCHUNK f iter data */
+/* A refused chunk as RedisBloom words it: BF.LOADCHUNK's "ERR received
+ * bad data", CF.LOADCHUNK's "Couldn't load chunk!". */
+static void
+chunk_refused(struct op *op, struct result *r)
+{
+	if (is_cf(op))
+		result_bare(r, CF_CHUNK_TEXT);
+	else
+		result_error(r, "ERR", BF_BAD_TEXT);
+}
+
+/*
+ * A chunk that would start a load is refused (err: dump_load_start's
+ * reason, logged): as RedisBloom answers a missing key given a data
+ * chunk ("ERR not found"), a header it cannot use (BF: "ERR received
+ * bad data"; CF: "Invalid header" when the length is wrong, else
+ * "Couldn't create filter!"); a dump too big for max_memory or memory
+ * keeps seend's reason.
+ */
+static void
+start_refused(struct session *s, struct op *op, const char *err,
+    struct result *r)
+{
+	const void	*data = op->argv[3];
+	size_t		 len = op->argl[3];
+	uint32_t	 kind;
+	char		 why[512], tok[80];
+
+	log_info("client %llu (%s): load of %s refused: %s",
+	    (unsigned long long)s->id, s->peer, command_printable(op->argv[1],
+	    op->argl[1], tok, sizeof(tok)), err);
+	if (!dump_refused_bad(err))
+		result_error(r, "ERR", "%s", err);
+	else if (dump_chunk_verify(data, len, &kind, why, sizeof(why)) == 0 &&
+	    kind == DUMP_KIND_BITS)
+		result_error(r, "ERR", "not found");
+	else if (!is_cf(op))
+		result_error(r, "ERR", BF_BAD_TEXT);
+	else if (!dump_chunk_framed(data, len))
+		result_bare(r, CF_HEADER_TEXT);
+	else
+		result_bare(r, CF_CREATE_TEXT);
+}
+
+/*
+ * An iterator RedisBloom gives no chunk a place at (BF: 0 or below, CF:
+ * below 0): refused as its chunk would be for a filter there (a load in
+ * progress is dropped), WRONGTYPE for one of the other type, "ERR not
+ * found" where there is none.
+ */
+static void
+iter_refused(struct session *s, struct op *op, struct result *r)
+{
+	struct filter	*f;
+
+	if (s->load != NULL) {
+		log_info("client %llu (%s): load of %s dropped: iterator %.*s",
+		    (unsigned long long)s->id, s->peer, s->load_name,
+		    (int)(op->argl[2] < 32 ? op->argl[2] : 32), op->argv[2]);
+		load_drop(s);
+		chunk_refused(op, r);
+		return;
+	}
+	switch (command_typed_lookup(s, op, is_cf(op) ? FILTER_TYPE_CUCKOO :
+	    FILTER_TYPE_BLOOM, &f)) {
+	case BF_FOUND:
+		chunk_refused(op, r);
+		break;
+	case BF_WRONGTYPE:
+		result_bare(r, WRONGTYPE_TEXT);
+		break;
+	case BF_MISSING:
+		result_error(r, "ERR", "not found");
+		break;
+	}
+}
+
+/* BF.LOADCHUNK f iter data, CF.LOADCHUNK f iter data */
 void
 cmd_bf_loadchunk(struct session *s, struct op *op, struct result *r)
 {
 	const char	*name = op->argv[1];
 	size_t		 namel = op->argl[1];
+	struct filter	*f;
 	long long	 iter;
 	char		 err[512], tok[80];
-	int		 rc;
+	int		 rc, cf = is_cf(op), numeric;
 
-	if (command_arg_ll(op->argv[2], op->argl[2], &iter) == -1 ||
-	    iter <= 0) {
-		result_error(r, "ERR", "invalid iterator");
+	numeric = command_arg_ll(op->argv[2], op->argl[2], &iter) == 0;
+	if (!numeric || (cf && iter == 0)) {
+		if (cf)
+			result_bare(r, CF_POS_TEXT);
+		else
+			result_error(r, "ERR", BF_ITER_TEXT);
 		return;
 	}
 	if (s->load != NULL && (strlen(s->load_name) != namel ||
@@ -375,22 +516,33 @@ cmd_bf_loadchunk(struct session *s, struct op *op, struct result *r)
 		    "connection", s->load_name);
 		return;
 	}
+	if (iter < 0 || (!cf && iter == 0)) {
+		iter_refused(s, op, r);
+		return;
+	}
 	if (s->load == NULL) {
 		if (!registry_valid_name(name, namel)) {
 			result_error(r, "ERR", "bad filter name '%s'",
 			    command_printable(name, namel, tok, sizeof(tok)));
 			return;
 		}
-		if (registry_find(s->core->reg, name, namel) != NULL) {
+		switch (command_typed_lookup(s, op, cf ? FILTER_TYPE_CUCKOO :
+		    FILTER_TYPE_BLOOM, &f)) {
+		case BF_FOUND:
 			result_error(r, "ERR", "item exists");
 			return;
+		case BF_WRONGTYPE:
+			result_bare(r, WRONGTYPE_TEXT);
+			return;
+		case BF_MISSING:
+			break;
 		}
 		if ((s->load = dump_load_start(op->argv[3], op->argl[3],
 		    load_room(), err, sizeof(err))) == NULL) {
-			result_error(r, "ERR", "%s", err);
+			start_refused(s, op, err, r);
 			return;
 		}
-		if (dump_load_is_cuckoo(s->load) != (op->cmd->lname[0] == 'c')) {
+		if (dump_load_is_cuckoo(s->load) != cf) {
 			result_error(r, "ERR", "the dump is of a %s filter: "
 			    "load it with %s", dump_load_is_cuckoo(s->load) ?
 			    "cuckoo" : "bloom", dump_load_is_cuckoo(s->load) ?
@@ -412,7 +564,7 @@ cmd_bf_loadchunk(struct session *s, struct op *op, struct result *r)
 		log_info("client %llu (%s): load of %s dropped: %s",
 		    (unsigned long long)s->id, s->peer, s->load_name, err);
 		load_drop(s);
-		result_error(r, "ERR", "%s (the load is dropped)", err);
+		chunk_refused(op, r);
 		return;
 	}
 	if (rc == 0) {

@@ -352,7 +352,7 @@ refuse(char *err, size_t errlen, const char *fmt, ...)
 	va_list	ap;
 	int	n;
 
-	n = snprintf(err, errlen, "bad dump chunk: ");
+	n = snprintf(err, errlen, "%s", DUMP_BAD_PREFIX);
 	if (n >= 0 && (size_t)n < errlen) {
 		va_start(ap, fmt);
 		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
@@ -615,18 +615,25 @@ alloc_arrays(struct dump_load *l, char *err, size_t errlen)
 			uint64_t nbk = s->cuckoo.nbuckets;
 			uint32_t bits = s->cuckoo.fpbits;
 
-			if (cuckoo_init(&s->cuckoo, nbk, bits, im->seed) == -1)
-				return refuse(err, errlen, "cannot allocate %"
+			/* not damage but a refusal of its size: no "bad
+			 * dump chunk" prefix */
+			if (cuckoo_init(&s->cuckoo, nbk, bits, im->seed) ==
+			    -1) {
+				snprintf(err, errlen, "cannot allocate %"
 				    PRIu64 " bytes for slice %" PRIu32,
 				    cuckoo_table_bytes_for(nbk, bits), i);
+				return -1;
+			}
 			continue;
 		}
 		/* a merged slice's keys were hashed with its own seed */
 		if (bloom_init(&s->bloom, nb, s->bloom.hashes, s->merged ?
-		    s->seed : im->seed) == -1)
-			return refuse(err, errlen, "cannot allocate %" PRIu64
+		    s->seed : im->seed) == -1) {
+			snprintf(err, errlen, "cannot allocate %" PRIu64
 			    " bytes for slice %" PRIu32, nb * BLOOM_BLOCK_BYTES,
 			    i);
+			return -1;
+		}
 		s->bloom.count = s->count;
 	}
 	return 0;
@@ -654,8 +661,10 @@ parse_header(struct dump_load *l, const struct chunk *c, uint64_t max_bytes,
 	if (parse_fixed(l, c->payload, err, errlen) == -1)
 		return -1;
 	if ((l->image.slices = calloc(n ? n : 1,
-	    sizeof(*l->image.slices))) == NULL)
-		return refuse(err, errlen, "out of memory");
+	    sizeof(*l->image.slices))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	l->image.nslices = n;
 	if (parse_table(l, c->payload + DUMP_HEADER_FIXED, err, errlen) == -1 ||
 	    check_count(l, err, errlen) == -1)
@@ -756,7 +765,7 @@ dump_load_start(const void *data, size_t len, uint64_t max_bytes, char *err,
 	    check_first(&c, err, errlen) == -1)
 		return NULL;
 	if ((l = calloc(1, sizeof(*l))) == NULL) {
-		refuse(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	l->id = c.id;
@@ -902,6 +911,32 @@ dump_load_add(struct dump_load *l, const void *data, size_t len, char *err,
 		return -1;
 	}
 	return l->next == l->nchunks;
+}
+
+int
+dump_chunk_verify(const void *data, size_t len, uint32_t *kind, char *err,
+    size_t errlen)
+{
+	struct chunk c;
+
+	if (parse_chunk(data, len, &c, err, errlen) == -1)
+		return -1;
+	*kind = c.kind;
+	return 0;
+}
+
+int
+dump_chunk_framed(const void *data, size_t len)
+{
+	return len >= DUMP_CHUNK_HEADER &&
+	    get_le64((const unsigned char *)data + CH_LENGTH) ==
+	    len - DUMP_CHUNK_HEADER;
+}
+
+int
+dump_refused_bad(const char *err)
+{
+	return strncmp(err, DUMP_BAD_PREFIX, strlen(DUMP_BAD_PREFIX)) == 0;
 }
 
 int

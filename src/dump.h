@@ -151,11 +151,31 @@ struct dump_load;
  * the slices' arrays (a merged slice's bloom with its own seed),
  * unless they need more than max_bytes (0: no bound; max_memory's room).
  * Returns the load, or NULL with a message in err ("bad dump chunk: ...",
- * or the size refused). A dump of no slice (an empty window) is complete
- * with its header chunk: see dump_load_complete.
+ * or the size refused: see dump_refused_bad). A dump of no slice (an
+ * empty window) is complete with its header chunk: see
+ * dump_load_complete.
  */
 struct dump_load *dump_load_start(const void *chunk, size_t len,
 		    uint64_t max_bytes, char *err, size_t errlen);
+/* What every message about a damaged, truncated, misplaced or foreign
+ * chunk begins with; a refusal of a dump's size (max_memory, an
+ * allocation) does not. */
+#define DUMP_BAD_PREFIX		"bad dump chunk: "
+/* 1 if err (from dump_load_start or dump_load_add) is about the chunk's
+ * bytes, 0 if it refuses the dump's size. */
+int		 dump_refused_bad(const char *err);
+/*
+ * A chunk on its own, before its place in a load is asked about: whole
+ * (its length as its header says), of this format and version, its
+ * checksum right, its reserved bytes zero. 0 with *kind (DUMP_KIND_*,
+ * or another number a load refuses), or -1 with err ("bad dump chunk:
+ * ..."). seen-cli checks a file's chunks with it before sending them.
+ */
+int		 dump_chunk_verify(const void *chunk, size_t len, uint32_t *kind,
+		    char *err, size_t errlen);
+/* 1 if len is the length the chunk's header says (a chunk's framing,
+ * whatever else is wrong with it), 0 if not. */
+int		 dump_chunk_framed(const void *chunk, size_t len);
 /* 1 if the dump is a cuckoo filter's (layout 2). */
 int		 dump_load_is_cuckoo(const struct dump_load *);
 /* 1 once every chunk of the dump is in. */
