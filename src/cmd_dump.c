@@ -106,7 +106,7 @@ dump_release(struct dump_out *d)
 	d->used = 0;
 }
 
-void
+static void
 cmd_dump_tick(time_t now)
 {
 	for (int i = 0; i < DUMPS_MAX; i++)
@@ -352,7 +352,7 @@ load_drop(struct session *s)
 	s->load_name[0] = '\0';
 }
 
-void
+static void
 cmd_dump_session_end(struct session *s)
 {
 	if (s->load != NULL) {
@@ -362,6 +362,12 @@ cmd_dump_session_end(struct session *s)
 		load_drop(s);
 	}
 }
+
+/* What the table runs for BF.SCANDUMP, BF.LOADCHUNK and their CF twins. */
+const struct command_hooks cmd_dump_hooks = {
+	.tick = cmd_dump_tick,
+	.session_end = cmd_dump_session_end,
+};
 
 /* The last chunk is in: the filter joins the registry, and the reply
  * waits for its first snapshot. */

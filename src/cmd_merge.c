@@ -247,7 +247,7 @@ job_finish(struct core *core, struct merge_job *job)
 	saver_wait_done(core->saver, job->w);
 }
 
-int
+static int
 cmd_merge_work(struct core *core)
 {
 	struct merge_job *job = queue;
@@ -264,3 +264,9 @@ cmd_merge_work(struct core *core)
 	free(job);
 	return queue != NULL;
 }
+
+/* What the table runs for MERGE: a step of the merge under way each loop
+ * turn. */
+const struct command_hooks cmd_merge_hooks = {
+	.work = cmd_merge_work,
+};

@@ -44,8 +44,9 @@ queue_limit(const struct session *s)
 	return 16 * (lim > ((size_t)1 << 20) ? lim : (size_t)1 << 20);
 }
 
-void
-command_multi_end(struct session *s)
+/* The queue goes (DISCARD, EXEC, the session's end). */
+static void
+multi_end(struct session *s)
 {
 	struct multi *m = s->multi;
 
@@ -58,15 +59,18 @@ command_multi_end(struct session *s)
 	s->multi = NULL;
 }
 
-void
-command_multi_error(struct session *s)
+/* A command refused inside MULTI (unknown, arity): EXEC will abort. */
+static void
+multi_refuse(struct session *s)
 {
 	if (s->multi != NULL)
 		s->multi->dirty = 1;
 }
 
-void
-command_multi_queue(struct session *s, struct op *op, struct result *r)
+/* A command sent inside MULTI: queued, +QUEUED (or an error that makes
+ * EXEC answer -EXECABORT). */
+static void
+multi_queue(struct session *s, struct op *op, struct result *r)
 {
 	struct multi	*m = s->multi;
 	struct queued	*e;
@@ -114,6 +118,15 @@ oom:
 	result_error(r, "ERR", "out of memory");
 }
 
+/* What the table runs for MULTI: the dispatcher hands a session's
+ * commands to the queue while s->multi is set, and the queue goes with
+ * the session. */
+const struct command_hooks cmd_multi_hooks = {
+	.session_end = multi_end,
+	.queue = multi_queue,
+	.refuse = multi_refuse,
+};
+
 void
 cmd_multi(struct session *s, struct op *op, struct result *r)
 {
@@ -137,7 +150,7 @@ cmd_discard(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "DISCARD without MULTI");
 		return;
 	}
-	command_multi_end(s);
+	multi_end(s);
 	result_status(r, "OK");
 }
 
@@ -160,7 +173,7 @@ cmd_exec(struct session *s, struct op *op, struct result *r)
 		return;
 	}
 	if (m->dirty) {
-		command_multi_end(s);
+		multi_end(s);
 		result_error(r, "EXECABORT", "Transaction discarded because of "
 		    "previous errors.");
 		return;
@@ -187,7 +200,7 @@ cmd_exec(struct session *s, struct op *op, struct result *r)
 			r->close = 1;
 	}
 	s->multi = m;
-	command_multi_end(s);
+	multi_end(s);
 	if (bad) {
 		buf_free(&out);
 		result_error(r, "ERR", "out of memory");

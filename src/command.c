@@ -36,8 +36,11 @@
 /*
  * Line commands first, SEEN first of all: a line lookup stops early. The
  * RESP arities are Redis's (and RedisBloom's), so the "wrong number of
- * arguments" answers match.
+ * arguments" answers match. An entry without hooks leaves them out (NULL):
+ * hence the pragma, -Wextra would ask every entry for them.
  */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct command commands[] = {
 	{ "SEEN",	"seen",	CMD_SEEN,	1, 2, LINE, 0, cmd_seen, 1 },
 	{ "CHECK",	"check", CMD_CHECK,	1, 2, LINE, 0, cmd_seen, 0 },
@@ -72,15 +75,16 @@ static const struct command commands[] = {
 	{ "BF.RESERVE",	"bf.reserve", CMD_COUNT, 3, 6, RESP, 0,
 	    cmd_bf_reserve, 1 },
 	{ "BF.INFO",	"bf.info", CMD_COUNT,	1, 2, RESP, 0, cmd_bf_info, 0 },
-	{ "MERGE",	"merge", CMD_COUNT,	2, -1, BOTH, 0, cmd_merge, 1 },
+	{ "MERGE",	"merge", CMD_COUNT,	2, -1, BOTH, 0, cmd_merge, 1,
+	    &cmd_merge_hooks },
 	{ "BF.SCANDUMP", "bf.scandump", CMD_COUNT, 2, 2, RESP, 0,
-	    cmd_bf_scandump, 0 },
+	    cmd_bf_scandump, 0, &cmd_dump_hooks },
 	{ "BF.LOADCHUNK", "bf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
-	    cmd_bf_loadchunk, 1 },
+	    cmd_bf_loadchunk, 1, &cmd_dump_hooks },
 	{ "CF.SCANDUMP", "cf.scandump", CMD_COUNT, 2, 2, RESP, 0,
-	    cmd_bf_scandump, 0 },
+	    cmd_bf_scandump, 0, &cmd_dump_hooks },
 	{ "CF.LOADCHUNK", "cf.loadchunk", CMD_COUNT, 3, 3, RESP, 0,
-	    cmd_bf_loadchunk, 1 },
+	    cmd_bf_loadchunk, 1, &cmd_dump_hooks },
 	{ "CF.RESERVE",	"cf.reserve", CMD_COUNT, 2, -1, RESP, 0,
 	    cmd_cf_reserve, 1 },
 	{ "CF.ADD",	"cf.add", CMD_SEEN,	2, 2, RESP, 0, cmd_cf_add, 1 },
@@ -127,7 +131,8 @@ static const struct command commands[] = {
 	{ "PUNSUBSCRIBE", "punsubscribe", CMD_COUNT, 0, -1, RESP, 0,
 	    cmd_unsubscribe, 0 },
 	{ "PUBLISH",	"publish", CMD_COUNT,	2, 2, RESP, 0, cmd_publish, 0 },
-	{ "MULTI",	"multi", CMD_COUNT,	0, 0, RESP, 0, cmd_multi, 0 },
+	{ "MULTI",	"multi", CMD_COUNT,	0, 0, RESP, 0, cmd_multi, 0,
+	    &cmd_multi_hooks },
 	{ "EXEC",	"exec",	CMD_COUNT,	0, 0, RESP, 0, cmd_exec, 0 },
 	{ "DISCARD",	"discard", CMD_COUNT,	0, 0, RESP, 0, cmd_discard, 0 },
 	{ "ROLE",	"role",	CMD_COUNT,	0, 0, RESP, 0, cmd_role, 0 },
@@ -137,6 +142,7 @@ static const struct command commands[] = {
 	{ "REPLCONF",	"replconf", CMD_COUNT,	0, -1, RESP, 0, cmd_replconf, 0 },
 	{ "PSYNC",	"psync", CMD_COUNT,	2, 2, RESP, 0, cmd_psync, 0 },
 };
+#pragma GCC diagnostic pop
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 
@@ -147,11 +153,64 @@ command_table(size_t *n)
 	return commands;
 }
 
+/*
+ * The entries' hooks (struct command_hooks), each set once, in table
+ * order, gathered at first use: the table's per-turn and per-session work
+ * runs by walking a handful of pointers, and the dispatcher names no
+ * handler. held is the set that queues a session's commands (MULTI).
+ */
+static struct {
+	int				 ready;
+	size_t				 n;
+	const struct command_hooks	*list[NCOMMANDS];
+	const struct command_hooks	*held;
+} hooks;
+
+static void
+hooks_gather(void)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		const struct command_hooks *h = commands[i].hooks;
+		size_t j;
+
+		if (h == NULL)
+			continue;
+		for (j = 0; j < hooks.n && hooks.list[j] != h; j++)
+			;
+		if (j < hooks.n)
+			continue;
+		hooks.list[hooks.n++] = h;
+		if (h->queue != NULL && hooks.held == NULL)
+			hooks.held = h;
+	}
+	hooks.ready = 1;
+}
+
+static inline void
+hooks_ready(void)
+{
+	if (__builtin_expect(!hooks.ready, 0))
+		hooks_gather();
+}
+
+/* A command refused: a session in MULTI has its EXEC abort. */
+static inline void
+refused(struct session *s)
+{
+	if (s->multi == NULL)
+		return;
+	hooks_ready();
+	if (hooks.held != NULL && hooks.held->refuse != NULL)
+		hooks.held->refuse(s);
+}
+
 void
 command_session_end(struct session *s)
 {
-	cmd_dump_session_end(s);
-	command_multi_end(s);
+	hooks_ready();
+	for (size_t i = 0; i < hooks.n; i++)
+		if (hooks.list[i]->session_end != NULL)
+			hooks.list[i]->session_end(s);
 	pubsub_session_end(s);
 	free(s->name);
 	s->name = NULL;
@@ -160,14 +219,23 @@ command_session_end(struct session *s)
 int
 command_work(struct core *core)
 {
-	return cmd_merge_work(core);
+	int more = 0;
+
+	hooks_ready();
+	for (size_t i = 0; i < hooks.n; i++)
+		if (hooks.list[i]->work != NULL)
+			more |= hooks.list[i]->work(core);
+	return more;
 }
 
 void
 command_tick(struct core *core, time_t now)
 {
 	(void)core;
-	cmd_dump_tick(now);
+	hooks_ready();
+	for (size_t i = 0; i < hooks.n; i++)
+		if (hooks.list[i]->tick != NULL)
+			hooks.list[i]->tick(now);
 }
 
 const char *
@@ -335,19 +403,20 @@ general_request(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "Can't execute '%s': only (P|S)SUBSCRIBE "
 		    "/ (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
 		    "this context", cmd->lname);
-		command_multi_error(s);
+		refused(s);
 		return 1;
 	}
 	/* Redis's no_multi commands (SHUTDOWN) */
 	if (s->multi != NULL && fn == cmd_shutdown) {
 		result_error(r, "ERR", "Command not allowed inside a "
 		    "transaction");
-		command_multi_error(s);
+		refused(s);
 		return 1;
 	}
 	if (s->multi != NULL && fn != cmd_multi && fn != cmd_exec &&
 	    fn != cmd_discard && fn != cmd_quit) {
-		command_multi_queue(s, op, r);
+		hooks_ready();
+		hooks.held->queue(s, op, r);
 		return 1;
 	}
 	return 0;
@@ -409,20 +478,20 @@ command_run(struct session *s, struct op *op, struct result *r)
 	if (cmd == NULL) {
 		unknown_note(s, op->argv[0], op->argl[0]);
 		unknown_resp(op, r);
-		command_multi_error(s);
+		refused(s);
 		return;
 	}
 	if (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args)) {
 		result_error(r, "ERR", "wrong number of arguments for '%s' command",
 		    cmd->lname);
-		command_multi_error(s);
+		refused(s);
 		return;
 	}
 	if (!s->authed && !cmd->before_auth) {
 		st->auth_failures++;
 		r->need_auth = 1;
 		result_error(r, "NOAUTH", "Authentication required.");
-		command_multi_error(s);
+		refused(s);
 		return;
 	}
 	if (__builtin_expect(session_general(s), 0) &&
@@ -430,7 +499,7 @@ command_run(struct session *s, struct op *op, struct result *r)
 		return;
 	if (cmd->write && s->core->repl.replica) {
 		result_error(r, "READONLY", "%s", READONLY_TEXT + 9);
-		command_multi_error(s);
+		refused(s);
 		return;
 	}
 	if (cmd->id < CMD_COUNT && cmd->id != CMD_SEEN && cmd->id != CMD_CHECK)

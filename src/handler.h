@@ -39,6 +39,8 @@ struct core;
 
 typedef void (*command_fn)(struct session *, struct op *, struct result *);
 
+struct command_hooks;
+
 struct command {
 	const char	*name;		/* upper case */
 	const char	*lname;		/* as Redis names it in errors */
@@ -49,6 +51,28 @@ struct command {
 	int		 before_auth;	/* allowed before AUTH */
 	command_fn	 fn;
 	int		 write;		/* refused on a replica (READONLY) */
+	const struct command_hooks *hooks;	/* NULL: none */
+};
+
+/*
+ * What an entry does besides answering its command: the table's
+ * per-turn and per-session work, which command.c runs by walking the
+ * table (it gathers the entries' hooks once) without naming a handler.
+ * Any hook may be NULL; entries may share one set.
+ */
+struct command_hooks {
+	/* once a second (BF.SCANDUMP: dumps idle for a minute go) */
+	void	(*tick)(time_t now);
+	/* a session ends: what it held goes (a BF.LOADCHUNK in progress,
+	 * MULTI's queue) */
+	void	(*session_end)(struct session *);
+	/* the loop turn's background step (MERGE): 1 while work remains */
+	int	(*work)(struct core *);
+	/* a session in a transaction (s->multi): a command it sends is
+	 * queued, +QUEUED (or an error that makes EXEC answer -EXECABORT),
+	 * and one refused (unknown, arity...) makes EXEC abort */
+	void	(*queue)(struct session *, struct op *, struct result *);
+	void	(*refuse)(struct session *);
 };
 
 /* What a write gets on a replica, as Redis words it ("READONLY" is the
@@ -108,12 +132,12 @@ void	cmd_cf_info(struct session *, struct op *, struct result *);
 /* command.c: FORGET [<filter>] <key> */
 void	cmd_forget(struct session *, struct op *, struct result *);
 
-/* cmd_merge.c: MERGE, and a step of the merge under way (1: more) */
+/* cmd_merge.c: MERGE; its work hook takes a step of the merge under way */
 void	cmd_merge(struct session *, struct op *, struct result *);
-int	cmd_merge_work(struct core *);
-/* drops dumps idle for a minute; a session's load in progress */
-void	cmd_dump_tick(time_t now);
-void	cmd_dump_session_end(struct session *);
+extern const struct command_hooks cmd_merge_hooks;
+/* cmd_dump.c: its hooks drop dumps idle for a minute, and a session's
+ * load in progress */
+extern const struct command_hooks cmd_dump_hooks;
 /* cmd_keyspace.c */
 void	cmd_del(struct session *, struct op *, struct result *);	/* DEL UNLINK */
 void	cmd_reset(struct session *, struct op *, struct result *);
@@ -137,13 +161,8 @@ void	cmd_publish(struct session *, struct op *, struct result *);
 void	cmd_multi(struct session *, struct op *, struct result *);
 void	cmd_exec(struct session *, struct op *, struct result *);
 void	cmd_discard(struct session *, struct op *, struct result *);
-/* A command sent inside MULTI: queued, +QUEUED (or an error that makes
- * EXEC answer -EXECABORT). */
-void	command_multi_queue(struct session *, struct op *, struct result *);
-/* A command refused inside MULTI (unknown, arity): EXEC will abort. */
-void	command_multi_error(struct session *);
-/* The queue goes (DISCARD, EXEC, the session's end). */
-void	command_multi_end(struct session *);
+/* the queue: a command sent inside MULTI, one refused, the session's end */
+extern const struct command_hooks cmd_multi_hooks;
 /* cmd_replication.c */
 void	cmd_role(struct session *, struct op *, struct result *);
 void	cmd_replicaof(struct session *, struct op *, struct result *);
