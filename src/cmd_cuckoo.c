@@ -28,6 +28,7 @@
 #include "registry.h"
 #include "resp.h"
 #include "core.h"
+#include "cuckoo.h"
 
 /* The largest growth factor a snapshot keeps (as cmd_bloom.c). */
 #define MAX_EXPANSION	1024
@@ -39,6 +40,13 @@
 #define CF_MAX_EXPANSION	32768
 
 #define CF_FULL_TEXT	"Filter is full"
+/* RedisBloom 2.4's CF_MAX_EXPANSIONS (rebloom.c: CFMaxExpansions, 32 by
+ * default): CF.ADD and CF.INSERT refuse a filter of that many sub-filters
+ * before trying any item */
+#define CF_MAX_EXPANSIONS	32
+#define CF_EXPANSIONS_TEXT	"Maximum expansions reached"
+/* cfCreate's CUCKOO_OOM: a table that cannot be made */
+#define CF_NOMEM_TEXT		"Insufficient memory to create filter"
 
 /* ------------------------------------------------------------------ */
 /* Filters as RedisBloom's keys                                        */
@@ -51,15 +59,48 @@ cf_lookup(struct session *s, struct op *op, struct filter **fp)
 	return command_typed_lookup(s, op, FILTER_TYPE_CUCKOO, fp);
 }
 
-/* A runtime cuckoo filter named by argv[1] (max_kicks: MAXITERATIONS, 0
- * the default); NULL with r set. */
+/*
+ * A runtime cuckoo filter named by argv[1] (max_kicks: MAXITERATIONS, 0
+ * the default); NULL with r set. A capacity whose first table cannot be
+ * planned (over 1 TiB, as filter.c plans it) or allocated gets
+ * RedisBloom's "ERR Insufficient memory to create filter"; max_memory
+ * and the registry's limits keep seend's reasons.
+ */
 static struct filter *
 cf_create(struct session *s, struct op *op, long long cap, unsigned growth,
     unsigned max_kicks, struct result *r)
 {
-	return command_create_filter(s, op->argv[1], op->argl[1],
-	    (uint64_t)cap, s->core->cfg->new_filter_error_rate, growth,
-	    FILTER_TYPE_CUCKOO, max_kicks, r);
+	double		 rate = s->core->cfg->new_filter_error_rate, first;
+	uint64_t	 c, nbuckets;
+	uint32_t	 fpbits;
+	struct filter	*f;
+
+	filter_first_shape((uint64_t)cap, rate, growth, 0, &c, &first);
+	if (first < FILTER_CUCKOO_RATE_MIN)
+		first = FILTER_CUCKOO_RATE_MIN;
+	if (cuckoo_plan(c, first, &nbuckets, &fpbits) == -1) {
+		result_error(r, "ERR", CF_NOMEM_TEXT);
+		return NULL;
+	}
+	f = command_create_filter(s, op->argv[1], op->argl[1], (uint64_t)cap,
+	    rate, growth, FILTER_TYPE_CUCKOO, max_kicks, r);
+	if (f == NULL && r->kind == RESULT_ERROR && r->text != NULL &&
+	    memmem(r->text, r->len, "cannot allocate", 15) != NULL)
+		result_error(r, "ERR", CF_NOMEM_TEXT);
+	return f;
+}
+
+/* RedisBloom's bound on a filter's growth, asked before any item of
+ * CF.ADD, CF.ADDNX, CF.INSERT or CF.INSERTNX: 1 (r set) if f has reached
+ * it. SEEN, SADD and the other dedup commands are not bound by it: a
+ * growing filter never refuses them a key (seend(8)). */
+static int
+max_expansions(const struct filter *f, struct result *r)
+{
+	if (f->nslices < CF_MAX_EXPANSIONS)
+		return 0;
+	result_bare(r, CF_EXPANSIONS_TEXT);
+	return 1;
 }
 
 /*
@@ -243,7 +284,7 @@ cmd_cf_add(struct session *s, struct op *op, struct result *r)
 
 	f = cf_target(s, op, 0, (long long)s->core->cfg->new_filter_capacity,
 	    r);
-	if (f == NULL)
+	if (f == NULL || max_expansions(f, r))
 		return;
 	if (is_nx(op))
 		hit = command_dedup_key(s, f, op->argv[2], op->argl[2], 0, r);
@@ -358,7 +399,8 @@ cmd_cf_insert(struct session *s, struct op *op, struct result *r)
 	}
 	if (items < 0 || items == op->argc)
 		goto arity;
-	if ((f = cf_target(s, op, nocreate, cap, r)) != NULL)
+	if ((f = cf_target(s, op, nocreate, cap, r)) != NULL &&
+	    !max_expansions(f, r))
 		insert_items(s, op, f, items, is_nx(op), r);
 	return;
 arity:
@@ -417,6 +459,26 @@ cmd_cf_del(struct session *s, struct op *op, struct result *r)
 	rc = command_forget_key(s, f, op->argv[2], op->argl[2], r);
 	if (rc >= 0)
 		result_bool(r, rc);
+}
+
+/*
+ * CF.COMPACT f: +OK, changing nothing. RedisBloom moves fingerprints of
+ * its newer sub-filters into older ones and frees the emptied ones; seend
+ * keeps each key in the slice that took it (a slice's fingerprints are
+ * its own table's) and its slices whatever CF.DEL takes out of them.
+ * Any other name is RedisBloom's "Cuckoo filter was not found", a Bloom
+ * filter's too.
+ */
+void
+cmd_cf_compact(struct session *s, struct op *op, struct result *r)
+{
+	struct filter *f;
+
+	if (cf_lookup(s, op, &f) != BF_FOUND) {
+		result_bare(r, "Cuckoo filter was not found");
+		return;
+	}
+	result_status(r, "OK");
 }
 
 /* CF.INFO f: eight pairs (a map in RESP3), in RedisBloom's order. */

@@ -98,6 +98,9 @@ static const struct command commands[] = {
 	{ "CF.DEL",	"cf.del", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_del, 1 },
 	{ "CF.COUNT",	"cf.count", CMD_COUNT,	2, 2, RESP, 0, cmd_cf_count, 0 },
 	{ "CF.INFO",	"cf.info", CMD_COUNT,	1, 1, RESP, 0, cmd_cf_info, 0 },
+	/* changes nothing: RedisBloom registers it "readonly" too */
+	{ "CF.COMPACT",	"cf.compact", CMD_COUNT, 1, 1, RESP, 0,
+	    cmd_cf_compact, 0 },
 	{ "DEL",	"del",	CMD_COUNT,	1, -1, RESP, 0, cmd_del, 1 },
 	{ "UNLINK",	"unlink", CMD_COUNT,	1, -1, RESP, 0, cmd_del, 1 },
 	{ "TYPE",	"type",	CMD_COUNT,	1, 1, RESP, 0, cmd_type, 0 },

@@ -129,6 +129,7 @@ void	cmd_cf_mexists(struct session *, struct op *, struct result *);
 void	cmd_cf_del(struct session *, struct op *, struct result *);
 void	cmd_cf_count(struct session *, struct op *, struct result *);
 void	cmd_cf_info(struct session *, struct op *, struct result *);
+void	cmd_cf_compact(struct session *, struct op *, struct result *);
 /* command.c: FORGET [<filter>] <key> */
 void	cmd_forget(struct session *, struct op *, struct result *);
 
