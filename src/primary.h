@@ -9,6 +9,8 @@
  * frame: 8 bytes ("SR", two zero bytes, the body's length as 32 bits
  * little-endian) then the records. A turn with nothing sends nothing, but
  * an empty frame goes at least once a second (the replica's sign of life).
+ * Frames go into the backlog at once and to a replica in gathered writes
+ * (FLUSH_BYTES, FLUSH_USEC in primary.c; at once while a WAIT waits).
  * Offsets count the frames' bytes since the replication id began.
  *
  * A full sync, after "+FULLRESYNC <replid> <offset>": "$IMAGE <n>\r\n", then
