@@ -138,16 +138,20 @@ cf_target(struct session *s, struct op *op, int nocreate, long long cap,
 }
 
 /*
- * 1 if an item f could not take met a fixed filter with no room, which
- * RedisBloom reports as "Filter is full" (CF.ADD) or -1 (CF.INSERT): a
- * table that cannot take a key marks its fixed filter full (filter.c), so
- * the flag says it. Anything else (the journal, max_memory) keeps
- * seend's error.
+ * 1 if an item f could not take met a filter with no room for good,
+ * which RedisBloom reports as "Filter is full" (CF.ADD) or -1
+ * (CF.INSERT, which goes on with the next items): a fixed filter whose
+ * table cannot take a key (filter.c marks it full), or a growing one at
+ * seend's bound of FILTER_MAX_SLICES (as RedisBloom's at UINT16_MAX
+ * sub-filters: 140,000 copies of one item in a CF.INSERT reach it).
+ * Anything else (the journal, max_memory) keeps seend's error.
  */
 static int
 no_room(const struct filter *f)
 {
-	return f->growth == 0 && !f->held && f->full;
+	if (!f->full)
+		return 0;
+	return (f->growth == 0 && !f->held) || f->nslices >= FILTER_MAX_SLICES;
 }
 
 /* 1 for CF.ADDNX and CF.INSERTNX (as RedisBloom tells: the last letter). */

@@ -279,12 +279,22 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 	return c->quitting || c->wait != NULL || c->lingering;
 }
 
-/* The most arguments a RESP request may have; its argv and argl are here,
- * shared by every connection (a request is answered before the next is
- * parsed). */
-#define RESP_MAX_ARGS	65536
-static const char	*resp_argv[RESP_MAX_ARGS];
-static size_t		 resp_argl[RESP_MAX_ARGS];
+/*
+ * The arguments of a RESP request, shared by every connection (a request
+ * is answered before the next is parsed): RESP_ARGS slots here, and for a
+ * request with more (a BF.MADD or CF.INSERT of 100,000 items, which Redis
+ * and RedisBloom answer item by item) slots from the heap for exactly its
+ * count, freed once it is answered. The count is bounded by the request's
+ * bytes (resp_max_request / RESP_MIN_ARG), not by a number of its own.
+ */
+#define RESP_ARGS	65536
+static const char	*resp_argv[RESP_ARGS];
+static size_t		 resp_argl[RESP_ARGS];
+
+/* The least that resp_max_request allows: as much as one dump's chunk, so
+ * that a request of many items (140,000 short ones in one CF.INSERT, as
+ * RedisBloom's tests send) is taken whole. */
+#define RESP_REQUEST_MIN	((size_t)DUMP_CHUNK_MAX)
 
 /* The bytes a whole RESP request may take: max_line bounds each bulk
  * string, this the request. */
@@ -293,7 +303,7 @@ resp_max_request(const struct conn *c)
 {
 	size_t twice = 2 * c->set->core->cfg->max_line + 4096;
 
-	return twice > ((size_t)1 << 20) ? twice : (size_t)1 << 20;
+	return twice > RESP_REQUEST_MIN ? twice : RESP_REQUEST_MIN;
 }
 
 static void
@@ -301,9 +311,43 @@ resp_limits_for(const struct conn *c, struct resp_limits *lim)
 {
 	lim->max_bulk = c->set->core->cfg->max_line;
 	lim->max_request = resp_max_request(c);
-	lim->max_args = RESP_MAX_ARGS;
+	lim->max_args = RESP_ARGS;
 	lim->unauth = !c->s.authed;
 	lim->max_chunk = DUMP_CHUNK_MAX;
+}
+
+/*
+ * A whole request of more than RESP_ARGS arguments, parsed again into
+ * heap slots for all of them (*argv, *argl: free them once it is
+ * answered). 0, or -1 out of memory.
+ */
+static int
+resp_parse_many(struct conn *c, struct resp_limits *lim,
+    struct resp_request *req, const char ***argv, size_t **argl)
+{
+	size_t n = (size_t)req->argc;
+
+	*argv = malloc(n * sizeof(**argv));
+	*argl = malloc(n * sizeof(**argl));
+	if (*argv == NULL || *argl == NULL) {
+		free(*argv);
+		free(*argl);
+		*argv = NULL;
+		*argl = NULL;
+		return -1;
+	}
+	lim->max_args = req->argc;
+	req->argv = *argv;
+	req->argl = *argl;
+	/* the same bytes: whole, and now every argument has a slot */
+	if (resp_parse(buf_head(&c->in), buf_used(&c->in), lim, req) ==
+	    RESP_OK)
+		return 0;
+	free(*argv);
+	free(*argl);
+	*argv = NULL;
+	*argl = NULL;
+	return -1;
 }
 
 /*
@@ -318,6 +362,9 @@ process_resp(struct conn *c)
 	struct resp_request	 req;
 	struct result		 r;
 	struct op		 op;
+	const char		**many_argv = NULL;
+	size_t			*many_argl = NULL;
+	int			 stop;
 
 	resp_limits_for(c, &lim);
 	if (buf_used(&c->in) < c->resp_need)
@@ -351,12 +398,15 @@ process_resp(struct conn *c)
 		buf_consume(&c->in, req.used);
 		return 1;
 	case RESP_TOO_MANY:
+		if (resp_parse_many(c, &lim, &req, &many_argv,
+		    &many_argl) == 0)
+			break;
 		c->resp_need = 0;
 		c->set->core->stats.errors++;
 		c->set->core->stats.commands++;
-		resp_add_errorf(&c->out, "ERR", "too many arguments for "
-		    "'%.*s' command (max %d)", (int)(resp_argl[0] < 64 ?
-		    resp_argl[0] : 64), resp_argv[0], RESP_MAX_ARGS);
+		resp_add_errorf(&c->out, "ERR", "out of memory for the %d "
+		    "arguments of '%.*s'", req.argc, (int)(resp_argl[0] < 64 ?
+		    resp_argl[0] : 64), resp_argv[0]);
 		buf_consume(&c->in, req.used);
 		return 1;
 	case RESP_OK:
@@ -366,12 +416,11 @@ process_resp(struct conn *c)
 	command_prepare_resp(&c->s, &req, &op);
 	command_run(&c->s, &op, &r);
 	/* the arguments point into the input: consumed once answered */
-	if (conn_reply(c, COMMAND_RESP, &r)) {
-		buf_consume(&c->in, req.used);
-		return 0;
-	}
+	stop = conn_reply(c, COMMAND_RESP, &r);
 	buf_consume(&c->in, req.used);
-	return 1;
+	free(many_argv);
+	free(many_argl);
+	return !stop;
 }
 
 /* Whether the next request is a RESP one. */
