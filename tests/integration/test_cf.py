@@ -21,7 +21,6 @@ bounds its count with 3 sigma of margin.
 """
 import math
 import signal
-import time
 
 from seendtest import *
 
@@ -630,8 +629,16 @@ def cuckoo_filters_survive_a_restart_and_a_reload(t):
             (["CF.EXISTS", "auto", "k"], b":1\r\n"),
             (["BF.ADD", "q", "w"], WRONGTYPE),
         ], "after restart")
+        # the reload is awaited (its log line), not guessed at by a sleep:
+        # the checks below must see the reloaded server
+        reloads = s.read_log().count("reloaded ")
         s.send_signal(signal.SIGHUP)
-        time.sleep(0.5 * SLOW)
+        t.ok(wait_until(lambda: s.read_log().count("reloaded ") > reloads,
+                        timeout=10), "no 'reloaded' in the log 10 s after "
+             "SIGHUP:\n" + s.read_log()[-2000:])
+        line = s.client()
+        t.eq(line.info()["last_reload_status"], "ok", "last_reload_status")
+        line.close()
         t.eq([c.cmd("CF.INFO", n) for n in names], before, "after SIGHUP")
         t.eq(c.cmd("CF.COUNT", "p", "a"), b":2\r\n")
         c.close()
