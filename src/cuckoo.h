@@ -319,6 +319,24 @@ cuckoo_bucket_find(const struct cuckoo *c, uint64_t b, uint64_t fp)
 }
 
 /*
+ * A key's place in one table: its fingerprint and both of its buckets.
+ * Found once per key: a batch's prefetch pass keeps it for the answer pass
+ * (cuckoo_prefetch_at, cuckoo_contains_at, cuckoo_test_add_at), where
+ * finding it again cost two 128-bit multiplies and a mix per key.
+ */
+struct cuckoo_at {
+	uint64_t	fp, i1, i2;
+};
+
+static inline __attribute__((always_inline)) void
+cuckoo_locate(const struct cuckoo *c, uint64_t h, struct cuckoo_at *at)
+{
+	at->fp = cuckoo_fp(c, h);
+	at->i1 = cuckoo_index(c, h);
+	at->i2 = cuckoo_alt(c, at->i1, at->fp);
+}
+
+/*
  * Both buckets of the key: a lookup of a key not held reads both. A
  * bucket's word may straddle two cache lines (with 13-bit fingerprints
  * about one in nine does), so its last byte is asked for too. Always
@@ -326,17 +344,32 @@ cuckoo_bucket_find(const struct cuckoo *c, uint64_t b, uint64_t fp)
  * call as dead code, prefetches and all.
  */
 static inline __attribute__((always_inline)) void
-cuckoo_prefetch(const struct cuckoo *c, uint64_t h)
+cuckoo_prefetch_at(const struct cuckoo *c, const struct cuckoo_at *at)
 {
-	uint64_t i1 = cuckoo_index(c, h);
-	uint64_t i2 = cuckoo_alt(c, i1, cuckoo_fp(c, h));
-	const uint8_t *b1 = c->table + ((i1 * c->bucket_bits) >> 3);
-	const uint8_t *b2 = c->table + ((i2 * c->bucket_bits) >> 3);
+	const uint8_t *b1 = c->table + ((at->i1 * c->bucket_bits) >> 3);
+	const uint8_t *b2 = c->table + ((at->i2 * c->bucket_bits) >> 3);
 
 	__builtin_prefetch(b1, 1, 3);
 	__builtin_prefetch(b1 + 7, 1, 3);
 	__builtin_prefetch(b2, 1, 3);
 	__builtin_prefetch(b2 + 7, 1, 3);
+}
+
+static inline __attribute__((always_inline)) void
+cuckoo_prefetch(const struct cuckoo *c, uint64_t h)
+{
+	struct cuckoo_at at;
+
+	cuckoo_locate(c, h, &at);
+	cuckoo_prefetch_at(c, &at);
+}
+
+/* 1 if the located key's fingerprint is in one of its buckets. */
+static inline int
+cuckoo_contains_at(const struct cuckoo *c, const struct cuckoo_at *at)
+{
+	return cuckoo_bucket_has(c, cuckoo_bucket_get(c, at->i1), at->fp) ||
+	    cuckoo_bucket_has(c, cuckoo_bucket_get(c, at->i2), at->fp);
 }
 
 /* 1 if the key's fingerprint is in one of its buckets (held, or a false
@@ -380,34 +413,46 @@ cuckoo_add(struct cuckoo *c, uint64_t h)
 }
 
 /*
- * SEEN in one table: 1 if the key's fingerprint is in one of its buckets,
- * else stores it and answers 0; -1 if it was not held and there is no
- * room (the table is then as before). Both buckets are read once.
+ * SEEN in one table of a located key (h: the key's hash, for the kicks):
+ * 1 if its fingerprint is in one of its buckets, else stores it and
+ * answers 0; -1 if it was not held and there is no room (the table is
+ * then as before). Both buckets are read once.
  */
 static inline int
-cuckoo_test_add(struct cuckoo *c, uint64_t h)
+cuckoo_test_add_at(struct cuckoo *c, const struct cuckoo_at *at, uint64_t h)
 {
-	uint64_t fp = cuckoo_fp(c, h), i1 = cuckoo_index(c, h), i2, b1, b2;
+	uint64_t b1, b2;
 	int s;
 
-	b1 = cuckoo_bucket_get(c, i1);
-	if (cuckoo_bucket_has(c, b1, fp))
+	b1 = cuckoo_bucket_get(c, at->i1);
+	if (cuckoo_bucket_has(c, b1, at->fp))
 		return 1;
-	i2 = cuckoo_alt(c, i1, fp);
-	b2 = cuckoo_bucket_get(c, i2);
-	if (cuckoo_bucket_has(c, b2, fp))
+	b2 = cuckoo_bucket_get(c, at->i2);
+	if (cuckoo_bucket_has(c, b2, at->fp))
 		return 1;
 	if ((s = cuckoo_bucket_free(c, b1)) >= 0) {
-		cuckoo_bucket_put(c, i1, cuckoo_slot_set(c, b1, (unsigned)s, fp));
+		cuckoo_bucket_put(c, at->i1,
+		    cuckoo_slot_set(c, b1, (unsigned)s, at->fp));
 		c->count++;
 		return 0;
 	}
 	if ((s = cuckoo_bucket_free(c, b2)) >= 0) {
-		cuckoo_bucket_put(c, i2, cuckoo_slot_set(c, b2, (unsigned)s, fp));
+		cuckoo_bucket_put(c, at->i2,
+		    cuckoo_slot_set(c, b2, (unsigned)s, at->fp));
 		c->count++;
 		return 0;
 	}
-	return cuckoo_add_slow(c, fp, i1, i2, h);
+	return cuckoo_add_slow(c, at->fp, at->i1, at->i2, h);
+}
+
+/* cuckoo_test_add_at of a key not located yet. */
+static inline int
+cuckoo_test_add(struct cuckoo *c, uint64_t h)
+{
+	struct cuckoo_at at;
+
+	cuckoo_locate(c, h, &at);
+	return cuckoo_test_add_at(c, &at, h);
 }
 
 /*

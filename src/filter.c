@@ -404,6 +404,8 @@ refresh(struct filter *f)
 	f->simple = f->nslices == 1 && f->nmerged == 0 && f->expire_ms == 0 &&
 	    !f->full && f->type == FILTER_TYPE_BLOOM;
 	f->fast = f->simple && !f->normalize ? &h->bloom : NULL;
+	f->fast_cuckoo = f->nslices == 1 && f->nmerged == 0 && !f->full &&
+	    f->type == FILTER_TYPE_CUCKOO && !f->normalize ? &h->cuckoo : NULL;
 	if (h == NULL) {
 		f->next_mark = UINT64_MAX;
 		return;

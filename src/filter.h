@@ -147,6 +147,8 @@ struct filter {
 	/* the head's bits when simple and keys are hashed as given: the
 	 * batch path then works on them directly (command_run_simple) */
 	struct bloom	*fast;
+	/* the same for a cuckoo filter of one slice, not full: its table */
+	struct cuckoo	*fast_cuckoo;
 	int		 full;		/* cannot record: refuses new keys */
 	int		 held;		/* full because of max_memory */
 	uint64_t	 next_mark;	/* head count at which to look again */
