@@ -496,7 +496,73 @@ cmd_reset(struct session *s, struct op *op, struct result *r)
 		result_status(r, "OK");
 }
 
-/* ---- TYPE, KEYS, SCAN ---- */
+/*
+ * FLUSHALL / FLUSHDB [ASYNC|SYNC]: every config-file filter emptied and
+ * every runtime filter dropped, each as DEL does it (journaled before the
+ * reply and replicated; a runtime filter's file and deadline go), +OK.
+ * seend has one database, so FLUSHDB is FLUSHALL; ASYNC and SYNC are
+ * accepted and both done before the reply (an emptied filter is a new
+ * seed and fresh slices, a dropped one a reference let go). As in DEL,
+ * the config-file filters are emptied first: if one cannot be (the
+ * journal in fault), the error is the reply and no runtime filter has
+ * been dropped. Loads in progress (BF.LOADCHUNK) are not keys yet and
+ * are left alone.
+ */
+void
+cmd_flushall(struct session *s, struct op *op, struct result *r)
+{
+	struct core	*core = s->core;
+	struct filter	**all;
+	size_t		 n = core->reg->nfilters, emptied = 0, dropped = 0;
+	char		 why[160];
+	int		 changed = 0;
+
+	if (op->argc > 2 || (op->argc == 2 &&
+	    !name_is(op->argv[1], op->argl[1], "ASYNC", 5) &&
+	    !name_is(op->argv[1], op->argl[1], "SYNC", 4))) {
+		result_error(r, "ERR", "syntax error");
+		return;
+	}
+	/* a copy: dropping a filter changes the registry's array */
+	if ((all = calloc(n + 1, sizeof(*all))) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	memcpy(all, core->reg->filters, n * sizeof(*all));
+	for (size_t i = 0; i < n; i++) {
+		if (all[i]->runtime)
+			continue;
+		if (empty_filter(s, all[i], r) == -1) {
+			free(all);
+			return;
+		}
+		emptied++;
+	}
+	snprintf(why, sizeof(why), "by %s of client %llu (%s)", op->cmd->name,
+	    (unsigned long long)s->id, s->peer);
+	for (size_t i = 0; i < n; i++) {
+		struct filter *f = all[i];
+
+		if (!f->runtime)
+			continue;
+		changed |= deadline_remove(&deadlines, f->name, f->namelen);
+		drop(core, f, why);
+		/* its drop record goes before the reply, as a key's */
+		s->journaled = 1;
+		dropped++;
+	}
+	free(all);
+	if (changed) {
+		deadlines_changed();
+		save_or_log(core);
+	}
+	log_info("%s by client %llu (%s): %zu filter(s) emptied, %zu "
+	    "dropped", op->cmd->name, (unsigned long long)s->id, s->peer,
+	    emptied, dropped);
+	result_status(r, "OK");
+}
+
+/* ---- TYPE, KEYS, SCAN, MEMORY USAGE ---- */
 
 /* TYPE <name>: +MBbloom-- for a filter, +none for anything else. */
 void
@@ -505,6 +571,79 @@ cmd_type(struct session *s, struct op *op, struct result *r)
 	struct filter *f = lookup(s, op, 1, wall_ms());
 
 	result_status(r, f != NULL ? type_name(f) : "none");
+}
+
+/* MEMORY HELP: Redis's form, with what seend serves. */
+static void
+memory_help(struct result *r)
+{
+	static const char *const lines[] = {
+		"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"USAGE <key> [SAMPLES <count>]",
+		"    Return the bytes of the filter <key> (its slices' arrays or "
+		    "tables).",
+		"    SAMPLES is accepted and changes nothing: the size is exact.",
+		"HELP",
+		"    Prints this help.",
+	};
+	struct buf *b = result_reset();
+
+	resp_add_array(b, (long long)(sizeof(lines) / sizeof(lines[0])));
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		resp_add_status(b, lines[i]);
+	result_scratch(r, RESULT_ARRAY);
+}
+
+/*
+ * MEMORY USAGE <name> [SAMPLES <count>]: the bytes of the filter of that
+ * name (FILTERS' bytes=), or null for a name that is no filter, as Redis
+ * answers a missing key; the options are checked as Redis 7.0 checks them
+ * (object.c), before the name is looked up. MEMORY HELP; Redis's other
+ * subcommands (STATS, DOCTOR, PURGE, MALLOC-STATS) are not served.
+ */
+void
+cmd_memory(struct session *s, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	long long	 samples;
+
+	if (name_is(op->argv[1], op->argl[1], "HELP", 4) && op->argc == 2) {
+		memory_help(r);
+		return;
+	}
+	if (!name_is(op->argv[1], op->argl[1], "USAGE", 5)) {
+		result_error(r, "ERR", "unknown subcommand '%.*s'. Try MEMORY "
+		    "HELP.", (int)(op->argl[1] < 128 ? op->argl[1] : 128),
+		    op->argv[1]);
+		return;
+	}
+	if (op->argc < 3) {
+		result_error(r, "ERR", "wrong number of arguments for "
+		    "'memory|usage' command");
+		return;
+	}
+	for (int j = 3; j < op->argc; j++) {
+		if (!name_is(op->argv[j], op->argl[j], "SAMPLES", 7) ||
+		    j + 1 == op->argc) {
+			result_error(r, "ERR", "syntax error");
+			return;
+		}
+		if (command_arg_ll(op->argv[j + 1], op->argl[j + 1],
+		    &samples) == -1) {
+			result_error(r, "ERR", "value is not an integer or out "
+			    "of range");
+			return;
+		}
+		if (samples < 0) {
+			result_error(r, "ERR", "syntax error");
+			return;
+		}
+		j++;
+	}
+	if ((f = lookup(s, op, 2, wall_ms())) == NULL)
+		result_null(r);
+	else
+		result_int(r, (long long)filter_bytes(f));
 }
 
 /* The names of reg's filters at idx[0..n) as a RESP array. */

@@ -12,7 +12,7 @@
  *   cmd_merge.c       MERGE
  *   cmd_cuckoo.c      RedisBloom's CF.* (cuckoo filters)
  *   cmd_keyspace.c    filters as keys: DEL UNLINK TYPE KEYS SCAN EXPIRE...
- *                     and the line protocol's RESET
+ *                     FLUSHALL FLUSHDB MEMORY and the line protocol's RESET
  *   cmd_info.c        INFO FILTERS SAVE DBSIZE
  *   cmd_pubsub.c      SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH
  *                     (the channels themselves: pubsub.c)
@@ -149,6 +149,8 @@ void	cmd_scan(struct session *, struct op *, struct result *);
 void	cmd_expire(struct session *, struct op *, struct result *);
 void	cmd_ttl(struct session *, struct op *, struct result *);	/* TTL PTTL */
 void	cmd_persist(struct session *, struct op *, struct result *);
+void	cmd_flushall(struct session *, struct op *, struct result *);	/* FLUSHDB */
+void	cmd_memory(struct session *, struct op *, struct result *);
 /* cmd_info.c */
 void	cmd_info(struct session *, struct op *, struct result *);
 void	cmd_filters(struct session *, struct op *, struct result *);
