@@ -171,6 +171,18 @@ static const char cf_addnx_docs[] =
 	"Adds an item to a cuckoo filter if it is not there yet\r\n$5\r\nsince\r\n$5\r\n"
 	"1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\nbf\r\n";
 
+static const char cf_compact_info[] =
+	"*10\r\n$10\r\ncf.compact\r\n:2\r\n~3\r\n+readonly\r\n+module\r\n+fast\r\n:1\r\n:1\r\n"
+	":1\r\n~0\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+update\r\n"
+	"$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+	"index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n"
+	"%3\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+
+static const char cf_compact_docs[] =
+	"%4\r\n$7\r\nsummary\r\n$49\r\nCompacts a cuckoo filter (seend: changes nothing)\r\n"
+	"$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\n"
+	"bf\r\n";
+
 static const char cf_count_info[] =
 	"*10\r\n$8\r\ncf.count\r\n:3\r\n~3\r\n+readonly\r\n+module\r\n+fast\r\n:1\r\n:1\r\n"
 	":1\r\n~0\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+update\r\n"
@@ -691,6 +703,40 @@ static const char filters_docs[] =
 	"$5\r\nsince\r\n$5\r\n0.1.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$5\r\n"
 	"seend\r\n";
 
+static const char flushall_info[] =
+	"*10\r\n$8\r\nflushall\r\n:-1\r\n~1\r\n+write\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@keyspace\r\n"
+	"+@write\r\n+@slow\r\n+@dangerous\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\n"
+	"response_policy:all_succeeded\r\n~0\r\n~0\r\n";
+
+static const char flushall_docs[] =
+	"%6\r\n$7\r\nsummary\r\n$34\r\nRemove all keys from all databases\r\n$5\r\nsince\r\n"
+	"$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$57\r\n"
+	"O(N) where N is the total number of keys in all databases\r\n$7\r\nhistory\r\n~2\r\n"
+	"*2\r\n$5\r\n4.0.0\r\n$41\r\nAdded the `ASYNC` flushing mode modifier.\r\n*2\r\n$5\r\n"
+	"6.2.0\r\n$40\r\nAdded the `SYNC` flushing mode modifier.\r\n$9\r\narguments\r\n*1\r\n"
+	"%4\r\n$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+	"+optional\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$5\r\nasync\r\n$4\r\n"
+	"type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n$5\r\nsince\r\n$5\r\n"
+	"4.0.0\r\n%4\r\n$4\r\nname\r\n$4\r\nsync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+	"token\r\n$4\r\nSYNC\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n";
+
+static const char flushdb_info[] =
+	"*10\r\n$7\r\nflushdb\r\n:-1\r\n~1\r\n+write\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@keyspace\r\n"
+	"+@write\r\n+@slow\r\n+@dangerous\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\n"
+	"response_policy:all_succeeded\r\n~0\r\n~0\r\n";
+
+static const char flushdb_docs[] =
+	"%6\r\n$7\r\nsummary\r\n$41\r\nRemove all keys from the current database\r\n$5\r\n"
+	"since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$59\r\n"
+	"O(N) where N is the number of keys in the selected database\r\n$7\r\nhistory\r\n~2\r\n"
+	"*2\r\n$5\r\n4.0.0\r\n$41\r\nAdded the `ASYNC` flushing mode modifier.\r\n*2\r\n$5\r\n"
+	"6.2.0\r\n$40\r\nAdded the `SYNC` flushing mode modifier.\r\n$9\r\narguments\r\n*1\r\n"
+	"%4\r\n$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+	"+optional\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$5\r\nasync\r\n$4\r\n"
+	"type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n$5\r\nsince\r\n$5\r\n"
+	"4.0.0\r\n%4\r\n$4\r\nname\r\n$4\r\nsync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+	"token\r\n$4\r\nSYNC\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n";
+
 static const char forget_info[] =
 	"*10\r\n$6\r\nforget\r\n:-2\r\n~3\r\n+write\r\n+module\r\n+fast\r\n:0\r\n:0\r\n:0\r\n"
 	"~0\r\n~0\r\n~0\r\n~0\r\n";
@@ -758,6 +804,49 @@ static const char keys_docs[] =
 	"y names in the database and the given pattern have limited length.\r\n$9\r\n"
 	"arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\n"
 	"pattern\r\n";
+
+static const char memory_info[] =
+	"*10\r\n$6\r\nmemory\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n"
+	"*6\r\n*10\r\n$13\r\nmemory|doctor\r\n:2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+	"~3\r\n$23\r\nnondeterministic_output\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\n"
+	"response_policy:special\r\n~0\r\n~0\r\n*10\r\n$11\r\nmemory|help\r\n:2\r\n~2\r\n"
+	"+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+	"$19\r\nmemory|malloc-stats\r\n:2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~3\r\n"
+	"$23\r\nnondeterministic_output\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\n"
+	"response_policy:special\r\n~0\r\n~0\r\n*10\r\n$12\r\nmemory|purge\r\n:2\r\n~0\r\n"
+	":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\n"
+	"response_policy:all_succeeded\r\n~0\r\n~0\r\n*10\r\n$12\r\nmemory|stats\r\n:2\r\n"
+	"~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+	"$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n"
+	"*10\r\n$12\r\nmemory|usage\r\n:-3\r\n~1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n~2\r\n"
+	"+@read\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+	"begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+	":2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\n"
+	"lastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+
+static const char memory_docs[] =
+	"%5\r\n$7\r\nsummary\r\n$43\r\nA container for memory diagnostics commands\r\n$5\r\n"
+	"since\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\n"
+	"Depends on subcommand.\r\n$11\r\nsubcommands\r\n%6\r\n$13\r\nmemory|doctor\r\n%4\r\n"
+	"$7\r\nsummary\r\n$30\r\nOutputs memory problems report\r\n$5\r\nsince\r\n$5\r\n"
+	"4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$11\r\n"
+	"memory|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
+	"Show helpful text about the different subcommands\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n"
+	"$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$19\r\n"
+	"memory|malloc-stats\r\n%4\r\n$7\r\nsummary\r\n$29\r\nShow allocator internal stats\r\n"
+	"$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+	"$54\r\nDepends on how much memory is allocated, could be slow\r\n$12\r\n"
+	"memory|purge\r\n%4\r\n$7\r\nsummary\r\n$35\r\nAsk the allocator to release memory\r\n"
+	"$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+	"$54\r\nDepends on how much memory is allocated, could be slow\r\n$12\r\n"
+	"memory|stats\r\n%4\r\n$7\r\nsummary\r\n$25\r\nShow memory usage details\r\n$5\r\n"
+	"since\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\n"
+	"O(1)\r\n$12\r\nmemory|usage\r\n%5\r\n$7\r\nsummary\r\n$34\r\n"
+	"Estimate the memory usage of a key\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n"
+	"$6\r\nserver\r\n$10\r\ncomplexity\r\n$38\r\nO(N) where N is the number of samples.\r\n"
+	"$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+	"$14\r\nkey_spec_index\r\n:0\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+	"integer\r\n$5\r\ntoken\r\n$7\r\nSAMPLES\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 
 static const char merge_info[] =
 	"*10\r\n$5\r\nmerge\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n+module\r\n:1\r\n:-1\r\n"
@@ -1272,6 +1361,7 @@ static const struct entry entries[] = {
 	E("bf.scandump", bf_scandump),
 	E("cf.add", cf_add),
 	E("cf.addnx", cf_addnx),
+	E("cf.compact", cf_compact),
 	E("cf.count", cf_count),
 	E("cf.del", cf_del),
 	E("cf.exists", cf_exists),
@@ -1294,11 +1384,14 @@ static const struct entry entries[] = {
 	E("expire", expire),
 	E("expireat", expireat),
 	E("filters", filters),
+	E("flushall", flushall),
+	E("flushdb", flushdb),
 	E("forget", forget),
 	E("get", get),
 	E("hello", hello),
 	E("info", info),
 	E("keys", keys),
+	E("memory", memory),
 	E("merge", merge),
 	E("mget", mget),
 	E("multi", multi),
@@ -1365,6 +1458,12 @@ static const struct entry subentries[] = {
 	S("config|resetstat", config, 273, 131, 851, 128),
 	S("config|rewrite", config, 404, 129, 1000, 159),
 	S("config|set", config, 533, 193, 1176, 518),
+	S("memory|doctor", memory, 62, 161, 200, 126),
+	S("memory|help", memory, 223, 85, 344, 145),
+	S("memory|malloc-stats", memory, 308, 167, 515, 176),
+	S("memory|purge", memory, 475, 136, 710, 182),
+	S("memory|stats", memory, 611, 160, 911, 121),
+	S("memory|usage", memory, 771, 288, 1051, 349),
 };
 #define NSUBENTRIES (sizeof(subentries) / sizeof(subentries[0]))
 
