@@ -469,6 +469,11 @@ sec_stats(struct core *core)
 	    (unsigned long long)st->check_misses,
 	    (unsigned long long)st->errors,
 	    (unsigned long long)st->unknown_commands);
+	/* seend's own: with tls_listen, or once a TLS client came to the
+	 * plain port (Redis's Stats has none of it otherwise) */
+	if (core->cfg->tls_listen != NULL || st->tls_handshake_failures > 0)
+		buf_printf(&result_buf, "tls_handshake_failures %llu\r\n",
+		    (unsigned long long)st->tls_handshake_failures);
 }
 
 static void

@@ -24,6 +24,7 @@
 #include "bloom.h"
 #include "config.h"
 #include "config_parser.h"
+#include "tls.h"
 
 #define DEFAULT_LISTEN		"127.0.0.1:6874"
 #define DEFAULT_DATA_DIR	"/var/lib/seend"
@@ -486,6 +487,115 @@ key_replica_priority(struct parser *p, const char *key, const char *v)
 		p->cfg->replica_priority = (unsigned)n;
 }
 
+/* ---- TLS (tls.h) ---- */
+
+static void
+key_tls_listen(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0' || strcmp(v, "off") == 0) {
+		set_string(p, &p->cfg->tls_listen, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->tls_listen, v);
+}
+
+/* A file tls.c reads (at start and at each reload, so that a SIGHUP
+ * rotates it); empty: none. */
+static void
+key_tls_file(struct parser *p, const char *key, const char *v)
+{
+	char **dst = strcmp(key, "tls_cert_file") == 0 ?
+	    &p->cfg->tls_cert_file : strcmp(key, "tls_key_file") == 0 ?
+	    &p->cfg->tls_key_file : &p->cfg->tls_ca_cert_file;
+
+	set_string(p, dst, *v == '\0' ? NULL : v);
+}
+
+static void
+key_tls_auth_clients(struct parser *p, const char *key, const char *v)
+{
+	if (strcmp(v, "yes") == 0)
+		p->cfg->tls_auth_clients = TLS_AUTH_YES;
+	else if (strcmp(v, "no") == 0)
+		p->cfg->tls_auth_clients = TLS_AUTH_NO;
+	else if (strcmp(v, "optional") == 0)
+		p->cfg->tls_auth_clients = TLS_AUTH_OPTIONAL;
+	else
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of yes, no, "
+		    "optional", key, SHOW(v));
+}
+
+static void
+key_tls_protocols(struct parser *p, const char *key, const char *v)
+{
+	unsigned set = tls_parse_protocols(v);
+
+	if (set == 0) {
+		perror_at(p, p->lineno, "%s: \"%s\" is not a list of TLSv1, "
+		    "TLSv1.1, TLSv1.2, TLSv1.3", key, SHOW(v));
+		return;
+	}
+	p->cfg->tls_protocols = set;
+}
+
+/* OpenSSL checks them when it builds the context (seend -t does too). */
+static void
+key_tls_ciphers(struct parser *p, const char *key, const char *v)
+{
+	set_string(p, strcmp(key, "tls_ciphers") == 0 ? &p->cfg->tls_ciphers :
+	    &p->cfg->tls_ciphersuites, *v == '\0' ? NULL : v);
+}
+
+static void
+key_tls_handshake_timeout(struct parser *p, const char *key, const char *v)
+{
+	uint64_t n;
+
+	if (get_number(p, key, v, UNIT_SECONDS, 1, 3600, &n) == 0)
+		p->cfg->tls_handshake_timeout = (unsigned)n;
+}
+
+static void
+key_tls_replication(struct parser *p, const char *key, const char *v)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
+		p->cfg->tls_replication = 1;
+	else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
+		p->cfg->tls_replication = 0;
+	else
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of on, off",
+		    key, SHOW(v));
+}
+
+/* What the TLS keys need of each other, once all are read. */
+static void
+check_tls(struct parser *p)
+{
+	const struct config *c = p->cfg;
+	int line = p->server_keys[SK_TLS_LISTEN];
+
+	if (c->tls_listen != NULL && (c->tls_cert_file == NULL ||
+	    c->tls_key_file == NULL))
+		perror_at(p, line, "tls_listen needs tls_cert_file and "
+		    "tls_key_file");
+	else if (c->tls_listen != NULL && c->tls_ca_cert_file == NULL &&
+	    c->tls_auth_clients != TLS_AUTH_NO)
+		perror_at(p, line, "tls_listen with tls_auth_clients = %s "
+		    "needs tls_ca_cert_file, the CA client certificates are "
+		    "verified against (or set tls_auth_clients = no)",
+		    c->tls_auth_clients == TLS_AUTH_YES ? "yes" : "optional");
+	if (c->tls_replication && c->tls_ca_cert_file == NULL)
+		perror_at(p, p->server_keys[SK_TLS_REPLICATION],
+		    "tls_replication needs tls_ca_cert_file, the CA the "
+		    "primary's certificate is verified against");
+}
+
 const struct key_def server_keys[SK_COUNT] = {
 	[SK_LISTEN] = { "listen", key_listen, 0 },
 	[SK_UNIX_SOCKET] = { "unix_socket", key_unix_socket, 0 },
@@ -522,6 +632,18 @@ const struct key_def server_keys[SK_COUNT] = {
 	    key_repl_backlog_size, 0 },
 	[SK_REPLICA_PRIORITY] = { "replica_priority", key_replica_priority,
 	    0 },
+	[SK_TLS_LISTEN] = { "tls_listen", key_tls_listen, 0 },
+	[SK_TLS_CERT_FILE] = { "tls_cert_file", key_tls_file, 0 },
+	[SK_TLS_KEY_FILE] = { "tls_key_file", key_tls_file, 0 },
+	[SK_TLS_CA_CERT_FILE] = { "tls_ca_cert_file", key_tls_file, 0 },
+	[SK_TLS_AUTH_CLIENTS] = { "tls_auth_clients", key_tls_auth_clients,
+	    0 },
+	[SK_TLS_PROTOCOLS] = { "tls_protocols", key_tls_protocols, 0 },
+	[SK_TLS_CIPHERS] = { "tls_ciphers", key_tls_ciphers, 0 },
+	[SK_TLS_CIPHERSUITES] = { "tls_ciphersuites", key_tls_ciphers, 0 },
+	[SK_TLS_HANDSHAKE_TIMEOUT] = { "tls_handshake_timeout",
+	    key_tls_handshake_timeout, 0 },
+	[SK_TLS_REPLICATION] = { "tls_replication", key_tls_replication, 0 },
 };
 
 /* ---- loading ---- */
@@ -557,6 +679,9 @@ config_new(struct parser *p, const char *name)
 	cfg->journal_max = 256 << 20;
 	cfg->repl_backlog_size = 64 << 20;
 	cfg->replica_priority = 100;
+	cfg->tls_auth_clients = TLS_AUTH_YES;
+	cfg->tls_protocols = TLS_PROTO_DEFAULT;
+	cfg->tls_handshake_timeout = 10;
 	return cfg;
 }
 
@@ -592,6 +717,7 @@ parse(struct parser *p)
 		    p->token_line : p->token_file_line, "auth_token and "
 		    "auth_token_file are both set (lines %d and %d); keep one",
 		    p->token_line, p->token_file_line);
+	check_tls(p);
 	if (p->nerrors == 0 && !p->oom)
 		return p->cfg;
 fail:
@@ -660,6 +786,12 @@ config_free(struct config *cfg)
 	free(cfg->data_dir);
 	free(cfg->default_filter);
 	free(cfg->replicaof);
+	free(cfg->tls_listen);
+	free(cfg->tls_cert_file);
+	free(cfg->tls_key_file);
+	free(cfg->tls_ca_cert_file);
+	free(cfg->tls_ciphers);
+	free(cfg->tls_ciphersuites);
 	if (cfg->primary_token != NULL) {
 		explicit_bzero(cfg->primary_token, strlen(cfg->primary_token));
 		free(cfg->primary_token);

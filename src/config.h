@@ -75,6 +75,19 @@ struct config {
 	char		*primary_token;
 	uint64_t	 repl_backlog_size;	/* bytes, default 64 MiB */
 	unsigned	 replica_priority;	/* default 100 */
+	/* TLS (tls.h): a second listener, serving both protocols, with
+	 * its certificate; the clients' certificates (tls_auth_clients:
+	 * enum tls_auth, default yes as Redis's); the replica link */
+	char		*tls_listen;		/* "host:port"; NULL = off */
+	char		*tls_cert_file;
+	char		*tls_key_file;
+	char		*tls_ca_cert_file;
+	int		 tls_auth_clients;	/* enum tls_auth */
+	unsigned	 tls_protocols;		/* TLS_PROTO_*; TLSv1.2 TLSv1.3 */
+	char		*tls_ciphers;		/* NULL: OpenSSL's */
+	char		*tls_ciphersuites;	/* NULL: OpenSSL's */
+	unsigned	 tls_handshake_timeout;	/* seconds, default 10 */
+	int		 tls_replication;	/* to the primary's tls port */
 };
 
 /* The most filters max_filters allows (config-file ones are fewer:

@@ -6,6 +6,7 @@
  * prefetches, a pass that answers, and one write(2) of all the replies.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include <sys/ioctl.h>
 
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "bloom.h"
 #include "command.h"
@@ -25,6 +28,7 @@
 #include "resp.h"
 #include "core.h"
 #include "saver.h"
+#include "tls.h"
 
 /* How many requests are hashed and prefetched ahead of being answered:
  * enough to cover a memory miss, few enough to stay in L1. */
@@ -39,7 +43,9 @@ static void	on_write(evutil_socket_t, short, void *);
 static void	process_input(struct conn *);
 static void	conn_service(struct conn *);
 static int	has_work(const struct conn *);
+static void	tls_handshake_step(struct conn *);
 static const struct session_ops conn_session_ops;
+static const struct conn_type conn_type_tcp, conn_type_tls, conn_type_gone;
 
 /* Refused requests allowed before AUTH; the last one closes the client. */
 #define AUTH_STRIKES	3
@@ -71,6 +77,10 @@ set_reading(struct conn *c, int on)
 	if (on && !c->reading) {
 		event_add(c->ev_read, NULL);
 		c->reading = 1;
+		/* what a TLS record left in its session: the socket will
+		 * not say it is there */
+		if (c->type->pending != NULL && c->type->pending(c))
+			event_active(c->ev_read, EV_READ, 0);
 	} else if (!on && c->reading) {
 		event_del(c->ev_read);
 		c->reading = 0;
@@ -100,7 +110,7 @@ account(struct conn *c)
 }
 
 struct conn *
-conn_new(struct conns *set, int fd, int is_unix, const char *peer)
+conn_new(struct conns *set, int fd, int is_unix, int tls, const char *peer)
 {
 	struct conn	*c;
 	struct core	*core = set->core;
@@ -111,6 +121,22 @@ conn_new(struct conns *set, int fd, int is_unix, const char *peer)
 	c->s.core = core;
 	c->s.ops = &conn_session_ops;
 	c->fd = fd;
+	c->type = &conn_type_tcp;
+	c->fresh = !is_unix && !tls;
+	if (tls && (set->tls_ctx == NULL ||
+	    (c->ssl = SSL_new(set->tls_ctx)) == NULL ||
+	    SSL_set_fd(c->ssl, fd) != 1)) {
+		ERR_clear_error();
+		SSL_free(c->ssl);
+		free(c);
+		return NULL;
+	}
+	if (tls) {
+		SSL_set_accept_state(c->ssl);
+		c->type = &conn_type_tls;
+		c->handshaking = 1;
+		set->handshakes++;
+	}
 	c->s.id = ++set->next_id;
 	c->is_unix = is_unix ? 1 : 0;
 	/* Unix-socket clients are vouched for by the socket's permissions */
@@ -125,6 +151,9 @@ conn_new(struct conns *set, int fd, int is_unix, const char *peer)
 			event_free(c->ev_read);
 		if (c->ev_write)
 			event_free(c->ev_write);
+		if (c->handshaking)
+			set->handshakes--;
+		SSL_free(c->ssl);
 		free(c);
 		return NULL;
 	}
@@ -161,9 +190,11 @@ conn_close(struct conn *c, const char *why)
 		c->next->prev = c->prev;
 	c->set->core->stats.clients--;
 	c->set->core->stats.conn_bytes -= c->counted;
+	if (c->handshaking)
+		c->set->handshakes--;
 	event_free(c->ev_read);
 	event_free(c->ev_write);
-	close(c->fd);
+	c->type->close(c);
 	buf_free(&c->in);
 	buf_free(&c->out);
 	command_session_end(&c->s);
@@ -262,13 +293,28 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 	if (r->linger)
 		c->lingering = 1;
 	if (r->handover) {
-		int fd = dup(c->fd);
+		int		 fd = dup(c->fd);
+		struct ssl_st	*ssl = c->ssl;
 
+		/* a TLS session goes with the socket, on the copy: nothing
+		 * more of this connection's may be written into its stream
+		 * (a replica sends PSYNC once its last reply is read, so
+		 * nothing is left unsent) */
+		if (ssl != NULL && fd != -1 && SSL_set_fd(ssl, fd) != 1) {
+			close(fd);
+			fd = -1;
+		}
+		if (ssl != NULL && fd != -1) {
+			c->ssl = NULL;
+			c->type = &conn_type_gone;
+		}
 		if (fd != -1 && c->set->handover != NULL) {
 			c->s.wrote = 0;
-			c->set->handover(c->set->handover_arg, fd, &c->s);
-		} else if (fd != -1)
+			c->set->handover(c->set->handover_arg, fd, ssl, &c->s);
+		} else if (fd != -1) {
+			SSL_free(ssl);
 			close(fd);
+		}
 		c->quitting = 1;
 	}
 	if (r->kind == RESULT_WAIT) {
@@ -523,6 +569,49 @@ process_input(struct conn *c)
 		buf_shrink(&c->in, KEEP_BYTES);
 }
 
+/* A TLS failure: counted, logged at most once a second, closed. */
+static void
+tls_failed(struct conn *c, const char *why)
+{
+	struct conns	*set = c->set;
+	time_t		 now = time(NULL);
+
+	set->core->stats.tls_handshake_failures++;
+	if (now != set->tls_log_last) {
+		if (set->tls_log_suppressed > 0)
+			log_info("TLS: client %s: %s (%lu more since the last "
+			    "such line)", c->s.peer, why,
+			    set->tls_log_suppressed);
+		else
+			log_info("TLS: client %s: %s", c->s.peer, why);
+		set->tls_log_last = now;
+		set->tls_log_suppressed = 0;
+	} else
+		set->tls_log_suppressed++;
+	conn_close(c, why);
+}
+
+/*
+ * The first bytes of a plain TCP connection: a TLS ClientHello (a record
+ * of type 22, version 3.x) is a client that wanted tls_listen. It would
+ * wait for our ServerHello while we wait for a line: it is told nothing
+ * it could read, and closed.
+ */
+static int
+first_input(struct conn *c)
+{
+	const unsigned char *p = (const unsigned char *)buf_head(&c->in);
+
+	if (buf_used(&c->in) < 2)
+		return 0;	/* one byte: the next read decides */
+	c->fresh = 0;
+	if (p[0] == 0x16 && p[1] == 0x03) {
+		tls_failed(c, "a TLS handshake on the plain port");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Reads what fits under the input bound: one line of max_line bytes (and
  * its CR LF) plus one read. may_read keeps us below it; this is the
@@ -561,10 +650,12 @@ read_input(struct conn *c)
 	room = c->in.cap - c->in.len;
 	if (room > bound - used)
 		room = bound - used;
-	n = read(c->fd, c->in.data + c->in.len, room);
+	n = c->type->read(c, c->in.data + c->in.len, room);
 	if (n > 0) {
 		c->in.len += (size_t)n;
 		c->last_active = conn_clock_ms();
+		if (__builtin_expect(c->fresh, 0))
+			return first_input(c);
 		return 0;
 	}
 	if (n == 0) {
@@ -589,7 +680,7 @@ flush_output(struct conn *c)
 	ssize_t n;
 
 	while (buf_used(&c->out) > c->unreleased) {
-		n = write(c->fd, buf_head(&c->out), buf_used(&c->out) -
+		n = c->type->write(c, buf_head(&c->out), buf_used(&c->out) -
 		    c->unreleased);
 		if (n > 0) {
 			buf_consume(&c->out, (size_t)n);
@@ -786,6 +877,17 @@ conn_sweep(struct conns *set, unsigned idle_timeout)
 		for (c = set->head; c != NULL; c = c->next)
 			c->last_active += now_ms - set->last_sweep_ms - 1000;
 	set->last_sweep_ms = now_ms;
+	if (set->handshakes > 0) {
+		uint64_t hs = (uint64_t)set->core->cfg->tls_handshake_timeout *
+		    1000;
+
+		for (c = set->head; c != NULL; c = next) {
+			next = c->next;
+			if (c->handshaking && now_ms - c->last_active >= hs)
+				tls_failed(c, "TLS handshake not done within "
+				    "tls_handshake_timeout");
+		}
+	}
 	if (limit == 0)
 		return;
 	for (c = set->head; c != NULL; c = next) {
@@ -847,6 +949,10 @@ on_read(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (__builtin_expect(c->handshaking, 0)) {
+		tls_handshake_step(c);
+		return;
+	}
 	if (read_input(c) == -1)
 		return;
 	conn_service(c);
@@ -861,6 +967,20 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (c->doomed) {
 		conn_close(c, "killed");
+		return;
+	}
+	if (__builtin_expect(c->handshaking, 0)) {
+		tls_handshake_step(c);
+		return;
+	}
+	if (__builtin_expect(c->read_wants_write, 0)) {
+		/* the read that waited for the socket to take a write */
+		c->read_wants_write = 0;
+		if (buf_used(&c->out) <= c->unreleased)
+			set_writing(c, 0);
+		if (read_input(c) == -1)
+			return;
+		conn_service(c);
 		return;
 	}
 	if (flush_output(c) == 0)
@@ -982,3 +1102,194 @@ conn_kill(struct session *caller, const struct session_match *m)
 }
 
 static const struct session_ops conn_session_ops = { conn_push, conn_kill };
+
+/* ---- connection types ---- */
+
+static ssize_t
+tcp_read(struct conn *c, void *p, size_t n)
+{
+	return read(c->fd, p, n);
+}
+
+static ssize_t
+tcp_write(struct conn *c, const void *p, size_t n)
+{
+	return write(c->fd, p, n);
+}
+
+static void
+tcp_close(struct conn *c)
+{
+	close(c->fd);
+}
+
+static const struct conn_type conn_type_tcp = {
+	"tcp", tcp_read, tcp_write, NULL, tcp_close
+};
+
+/* A connection whose socket and TLS session were handed over (PSYNC):
+ * nothing more is read from or written into that stream. */
+static ssize_t
+gone_read(struct conn *c, void *p, size_t n)
+{
+	(void)c;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+static ssize_t
+gone_write(struct conn *c, const void *p, size_t n)
+{
+	(void)c;
+	(void)p;
+	return (ssize_t)n;
+}
+
+static const struct conn_type conn_type_gone = {
+	"gone", gone_read, gone_write, NULL, tcp_close
+};
+
+/*
+ * SSL_read and SSL_write as read(2) and write(2). A want of the other
+ * direction: SSL_read that must write first (a TLSv1.3 key update while
+ * the socket is full) arms the write event, and on_write reads again;
+ * SSL_write never waits to read, renegotiation being off (tls.c).
+ */
+static ssize_t
+tls_io_result(struct conn *c, int r, int reading)
+{
+	char buf[160];
+
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_WANT_WRITE:
+		if (reading) {
+			c->read_wants_write = 1;
+			set_writing(c, 1);
+		}
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;	/* close_notify: the end of its input */
+	case SSL_ERROR_SYSCALL:
+		ERR_clear_error();
+		if (errno == 0)
+			errno = ECONNRESET;
+		return -1;
+	default:
+		log_debug("client %llu (%s): TLS: %s",
+		    (unsigned long long)c->s.id, c->s.peer,
+		    tls_error_string(buf, sizeof(buf)));
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+static ssize_t
+tls_read(struct conn *c, void *p, size_t n)
+{
+	int r;
+
+	ERR_clear_error();
+	errno = 0;
+	if ((r = SSL_read(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n)) > 0)
+		return r;
+	return tls_io_result(c, r, 1);
+}
+
+static ssize_t
+tls_write(struct conn *c, const void *p, size_t n)
+{
+	int r;
+
+	ERR_clear_error();
+	errno = 0;
+	if ((r = SSL_write(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n)) > 0)
+		return r;
+	return tls_io_result(c, r, 0);
+}
+
+static int
+tls_pending(const struct conn *c)
+{
+	return c->ssl != NULL && SSL_pending(c->ssl) > 0;
+}
+
+static void
+tls_close(struct conn *c)
+{
+	/* a close_notify for a client that finished its handshake (one
+	 * try: a socket that does not take it is closed anyway) */
+	if (!c->handshaking && SSL_is_init_finished(c->ssl)) {
+		ERR_clear_error();
+		(void)SSL_shutdown(c->ssl);
+	}
+	ERR_clear_error();
+	SSL_free(c->ssl);
+	c->ssl = NULL;
+	close(c->fd);
+}
+
+static const struct conn_type conn_type_tls = {
+	"tls", tls_read, tls_write, tls_pending, tls_close
+};
+
+/*
+ * The handshake, one more state of a TLS connection, moved on by its
+ * socket's events as its reads and writes are: done, it becomes a
+ * connection like any other; failed (a plaintext client, a certificate
+ * that does not verify, a protocol or cipher not allowed), it is
+ * counted and closed with its buffers.
+ */
+static void
+tls_handshake_step(struct conn *c)
+{
+	char	 why[256], err[160];
+	long	 vr;
+	int	 r;
+
+	ERR_clear_error();
+	errno = 0;
+	if ((r = SSL_do_handshake(c->ssl)) == 1) {
+		c->handshaking = 0;
+		c->set->handshakes--;
+		c->last_active = conn_clock_ms();
+		set_writing(c, 0);
+		log_debug("client %llu (%s): TLS: %s, %s",
+		    (unsigned long long)c->s.id, c->s.peer,
+		    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
+		/* a request may have come with the handshake's end */
+		if (read_input(c) == -1)
+			return;
+		conn_service(c);
+		return;
+	}
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		set_writing(c, 0);
+		set_reading(c, 1);
+		return;
+	case SSL_ERROR_WANT_WRITE:
+		set_writing(c, 1);
+		return;
+	case SSL_ERROR_SYSCALL:
+		snprintf(why, sizeof(why), "TLS handshake failed: %s",
+		    errno != 0 ? strerror(errno) : "the client closed");
+		ERR_clear_error();
+		break;
+	default:
+		tls_error_string(err, sizeof(err));
+		if ((vr = SSL_get_verify_result(c->ssl)) != X509_V_OK)
+			snprintf(why, sizeof(why), "TLS handshake failed: "
+			    "client certificate: %s",
+			    X509_verify_cert_error_string(vr));
+		else
+			snprintf(why, sizeof(why), "TLS handshake failed: %s",
+			    err[0] ? err : "protocol error");
+		break;
+	}
+	tls_failed(c, why);
+}

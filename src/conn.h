@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "session.h"
@@ -20,6 +21,25 @@ struct event_base;
 struct core;
 struct save_wait;
 struct conn;
+struct ssl_st;
+struct ssl_ctx_st;
+
+/*
+ * How a connection's bytes move, as Redis's connection.h has it
+ * (connTypeOfTCP, connTypeOfTLS): conn.c reads into and writes from its own
+ * buffers through these, one read and one write per turn whatever the
+ * type. read and write return what read(2) and write(2) return (-1 with
+ * errno EAGAIN: wait for the socket's next event). pending: bytes the
+ * type holds that the socket's readiness will not announce (TLS records
+ * already taken off the socket), or NULL.
+ */
+struct conn_type {
+	const char	*name;
+	ssize_t		(*read)(struct conn *, void *, size_t);
+	ssize_t		(*write)(struct conn *, const void *, size_t);
+	int		(*pending)(const struct conn *);
+	void		(*close)(struct conn *);
+};
 
 /* The set of connections: the server owns one, conn.c keeps it. */
 struct conns {
@@ -32,15 +52,25 @@ struct conns {
 	uint64_t	 next_id;
 	uint64_t	 last_sweep_ms;
 	/* a PSYNC's connection handed over: fd is the callee's (a copy;
-	 * the connection closes its own), s says who asked what */
-	void		(*handover)(void *arg, int fd, const struct session *s);
+	 * the connection closes its own), and so is ssl, the connection's
+	 * TLS session on it (NULL on a plain one); s says who asked what */
+	void		(*handover)(void *arg, int fd, struct ssl_st *ssl,
+			    const struct session *s);
 	void		*handover_arg;
+	/* tls_listen's context (NULL: none); each TLS connection holds a
+	 * reference of its own, so a reload's new one is for new ones */
+	struct ssl_ctx_st *tls_ctx;
+	unsigned	 handshakes;	/* TLS handshakes under way */
+	time_t		 tls_log_last;	/* failures: a log line a second */
+	unsigned long	 tls_log_suppressed;
 };
 
 struct conn {
 	struct session	 s;		/* what commands see of it */
 	struct conns	*set;
+	const struct conn_type *type;
 	int		 fd;
+	struct ssl_st	*ssl;		/* the TLS type's, else NULL */
 	struct event	*ev_read;
 	struct event	*ev_write;
 	struct buf	 in, out;
@@ -55,6 +85,9 @@ struct conn {
 	unsigned	 doomed:1;	/* CLIENT KILL, or pub/sub output over
 					 * the limit: closed from the loop */
 	unsigned	 lingering:1;	/* sent SHUTDOWN: open until the exit */
+	unsigned	 handshaking:1;	/* TLS: not yet a connection */
+	unsigned	 fresh:1;	/* plain TCP: nothing read yet */
+	unsigned	 read_wants_write:1; /* TLS: SSL_read waits to write */
 	size_t		 resp_need;	/* a partial RESP request needs this
 					 * many bytes of input at least */
 	struct save_wait *wait;		/* a SAVE it is waiting on */
@@ -76,8 +109,11 @@ uint64_t	 conn_clock_ms(void);
 int		 conn_strike(struct conn *);
 
 /* Takes ownership of fd (non-blocking) and adds the connection to the
- * set; returns NULL if out of memory. */
-struct conn	*conn_new(struct conns *, int fd, int is_unix, const char *peer);
+ * set; returns NULL if out of memory. With tls, its first state is a
+ * TLS handshake with set->tls_ctx (closed and counted if it fails, or is
+ * not done within tls_handshake_timeout). */
+struct conn	*conn_new(struct conns *, int fd, int is_unix, int tls,
+		    const char *peer);
 void		 conn_close(struct conn *, const char *why);
 /* A SAVE it waited on has finished: reply and go on with its input. */
 void		 conn_save_done(struct conn *, int ok, const char *err);
@@ -95,8 +131,9 @@ int		 conn_turn_pending(const struct conns *);
 void		 conn_release_turn(struct conns *, int hold);
 void		 conn_release_held(struct conns *);
 
-/* Every second: closes clients idle for idle_timeout seconds (0: never);
- * a sweep that comes late (the process was stopped) is no one's idleness. */
+/* Every second: closes clients idle for idle_timeout seconds (0: never),
+ * and TLS handshakes not done in tls_handshake_timeout; a sweep that
+ * comes late (the process was stopped) is no one's idleness. */
 void		 conn_sweep(struct conns *, unsigned idle_timeout);
 /* After a reload: TCP clients must AUTH (required) or need not. */
 void		 conn_set_auth(struct conns *, int required);

@@ -310,6 +310,10 @@ server_figures(struct evbuffer *out, struct core *core)
 	one_u(out, "seend_auth_failures_total", "counter",
 	    "Wrong AUTH tokens and requests refused before AUTH.",
 	    st->auth_failures);
+	one_u(out, "seend_tls_handshake_failures_total", "counter",
+	    "TLS connections closed in their handshake: plaintext on "
+	    "tls_listen, TLS on listen, a certificate refused, "
+	    "tls_handshake_timeout.", st->tls_handshake_failures);
 	one_u(out, "seend_filters", "gauge",
 	    "Filters configured.", reg->nfilters);
 	one_u(out, "seend_filter_memory_bytes", "gauge",

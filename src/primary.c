@@ -18,6 +18,8 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
 #include <event2/event.h>
 
 #include "backlog.h"
@@ -372,18 +374,23 @@ can_continue(const struct core_repl *r, const char *replid, uint64_t o)
 }
 
 void
-primary_attach(struct primary *p, int fd, const char *ip, unsigned port,
-    const char *replid, uint64_t offset)
+primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
+    unsigned port, const char *replid, uint64_t offset)
 {
 	struct core_repl	*r = &p->core->repl;
 	struct link		*l;
 
+	/* a TLS link goes on in the session its handshake opened */
 	if ((l = calloc(1, sizeof(*l))) == NULL ||
-	    (l->bev = bufferevent_socket_new(p->base, fd,
-	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+	    (l->bev = ssl != NULL ? bufferevent_openssl_socket_new(p->base,
+	    fd, ssl, BUFFEREVENT_SSL_OPEN, BEV_OPT_CLOSE_ON_FREE) :
+	    bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE)) ==
+	    NULL) {
 		log_error("replication: replica %s:%u: out of memory", ip,
 		    port);
 		free(l);
+		if (ssl != NULL)
+			SSL_free(ssl);
 		close(fd);
 		return;
 	}

@@ -264,7 +264,7 @@ role_reload(struct role *ro, const struct config *old,
 }
 
 void
-role_handover(void *arg, int fd, const struct session *s)
+role_handover(void *arg, int fd, struct ssl_st *ssl, const struct session *s)
 {
 	struct role	*ro = arg;
 	char		 ip[64];
@@ -275,8 +275,8 @@ role_handover(void *arg, int fd, const struct session *s)
 		n = sizeof(ip) - 1;
 	memcpy(ip, s->peer, n);
 	ip[n] = '\0';
-	primary_attach(ro->primary, fd, ip, s->repl_port, s->psync_replid,
-	    s->psync_offset);
+	primary_attach(ro->primary, fd, ssl, ip, s->repl_port,
+	    s->psync_replid, s->psync_offset);
 }
 
 void

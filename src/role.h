@@ -36,7 +36,9 @@ void		 role_tick(struct role *);
 void		 role_reload(struct role *, const struct config *old,
 		    const struct config *new);
 /* A PSYNC's connection (conns' handover). */
-void		 role_handover(void *role, int fd, const struct session *);
+struct ssl_st;
+void		 role_handover(void *role, int fd, struct ssl_st *ssl,
+		    const struct session *);
 void		 role_free(struct role *);
 
 #endif

@@ -35,6 +35,7 @@
 #include "role.h"
 #include "saver.h"
 #include "server.h"
+#include "tls.h"
 
 #define LISTEN_BACKLOG		1024
 #define ACCEPTS_PER_EVENT	64
@@ -264,6 +265,70 @@ listener_open_tcp(struct server *srv, const char *spec, const char *token)
 	return l;
 }
 
+/* tls_listen: the same listener, its connections TLS ones. */
+static struct listener *
+listener_open_tls(struct server *srv, const char *spec)
+{
+	struct listener	*l;
+	int		 fd, loopback = 0;
+
+	if ((fd = open_tcp(spec, &loopback)) == -1)
+		return NULL;
+	log_info("listening on %s (TLS)", spec);
+	if ((l = listener_new(srv, fd, 0, spec)) != NULL) {
+		l->loopback = loopback;
+		l->tls = 1;
+	}
+	return l;
+}
+
+/*
+ * The TLS context for cfg, read from its certificate, key and settings:
+ * at start, and at each reload (SIGHUP rotates the certificate; the
+ * connections open keep the context they hold). A new one that does not
+ * load is logged and the one in use kept (*ctx is it). Returns 0 with
+ * *ctx (NULL without tls_listen), or -1 if there is none to use.
+ */
+static int
+tls_prepare(struct server *srv, const struct config *cfg, SSL_CTX **ctx)
+{
+	struct tls_settings	 t;
+	char			 err[512];
+
+	*ctx = NULL;
+	if (cfg->tls_listen == NULL)
+		return 0;
+	tls_settings_from(&t, cfg);
+	if ((*ctx = tls_server_ctx_new(&t, err, sizeof(err))) != NULL)
+		return 0;
+	if ((*ctx = srv->conns.tls_ctx) == NULL) {
+		log_error("TLS: %s", err);
+		return -1;
+	}
+	log_error("TLS: %s; the certificate in use is kept", err);
+	return 0;
+}
+
+/* ctx (tls_prepare's) is the one for new connections from now on. */
+static void
+tls_commit(struct server *srv, SSL_CTX *ctx, const struct config *cfg)
+{
+	if (ctx == srv->conns.tls_ctx)
+		return;
+	SSL_CTX_free(srv->conns.tls_ctx);
+	srv->conns.tls_ctx = ctx;
+	if (ctx != NULL)
+		log_info("TLS: certificate %s loaded", cfg->tls_cert_file);
+}
+
+/* A reload that failed after tls_prepare: its new context is dropped. */
+static void
+tls_drop(struct server *srv, SSL_CTX *ctx)
+{
+	if (ctx != srv->conns.tls_ctx)
+		SSL_CTX_free(ctx);
+}
+
 static struct listener *
 listener_open_unix(struct server *srv, const char *path, mode_t mode,
     gid_t group)
@@ -394,8 +459,8 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		if (!l->is_unix)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on,
 			    sizeof(on));
-		if ((c = conn_new(&srv->conns, fd, l->is_unix, peer)) ==
-		    NULL) {
+		if ((c = conn_new(&srv->conns, fd, l->is_unix, l->tls,
+		    peer)) == NULL) {
 			log_warn("accept %s: out of memory", peer);
 			close(fd);
 			continue;
@@ -547,19 +612,31 @@ log_info_line(const char *msg)
  */
 static int
 swap_listeners(struct server *srv, const struct config *ncfg,
-    struct listener **ntcp, struct listener **nunx)
+    struct listener **ntcp, struct listener **nunx, struct listener **ntls)
 {
 	const struct config *ocfg = srv->core.cfg;
 
 	*ntcp = srv->tcp;
 	*nunx = srv->unx;
+	*ntls = srv->tls;
+	if ((ncfg->tls_listen == NULL) != (ocfg->tls_listen == NULL) ||
+	    (ncfg->tls_listen && strcmp(ncfg->tls_listen,
+	    ocfg->tls_listen) != 0)) {
+		*ntls = NULL;
+		if (ncfg->tls_listen != NULL &&
+		    (*ntls = listener_open_tls(srv, ncfg->tls_listen)) == NULL)
+			return -1;
+	}
 	if ((ncfg->listen == NULL) != (ocfg->listen == NULL) ||
 	    (ncfg->listen && strcmp(ncfg->listen, ocfg->listen) != 0)) {
 		*ntcp = NULL;
 		if (ncfg->listen != NULL &&
 		    (*ntcp = listener_open_tcp(srv, ncfg->listen,
-		    ncfg->auth_token)) == NULL)
+		    ncfg->auth_token)) == NULL) {
+			if (*ntls != srv->tls)
+				listener_free(*ntls);
 			return -1;
+		}
 	}
 	if ((ncfg->unix_socket == NULL) != (ocfg->unix_socket == NULL) ||
 	    (ncfg->unix_socket &&
@@ -588,6 +665,8 @@ swap_listeners(struct server *srv, const struct config *ncfg,
 			    ncfg->unix_socket_group)) == NULL) {
 				if (*ntcp != srv->tcp)
 					listener_free(*ntcp);
+				if (*ntls != srv->tls)
+					listener_free(*ntls);
 				return -1;
 			}
 		}
@@ -796,34 +875,47 @@ static void
 reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 {
 	struct registry		*nreg, *oreg = srv->core.reg;
-	struct listener		*ntcp, *nunx;
+	struct listener		*ntcp, *nunx, *ntls;
 	struct metrics		*nmet;
+	SSL_CTX			*nctx;
 	char			 err[512];
 	size_t			 first;
 	int			 moved;
 
-	if (ncfg->listen == NULL && ncfg->unix_socket == NULL) {
+	if (ncfg->listen == NULL && ncfg->unix_socket == NULL &&
+	    ncfg->tls_listen == NULL) {
 		config_free(ncfg);
 		reload_failed(srv, "nothing to listen on: listen is off and "
-		    "no unix_socket is set");
+		    "no unix_socket or tls_listen is set");
+		goto out;
+	}
+	/* the certificate is read again (rotation); a broken new one
+	 * leaves the old in use, and a first one that does not load fails
+	 * the reload */
+	if (tls_prepare(srv, ncfg, &nctx) == -1) {
+		config_free(ncfg);
+		reload_failed(srv, "cannot load the TLS certificate");
 		goto out;
 	}
 	if ((nreg = core_build_registry(&srv->core, ncfg, pb ? pb->made : NULL,
 	    pb ? pb->nmade : 0, log_warning_line, err, sizeof(err))) == NULL) {
+		tls_drop(srv, nctx);
 		config_free(ncfg);
 		reload_failed(srv, err);
 		goto out;
 	}
 	if (swap_metrics(srv, ncfg, &nmet) == -1) {
 		registry_free(nreg);
+		tls_drop(srv, nctx);
 		config_free(ncfg);
 		reload_failed(srv, "cannot open the new metrics_listen");
 		goto out;
 	}
-	if (swap_listeners(srv, ncfg, &ntcp, &nunx) == -1) {
+	if (swap_listeners(srv, ncfg, &ntcp, &nunx, &ntls) == -1) {
 		if (nmet != srv->metrics)
 			metrics_free(nmet);
 		registry_free(nreg);
+		tls_drop(srv, nctx);
 		config_free(ncfg);
 		reload_failed(srv, "cannot open the new listener");
 		goto out;
@@ -837,8 +929,12 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 		listener_free(srv->tcp);
 	if (srv->unx != nunx)
 		listener_free(srv->unx);
+	if (srv->tls != ntls)
+		listener_free(srv->tls);
 	srv->tcp = ntcp;
 	srv->unx = nunx;
+	srv->tls = ntls;
+	tls_commit(srv, nctx, ncfg);
 	for (size_t i = 0; i < nreg->nfilters; i++)
 		if (!registry_contains(oreg, nreg->filters[i]))
 			log_info("filter %s added: %llu bytes, %zu slice(s)",
@@ -908,7 +1004,8 @@ server_shutdown(struct server *srv)
 	log_info("shutting down: saving dirty filters");
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
-	srv->tcp = srv->unx = NULL;
+	listener_free(srv->tls);
+	srv->tcp = srv->unx = srv->tls = NULL;
 	metrics_free(srv->metrics);
 	srv->metrics = NULL;
 	/* no more input: the keys acknowledged so far are all we save */
@@ -1001,6 +1098,17 @@ server_start(struct server *srv)
 		    event_add(srv->ev_signals[i], NULL) == -1)
 			return -1;
 	}
+	/* TLS first: a client that finds the plain port open finds it */
+	if (core->cfg->tls_listen != NULL) {
+		SSL_CTX *ctx;
+
+		if (tls_prepare(srv, core->cfg, &ctx) == -1)
+			return -1;
+		tls_commit(srv, ctx, core->cfg);
+		if ((srv->tls = listener_open_tls(srv,
+		    core->cfg->tls_listen)) == NULL)
+			return -1;
+	}
 	if (core->cfg->listen != NULL && (srv->tcp = listener_open_tcp(srv,
 	    core->cfg->listen, core->cfg->auth_token)) == NULL)
 		return -1;
@@ -1008,9 +1116,9 @@ server_start(struct server *srv)
 	    listener_open_unix(srv, core->cfg->unix_socket,
 	    core->cfg->unix_socket_mode, core->cfg->unix_socket_group)) == NULL)
 		return -1;
-	if (srv->tcp == NULL && srv->unx == NULL) {
+	if (srv->tcp == NULL && srv->unx == NULL && srv->tls == NULL) {
 		log_error("nothing to listen on: listen is off and no "
-		    "unix_socket is set");
+		    "unix_socket or tls_listen is set");
 		return -1;
 	}
 	if (core->cfg->metrics_listen != NULL && (srv->metrics =
@@ -1137,6 +1245,9 @@ server_free(struct server *srv)
 	saver_stop(srv->core.saver);
 	listener_free(srv->tcp);
 	listener_free(srv->unx);
+	listener_free(srv->tls);
+	SSL_CTX_free(srv->conns.tls_ctx);
+	srv->conns.tls_ctx = NULL;
 	metrics_free(srv->metrics);
 	for (int i = 0; i < 4; i++)
 		if (srv->ev_signals[i] != NULL)

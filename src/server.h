@@ -18,6 +18,7 @@ struct listener {
 	int		 fd;
 	int		 is_unix;
 	int		 loopback;	/* TCP on a loopback address */
+	int		 tls;		/* tls_listen: TLS connections */
 	char		 desc[300];	/* "127.0.0.1:6874" or the socket path */
 	char		*path;		/* unix: to unlink on close */
 	struct event	*ev;
@@ -41,6 +42,7 @@ struct server {
 	struct conns		 conns;
 	struct listener		*tcp;
 	struct listener		*unx;
+	struct listener		*tls;		/* tls_listen */
 	struct event		*ev_tick;	/* 1 s: sets tick_due */
 	struct event		*ev_saver;	/* the saver's jobs are done */
 	struct event		*ev_stop;	/* polls for the end of shutdown */

@@ -51,6 +51,9 @@ struct stats {
 	uint64_t	auth_failures;
 	/* requests for a command seend does not serve (RPUSH, EVALSHA...) */
 	uint64_t	unknown_commands;
+	/* TLS connections closed before or in their handshake: plaintext
+	 * on tls_listen, TLS on listen, a certificate refused, too slow */
+	uint64_t	tls_handshake_failures;
 
 	/* gauges: conn.c keeps these two current */
 	unsigned	clients;	/* connected now */

@@ -1,0 +1,628 @@
+"""
+TLS on tls_listen (INTERFACE.md, "TLS and users"): both protocols over it
+with the clients people use (redis-cli --tls, redis-py ssl=True, node-redis
+and ioredis with tls options, the line protocol through openssl s_client),
+client certificates as tls_auth_clients says (yes: required, optional),
+and every kind of bad input closed and counted (tls_handshake_failures)
+with the other clients served: plaintext on the TLS port, TLS on the plain
+port, a handshake left half done (tls_handshake_timeout), a flood of
+failed handshakes (PING p99 and RSS meanwhile), an expired and a foreign
+certificate. SIGHUP re-reads the certificate: a new one is served to new
+connections, a broken one is logged and the old one kept.
+
+The certificates are made here, with openssl(1), in the test's directory:
+a CA, the server's (CN localhost, SAN 127.0.0.1), a client's, an expired
+client's (signed by the CA with dates in the past, openssl ca), and a
+foreign CA with a server and a client certificate of its own.
+"""
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+
+from seendtest import *
+
+# Debian's redis-py (4.3) is /usr/bin/python3's: re-run there before the
+# plan is printed if this python lacks it
+redis = system_module("redis")
+
+OPENSSL = "openssl"
+CA_CNF = """
+[ca]
+default_ca = ca_default
+[ca_default]
+database = {d}/index.txt
+new_certs_dir = {d}
+serial = {d}/serial
+default_md = sha256
+policy = any
+copy_extensions = copy
+unique_subject = no
+[any]
+commonName = supplied
+"""
+
+
+def sh(t, *argv, **kw):
+    p = subprocess.run(list(argv), capture_output=True, text=True,
+                       timeout=60 * SLOW, **kw)
+    t.ok(p.returncode == 0, "%s exited %d: %s" % (" ".join(argv),
+                                                   p.returncode, p.stderr))
+    return p.stdout
+
+
+class PKI:
+    """A CA and the certificates it signs, in dir/NAME.{crt,key}."""
+
+    def __init__(self, t, name):
+        self.t = t
+        self.dir = t.path("pki-" + name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.ca = self.path("ca.crt")
+        self.ca_key = self.path("ca.key")
+        sh(t, OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+           "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", self.ca_key,
+           "-out", self.ca, "-days", "30", "-subj", "/CN=seend test CA " + name)
+        with open(self.path("index.txt"), "w"):
+            pass
+        with open(self.path("serial"), "w") as f:
+            f.write("1000\n")
+        with open(self.path("ca.cnf"), "w") as f:
+            f.write(CA_CNF.format(d=self.dir))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def issue(self, name, cn="localhost", start=None, end=None, days=30):
+        """NAME.crt and NAME.key; start/end "YYYYMMDDHHMMSSZ" for dates in
+        the past (an expired certificate)."""
+        key, csr, crt = (self.path(name + e) for e in (".key", ".csr", ".crt"))
+        sh(self.t, OPENSSL, "req", "-newkey", "ec", "-pkeyopt",
+           "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+           "-out", csr, "-subj", "/CN=" + cn, "-addext",
+           "subjectAltName=DNS:localhost,IP:127.0.0.1")
+        dates = (["-startdate", start, "-enddate", end] if start
+                 else ["-days", str(days)])
+        sh(self.t, OPENSSL, "ca", "-batch", "-notext", "-config",
+           self.path("ca.cnf"), "-cert", self.ca, "-keyfile", self.ca_key,
+           "-in", csr, "-out", crt, *dates)
+        return crt, key
+
+
+def pki(t):
+    """The CA, its server and client certificates, and the bad ones."""
+    p = PKI(t, "main")
+    p.server = p.issue("server")
+    p.client = p.issue("client", cn="crawler-1")
+    p.expired = p.issue("expired", cn="crawler-old", start="20200101000000Z",
+                        end="20200201000000Z")
+    f = PKI(t, "foreign")
+    p.foreign_client = f.issue("client", cn="intruder")
+    p.foreign_server = f.issue("server")
+    p.foreign_ca = f.ca
+    return p
+
+
+def tls_server(t, p, auth="yes", extra="", cert=None, **kw):
+    crt, key = cert or p.server
+    tport = free_port()
+    lines = ["tls_listen = 127.0.0.1:%d" % tport,
+             "tls_cert_file = %s" % crt, "tls_key_file = %s" % key,
+             "tls_ca_cert_file = %s" % p.ca, "tls_auth_clients = %s" % auth]
+    s = Server(t, "\n".join(lines) + "\n" + extra, **kw)
+    s.tport = tport
+    return s
+
+
+def tls_connect(port, ca, cert=None, timeout=10.0):
+    """A Python TLS socket to 127.0.0.1:port, verifying the server."""
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.check_hostname = False
+    if cert:
+        ctx.load_cert_chain(*cert)
+    raw = socket.create_connection(("127.0.0.1", port), timeout * SLOW)
+    try:
+        return ctx.wrap_socket(raw)
+    except Exception:
+        raw.close()
+        raise
+
+
+def ask(sock, data, want_end=b"\r\n"):
+    sock.sendall(data)
+    got = b""
+    while not got.endswith(want_end):
+        b = sock.recv(65536)
+        if not b:
+            break
+        got += b
+    return got
+
+
+def refused(t, port, ca, cert=None, what=""):
+    """The handshake, or the first exchange after it (TLSv1.3 sends the
+    server's verdict on a client certificate after the client's Finished),
+    fails."""
+    try:
+        s = tls_connect(port, ca, cert)
+    except (ssl.SSLError, OSError):
+        return
+    try:
+        got = ask(s, b"PING\r\n")
+    except (ssl.SSLError, OSError):
+        return
+    finally:
+        s.close()
+    raise Failed("%s: accepted, answered %r" % (what, got))
+
+
+def failures(s):
+    """INFO stats' tls_handshake_failures."""
+    c = Resp(s.port)
+    info = c.cmd("INFO", "stats")
+    c.close()
+    if isinstance(info, bytes):
+        info = info.decode()
+    m = re.search(r"tls_handshake_failures:(\d+)", info)
+    return int(m.group(1)) if m else None
+
+
+def redis_cli(t, *args, stdin=None):
+    p = subprocess.run(["redis-cli", *args], input=stdin, capture_output=True,
+                       text=True, timeout=20 * SLOW)
+    return p.returncode, p.stdout.strip(), p.stderr.strip()
+
+
+# ---- the clients people use ----
+
+@test
+def redis_cli_tls_with_a_client_certificate_is_served_both_protocols(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        crt, key = p.client
+        base = ["--tls", "--cacert", p.ca, "--cert", crt, "--key", key,
+                "-h", "127.0.0.1", "-p", str(s.tport)]
+        t.eq(redis_cli(t, *base, "PING")[:2], (0, "PONG"), "PING over TLS")
+        t.eq(redis_cli(t, *base, "SETNX", "https://a.example/1", "1")[1],
+             "1", "SETNX of a new key")
+        t.eq(redis_cli(t, *base, "SETNX", "https://a.example/1", "1")[1],
+             "0", "SETNX of a seen key")
+        # the same key seen through the plain port: one seen-set
+        c = s.client()
+        t.eq(c.cmd("SEEN https://a.example/1"), "1", "plain port sees it")
+        c.close()
+        # many pipelined requests through one TLS connection, RESP3 too
+        lines = "".join("SETNX https://b.example/%d 1\n" % i
+                        for i in range(5000))
+        rc, out, err = redis_cli(t, *base, stdin=lines)
+        t.eq((rc, out.split("\n").count("1")), (0, 5000),
+             "5000 pipelined SETNX over TLS: " + err)
+        t.eq(redis_cli(t, *base, "-3", "HELLO", "3")[0], 0, "HELLO 3")
+
+
+@test
+def client_certificates_required_refused_without_accepted_with(t):
+    p = pki(t)
+    with tls_server(t, p, auth="yes") as s:
+        refused(t, s.tport, p.ca, None, "no client certificate")
+        rc, out, err = redis_cli(t, "--tls", "--cacert", p.ca, "-p",
+                                 str(s.tport), "PING")
+        t.ok(out != "PONG", "redis-cli without --cert is refused: %r" % out)
+        c = tls_connect(s.tport, p.ca, p.client)
+        t.eq(ask(c, b"PING\r\n"), b"PONG\r\n", "with a client certificate")
+        c.close()
+        t.ok(wait_until(lambda: failures(s) >= 2), "counted: %r"
+             % failures(s))
+        t.contains(s.read_log(), "TLS: client 127.0.0.1:", "logged")
+
+
+@test
+def client_certificates_optional_either_way_but_a_bad_one_is_refused(t):
+    p = pki(t)
+    with tls_server(t, p, auth="optional") as s:
+        c = tls_connect(s.tport, p.ca)
+        t.eq(ask(c, b"PING\r\n"), b"PONG\r\n", "without a certificate")
+        c.close()
+        c = tls_connect(s.tport, p.ca, p.client)
+        t.eq(ask(c, b"PING\r\n"), b"PONG\r\n", "with one")
+        c.close()
+        refused(t, s.tport, p.ca, p.foreign_client, "a foreign certificate")
+
+
+@test
+def expired_and_foreign_certificates_are_refused_and_counted(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        before = failures(s)
+        refused(t, s.tport, p.ca, p.expired, "an expired certificate")
+        refused(t, s.tport, p.ca, p.foreign_client, "a foreign certificate")
+        t.ok(wait_until(lambda: failures(s) >= before + 2), "counted")
+        log = s.read_log()
+        t.contains(log, "certificate has expired", "the log says why")
+        t.ok("unable to get local issuer certificate" in log or
+             "unknown ca" in log or "certificate verify failed" in log,
+             "the log says why the foreign one is refused")
+        c = tls_connect(s.tport, p.ca, p.client)
+        t.eq(ask(c, b"PING\r\n"), b"PONG\r\n", "a good client still served")
+        c.close()
+    # and a client refuses a seend whose certificate is not its CA's
+    with tls_server(t, p, auth="no", cert=p.foreign_server) as s:
+        try:
+            tls_connect(s.tport, p.ca).close()
+            raise Failed("a server certificate of another CA accepted")
+        except ssl.SSLError as e:
+            t.contains(str(e), "certificate verify failed", "client refuses")
+
+
+@test
+def redis_py_ssl_true_and_rediss_url(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        crt, key = p.client
+        r = redis.Redis(host="127.0.0.1", port=s.tport, ssl=True,
+                        ssl_ca_certs=p.ca, ssl_certfile=crt, ssl_keyfile=key,
+                        ssl_check_hostname=False, socket_timeout=10 * SLOW)
+        t.eq(r.ping(), True, "PING")
+        t.eq(r.setnx("https://c.example/", 1), True, "SETNX new")
+        t.eq(r.setnx("https://c.example/", 1), False, "SETNX seen")
+        pipe = r.pipeline(transaction=False)
+        for i in range(2000):
+            pipe.sadd("crawl", "https://d.example/%d" % i)
+        t.eq(sum(pipe.execute()), 2000, "2000 pipelined SADD")
+        r.close()
+        u = redis.Redis.from_url(
+            "rediss://127.0.0.1:%d/0?ssl_ca_certs=%s&ssl_certfile=%s"
+            "&ssl_keyfile=%s&ssl_check_hostname=False" % (s.tport, p.ca,
+                                                         crt, key))
+        t.eq(u.exists("https://c.example/"), 1, "rediss:// URL")
+        u.close()
+
+
+NODE_SCRIPT = r"""
+const fs = require('fs');
+const cfg = JSON.parse(process.argv[2]);
+const tls = { ca: fs.readFileSync(cfg.ca), cert: fs.readFileSync(cfg.cert),
+              key: fs.readFileSync(cfg.key), rejectUnauthorized: true,
+              checkServerIdentity: () => undefined };
+const out = {};
+setTimeout(() => { console.log(JSON.stringify({ watchdog: true, out }));
+                   process.exit(2); }, cfg.ms);
+(async () => {
+  const { createClient } = require('redis');
+  const c = createClient({ socket: { host: '127.0.0.1', port: cfg.port,
+                                     tls: true, ...tls } });
+  c.on('error', (e) => { out.nodeRedisError = String(e); });
+  await c.connect();
+  out.nodeRedisPing = await c.ping();
+  out.nodeRedisSetnx = [await c.setNX('https://n.example/1', '1'),
+                        await c.setNX('https://n.example/1', '1')];
+  await c.quit();
+  const Redis = require('ioredis');
+  const r = new Redis({ host: '127.0.0.1', port: cfg.port, tls,
+                        maxRetriesPerRequest: 1, lazyConnect: true });
+  await r.connect();
+  out.ioredisPing = await r.ping();
+  out.ioredisSetnx = [await r.setnx('https://n.example/2', '1'),
+                      await r.setnx('https://n.example/2', '1')];
+  out.ioredisExists = await r.exists('https://n.example/1');
+  r.disconnect();
+  console.log(JSON.stringify(out));
+  process.exit(0);
+})().catch((e) => { console.log(JSON.stringify({ error: String(e), out }));
+                    process.exit(1); });
+"""
+
+
+@test
+def node_redis_and_ioredis_with_tls_options(t):
+    import json
+    import shutil
+    node = shutil.which("node") or shutil.which("nodejs")
+    t.ok(node is not None, "node is installed (tools/install-deps)")
+    mods = os.path.join(SRCDIR, "tests", "node", "node_modules")
+    t.ok(os.path.isdir(os.path.join(mods, "ioredis")),
+         "tests/node/node_modules has ioredis (tools/install-deps)")
+    p = pki(t)
+    script = t.path("tls.cjs")
+    with open(script, "w") as f:
+        f.write(NODE_SCRIPT)
+    with tls_server(t, p) as s:
+        crt, key = p.client
+        cfg = {"port": s.tport, "ca": p.ca, "cert": crt, "key": key,
+               "ms": int(25000 * SLOW)}
+        env = dict(os.environ, NODE_PATH=mods)
+        env.pop("NODE_OPTIONS", None)
+        r = subprocess.run([node, script, json.dumps(cfg)], env=env,
+                           capture_output=True, text=True,
+                           timeout=30 * SLOW, stdin=subprocess.DEVNULL)
+        try:
+            got = json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise Failed("node: %s %s" % (r.stdout[-2000:], r.stderr[-2000:]))
+        t.eq(got, {"nodeRedisPing": "PONG", "nodeRedisSetnx": [True, False],
+                   "ioredisPing": "PONG", "ioredisSetnx": [1, 0],
+                   "ioredisExists": 1}, "node-redis and ioredis over TLS")
+
+
+@test
+def line_protocol_through_openssl_s_client(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        crt, key = p.client
+        r = subprocess.run(
+            [OPENSSL, "s_client", "-quiet", "-connect",
+             "127.0.0.1:%d" % s.tport, "-CAfile", p.ca, "-cert", crt,
+             "-key", key, "-verify_return_error"],
+            input="SEEN https://e.example/1\nSEEN https://e.example/1\n"
+                  "CHECK https://e.example/2\nPING\nQUIT\n",
+            capture_output=True, text=True, timeout=20 * SLOW)
+        t.eq(r.stdout.split(), ["0", "1", "0", "PONG", "OK"],
+             "line replies over TLS: %r %s" % (r.stdout, r.stderr[-500:]))
+
+
+# ---- bad input: closed, counted, nothing else disturbed ----
+
+@test
+def plaintext_on_the_tls_port_and_tls_on_the_plain_port_are_closed(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        before = failures(s)
+        # a line client on the TLS port: no reply it could take for one,
+        # closed
+        c = socket.create_connection(("127.0.0.1", s.tport), 10 * SLOW)
+        c.sendall(b"SEEN https://x.example/\r\n")
+        c.settimeout(10 * SLOW)
+        try:
+            got = c.recv(4096)
+            while got and b"\n" not in got:
+                more = c.recv(4096)
+                if not more:
+                    break
+                got += more
+        except ConnectionResetError:
+            got = b""
+        c.close()
+        t.ok(b"0\r\n" not in got, "plaintext on the TLS port not served")
+        # a RESP client on the TLS port
+        rc, out, err = redis_cli(t, "-p", str(s.tport), "PING")
+        t.ok(out != "PONG", "redis-cli without --tls on the TLS port: %r"
+             % out)
+        # a TLS client on the plain port: closed, not left waiting
+        try:
+            tls_connect(s.port, p.ca, p.client, timeout=10).close()
+            raise Failed("a TLS handshake on the plain port succeeded")
+        except (ssl.SSLError, OSError):
+            pass
+        rc, out, err = redis_cli(t, "--tls", "--cacert", p.ca, "--cert",
+                                 p.client[0], "--key", p.client[1], "-p",
+                                 str(s.port), "PING")
+        t.ok(out != "PONG", "redis-cli --tls on the plain port: %r" % out)
+        t.ok(wait_until(lambda: failures(s) >= before + 4),
+             "all four counted: %r" % failures(s))
+        t.contains(s.read_log(), "a TLS handshake on the plain port",
+                   "logged")
+        # and both ports still serve
+        c = s.client()
+        t.eq(c.cmd("PING"), "PONG", "plain port still serves")
+        c.close()
+        c = tls_connect(s.tport, p.ca, p.client)
+        t.eq(ask(c, b"SEEN https://x.example/\r\n"), b"0\r\n",
+             "TLS port still serves, the plaintext key was never added")
+        c.close()
+
+
+@test
+def a_handshake_left_half_done_is_closed_after_tls_handshake_timeout(t):
+    p = pki(t)
+    with tls_server(t, p, extra="tls_handshake_timeout = 1") as s:
+        before = failures(s)
+        # half a ClientHello: a record header announcing more than comes
+        half = socket.create_connection(("127.0.0.1", s.tport), 10 * SLOW)
+        half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01")
+        # and one that sends nothing at all
+        mute = socket.create_connection(("127.0.0.1", s.tport), 10 * SLOW)
+        for sock in (half, mute):
+            sock.settimeout(15 * SLOW)
+            try:
+                t.eq(sock.recv(4096), b"", "closed")
+            except ConnectionResetError:
+                pass
+            sock.close()
+        t.ok(wait_until(lambda: failures(s) >= before + 2), "counted")
+        t.contains(s.read_log(), "not done within tls_handshake_timeout",
+                   "logged")
+        c = tls_connect(s.tport, p.ca, p.client)
+        t.eq(ask(c, b"PING\r\n"), b"PONG\r\n", "others served")
+        c.close()
+
+
+@test
+def a_flood_of_failed_handshakes_leaves_ping_fast_and_memory_flat(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        stop = threading.Event()
+        errors = []
+
+        def flood(kind):
+            while not stop.is_set():
+                try:
+                    if kind == "plain":
+                        c = socket.create_connection(("127.0.0.1", s.tport),
+                                                     5)
+                        c.sendall(b"GET / HTTP/1.0\r\n\r\n" * 4)
+                        c.recv(100)
+                        c.close()
+                    elif kind == "nocert":
+                        refused(t, s.tport, p.ca, None, "flood")
+                    else:
+                        refused(t, s.tport, p.ca, p.foreign_client, "flood")
+                except (OSError, Failed) as e:
+                    if isinstance(e, Failed):
+                        errors.append(str(e))
+
+        # warm up: the first handshakes grow OpenSSL's caches
+        for _ in range(50):
+            refused(t, s.tport, p.ca, None, "warm-up")
+        rss0 = s.rss_kib()
+        n0 = failures(s)
+        threads = [threading.Thread(target=flood, args=(k,), daemon=True)
+                   for k in ("plain", "nocert", "foreign")]
+        for th in threads:
+            th.start()
+        c = s.client()
+        lat = []
+        end = time.time() + 4
+        while time.time() < end:
+            t0 = time.perf_counter()
+            t.eq(c.cmd("PING"), "PONG", "PING during the flood")
+            lat.append(time.perf_counter() - t0)
+            time.sleep(0.005)
+        stop.set()
+        for th in threads:
+            th.join(10)
+        c.close()
+        n = failures(s) - n0
+        lat.sort()
+        p99 = lat[int(len(lat) * 0.99)]
+        rss = s.rss_kib()
+        diag("flood: %d failed handshakes; PING p99 %.2f ms over %d; RSS "
+             "%d -> %d KiB" % (n, p99 * 1000, len(lat), rss0, rss))
+        t.eq(errors[:1], [], "no flood handshake accepted")
+        t.ok(n >= 100, "a flood: %d failed handshakes" % n)
+        t.ok(p99 < 0.050 * SLOW, "PING p99 %.1f ms under 50 ms"
+             % (p99 * 1000))
+        t.ok(rss < rss0 + 16 * 1024, "RSS flat: %d -> %d KiB" % (rss0, rss))
+        log = s.read_log()
+        t.ok(log.count("TLS: client") < n,
+             "the log is rate-limited: %d lines for %d failures"
+             % (log.count("TLS: client"), n))
+
+
+# ---- SIGHUP: rotation, and a broken certificate ----
+
+def served_cert(port, ca):
+    c = tls_connect(port, ca, None)
+    der = c.getpeercert(binary_form=True)
+    c.close()
+    return der
+
+
+def pem_to_der(path):
+    with open(path) as f:
+        return ssl.PEM_cert_to_DER_cert(f.read())
+
+
+def reloaded(s, n):
+    return s.read_log().count("reloaded ") >= n
+
+
+@test
+def sighup_rotates_the_certificate_and_keeps_it_when_the_new_one_is_broken(t):
+    p = pki(t)
+    crt, key = t.path("live.crt"), t.path("live.key")
+    for src, dst in zip(p.server, (crt, key)):
+        with open(src, "rb") as a, open(dst, "wb") as b:
+            b.write(a.read())
+    with tls_server(t, p, auth="optional", cert=(crt, key)) as s:
+        old = served_cert(s.tport, p.ca)
+        t.eq(old, pem_to_der(p.server[0]), "the first certificate served")
+        keep = tls_connect(s.tport, p.ca, p.client)
+        # a broken one: the old one kept, new connections still served
+        with open(crt, "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\nnot a certificate\n"
+                    "-----END CERTIFICATE-----\n")
+        s.send_signal(signal.SIGHUP)
+        t.ok(wait_until(lambda: reloaded(s, 1)), "reloaded")
+        t.contains(s.read_log(), "the certificate in use is kept",
+                   "the broken certificate is logged")
+        t.eq(served_cert(s.tport, p.ca), old, "the old certificate served")
+        # a key that does not match is as broken
+        newcrt, newkey = p.issue("rotated")
+        with open(newcrt, "rb") as a, open(crt, "wb") as b:
+            b.write(a.read())
+        s.send_signal(signal.SIGHUP)
+        t.ok(wait_until(lambda: reloaded(s, 2)), "reloaded again")
+        t.contains(s.read_log(), "mismatch", "the mismatch is logged")
+        t.eq(served_cert(s.tport, p.ca), old, "still the old certificate")
+        # rotation: the new certificate and key
+        with open(newkey, "rb") as a, open(key, "wb") as b:
+            b.write(a.read())
+        s.send_signal(signal.SIGHUP)
+        t.ok(wait_until(lambda: reloaded(s, 3)), "reloaded a third time")
+        t.eq(served_cert(s.tport, p.ca), pem_to_der(newcrt),
+             "the new certificate served to new connections")
+        # the connection opened before keeps its session
+        t.eq(ask(keep, b"PING\r\n"), b"PONG\r\n", "an open connection goes on")
+        t.eq(keep.getpeercert(binary_form=True), old, "with its certificate")
+        keep.close()
+
+
+# ---- the config ----
+
+@test
+def tls_settings_are_checked_with_their_lines(t):
+    p = pki(t)
+    s = Server(t, "tls_listen = 127.0.0.1:%d\n" % free_port())
+    t.ok(s.start(expect_fail=True) != 0, "tls_listen without a certificate")
+    t.contains(s.read_log(), "tls_listen needs tls_cert_file", "says why")
+    s = Server(t, "tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
+               "tls_key_file = %s\n" % ((free_port(),) + p.server),
+               name="s2")
+    t.ok(s.start(expect_fail=True) != 0, "client certs without a CA")
+    t.contains(s.read_log(), "needs tls_ca_cert_file", "says why")
+    s = Server(t, "tls_protocols = TLSv1.2 SSLv3\ntls_auth_clients = maybe\n",
+               name="s3")
+    t.ok(s.start(expect_fail=True) != 0, "bad values")
+    log = s.read_log()
+    t.contains(log, "tls_protocols", "tls_protocols refused")
+    t.contains(log, "tls_auth_clients", "tls_auth_clients refused")
+    s = tls_server(t, p, extra="tls_ciphers = NOT-A-CIPHER\n", name="s4")
+    t.ok(s.start(expect_fail=True) != 0, "a cipher list OpenSSL refuses")
+    t.contains(s.read_log(), "tls_ciphers", "says which")
+
+
+@test
+def tls_protocols_and_ciphersuites_are_applied(t):
+    p = pki(t)
+    with tls_server(t, p, auth="no", extra="tls_protocols = TLSv1.3\n"
+                    "tls_ciphersuites = TLS_CHACHA20_POLY1305_SHA256\n") as s:
+        ctx = ssl.create_default_context(cafile=p.ca)
+        ctx.check_hostname = False
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        raw = socket.create_connection(("127.0.0.1", s.tport), 10 * SLOW)
+        try:
+            ctx.wrap_socket(raw).close()
+            raise Failed("TLSv1.2 accepted with tls_protocols = TLSv1.3")
+        except ssl.SSLError:
+            pass
+        finally:
+            raw.close()
+        c = tls_connect(s.tport, p.ca)
+        t.eq((c.version(), c.cipher()[0]),
+             ("TLSv1.3", "TLS_CHACHA20_POLY1305_SHA256"), "what was agreed")
+        t.eq(ask(c, b"PING\r\n"), b"PONG\r\n", "served")
+        c.close()
+
+
+@test
+def metrics_count_failed_handshakes(t):
+    import urllib.request
+    p = pki(t)
+    mport = free_port()
+    with tls_server(t, p, extra="metrics_listen = 127.0.0.1:%d\n"
+                    % mport) as s:
+        refused(t, s.tport, p.ca, None, "no certificate")
+        t.ok(wait_until(lambda: failures(s) >= 1), "counted")
+        body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport,
+                                      timeout=10 * SLOW).read().decode()
+        m = re.search(r"^seend_tls_handshake_failures_total (\d+)", body,
+                      re.M)
+        t.ok(m and int(m.group(1)) >= 1, "the metric: %r" % (m and m.group(0)))
+
+
+if __name__ == "__main__":
+    run()
