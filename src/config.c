@@ -573,6 +573,18 @@ key_tls_replication(struct parser *p, const char *key, const char *v)
 		    key, SHOW(v));
 }
 
+void
+config_tls_settings(const struct config *cfg, struct tls_settings *t)
+{
+	t->cert_file = cfg->tls_cert_file;
+	t->key_file = cfg->tls_key_file;
+	t->ca_cert_file = cfg->tls_ca_cert_file;
+	t->auth_clients = (enum tls_auth)cfg->tls_auth_clients;
+	t->protocols = cfg->tls_protocols;
+	t->ciphers = cfg->tls_ciphers;
+	t->ciphersuites = cfg->tls_ciphersuites;
+}
+
 /* What the TLS keys need of each other, once all are read. */
 static void
 check_tls(struct parser *p)

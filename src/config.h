@@ -117,6 +117,10 @@ const struct filter_config *config_find_filter(const struct config *,
  * 0, or -1 if s is not one. */
 int		 config_parse_count(const char *s, uint64_t *out);
 int		 config_parse_duration(const char *s, uint64_t *out);
+/* The tls_* keys as tls.c takes them (pointers into cfg). */
+struct tls_settings;
+void		 config_tls_settings(const struct config *,
+		    struct tls_settings *);
 /* 1 if name is a valid filter name: [A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}. */
 int		 config_valid_filter_name(const char *name, size_t len);
 

@@ -298,7 +298,7 @@ tls_prepare(struct server *srv, const struct config *cfg, SSL_CTX **ctx)
 	*ctx = NULL;
 	if (cfg->tls_listen == NULL)
 		return 0;
-	tls_settings_from(&t, cfg);
+	config_tls_settings(cfg, &t);
 	if ((*ctx = tls_server_ctx_new(&t, err, sizeof(err))) != NULL)
 		return 0;
 	if ((*ctx = srv->conns.tls_ctx) == NULL) {

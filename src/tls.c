@@ -13,24 +13,11 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "config.h"
 #include "tls.h"
 
 /* The id sessions are cached under: resumption with a verified client
  * certificate needs one (OpenSSL refuses it otherwise). */
 static const unsigned char tls_sid_ctx[] = "seend";
-
-void
-tls_settings_from(struct tls_settings *t, const struct config *cfg)
-{
-	t->cert_file = cfg->tls_cert_file;
-	t->key_file = cfg->tls_key_file;
-	t->ca_cert_file = cfg->tls_ca_cert_file;
-	t->auth_clients = (enum tls_auth)cfg->tls_auth_clients;
-	t->protocols = cfg->tls_protocols;
-	t->ciphers = cfg->tls_ciphers;
-	t->ciphersuites = cfg->tls_ciphersuites;
-}
 
 unsigned
 tls_parse_protocols(const char *s)

@@ -40,12 +40,6 @@ struct tls_settings {
 	const char	*ciphersuites;	/* TLSv1.3; NULL: OpenSSL's */
 };
 
-struct config;
-
-/* The [server] tls_* keys as settings (pointers into the config). */
-void		 tls_settings_from(struct tls_settings *,
-		    const struct config *);
-
 /*
  * "TLSv1.2 TLSv1.3" -> a set of TLS_PROTO_*; 0 if a word is not one of
  * TLSv1, TLSv1.1, TLSv1.2, TLSv1.3 (Redis's tls-protocols words).
