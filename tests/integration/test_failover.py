@@ -5,11 +5,14 @@ Replicas and failover with real components (issue 23, INTERFACE.md
 1. Three redis-sentinel processes (Debian's) monitor a seend primary and two
    seend replicas (`replicaof = 127.0.0.1:PORT`): they find the replicas
    and each other. A crawler that finds the primary through redis-py's
-   Sentinel(...).master_for() records URLs; the primary is killed -9;
+   Sentinel(...).master_for() records URLs; the primary is killed -9
+   while a crawler's batches, each followed by WAIT 2, are in flight and
+   one replica is stopped (SIGSTOP) until WAIT 2 has answered less than 2;
    Sentinel promotes a replica, the crawler keeps recording through it
    (retrying on connection errors during the switch, as a crawler would),
-   every URL acknowledged before the kill (WAIT 1 after its batch) answers
-   seen there, the other replica follows the new primary, and the old
+   every URL acknowledged before the kill (WAIT 2 after its batch, or a
+   later one) answers seen there, the other replica follows the new
+   primary, and the old
    primary, restarted with its config and data_dir, is made a replica by
    Sentinel and catches up.
 2. twemproxy's (nutcracker's) dead-node case with a replica promoted in the
@@ -26,9 +29,11 @@ each sentinel's config.
 """
 import ctypes
 import os
+import random
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from seendtest import *
@@ -323,6 +328,52 @@ def record(m, keys, wait_replicas, wait_ms=1000):
     return p.execute()
 
 
+class WaitWriter:
+    """A crawler's thread: batches of new URLs through the primary on a
+    connection of its own, each pipelined with WAIT 2 <wait_ms>, one after
+    the other, until the connection fails (the primary's kill) or stop();
+    when a batch's WAIT answers 2, both replicas hold it and every batch
+    before it (whichever Sentinel promotes): urls("inflight", 0, acked)."""
+
+    def __init__(self, port, batch, wait_ms=200):
+        self.r = redis.Redis(port=port, socket_timeout=30 * SLOW)
+        self.batch, self.wait_ms = batch, wait_ms
+        self.acked, self.answers, self.sent = 0, [], 0
+        self.error, self.bad = None, []
+        self.stopping = threading.Event()
+        self.th = threading.Thread(target=self.loop, daemon=True)
+        self.th.start()
+
+    def loop(self):
+        n = 0
+        while not self.stopping.is_set():
+            keys = urls("inflight", n, self.batch)
+            n += self.batch
+            self.sent = n
+            try:
+                got = record(self.r, keys, 2, self.wait_ms)
+            except RETRYABLE as e:
+                self.error = e
+                return
+            except Exception as e:     # a failure of the test: reported
+                self.bad.append(repr(e))
+                return
+            if not all(isinstance(x, int) for x in got):
+                self.bad.append("replies %r" % [
+                    x for x in got if not isinstance(x, int)][:3])
+                return
+            self.answers.append(got[-1])
+            if got[-1] >= 2:
+                self.acked = n
+
+    def stop(self, t):
+        self.stopping.set()
+        self.th.join(60 * SLOW)
+        t.ok(not self.th.is_alive(), "the writer thread stopped")
+        self.r.close()
+        t.ok(not self.bad, "writer: %r" % self.bad)
+
+
 @test
 def sentinel_promotes_a_replica_and_redis_py_keeps_recording(t):
     t.ok(SENTINEL is not None, "redis-sentinel is installed "
@@ -356,29 +407,58 @@ def sentinel_promotes_a_replica_and_redis_py_keeps_recording(t):
     m = sen.master_for("mymaster", socket_timeout=10 * SLOW)
 
     # the crawl before the kill: a batch counts as acknowledged once WAIT
-    # says a replica holds it
+    # says both replicas hold it (WAIT 1 says that one does, not which,
+    # and Sentinel promotes the replica with the highest offset it last
+    # read)
     batch = max(int(250 * SCALE), 50)
     acked, n = [], 0
     for b in range(max(int(20 * SCALE), 5)):
         keys = urls("before", n, batch)
         n += batch
-        got = record(m, keys, 1)
+        got = record(m, keys, 2)
         t.ok(all(isinstance(x, int) for x in got),
              "the primary answers SETNX and WAIT: %r" % [
                  x for x in got if not isinstance(x, int)][:3])
-        if got[-1] >= 1:
+        if got[-1] >= 2:
             acked += keys
-    diag("%d URLs recorded before the kill, %d acknowledged by WAIT 1"
-         % (n, len(acked)))
-    t.ok(len(acked) > 0, "WAIT 1 acknowledges batches")
-    # WAIT 1 says that one replica holds a batch, not which: Sentinel
-    # promotes the replica with the highest offset it last read, so the
-    # kill waits until both hold everything, for the test not to depend
-    # on when Sentinel's last INFO came
-    wait_caught_up(t, p, [r1, r2], what="before the kill")
+    t.ok(len(acked) > 0, "WAIT 2 acknowledges batches")
 
-    p.kill9()
-    killed = time.time()
+    # the kill lands while a crawler's batches with WAIT 2 are in flight
+    # and one replica is behind: r2 is stopped (SIGSTOP) until a WAIT 2
+    # sent after the stop has timed out short of 2 (asserted: a stopped
+    # replica acknowledges nothing), the primary is killed a random while
+    # later, and r2 goes on. What WAIT acknowledged must survive the
+    # failover, what it did not may be missing.
+    w = WaitWriter(p.port, batch)
+    try:
+        t.ok(wait_until(lambda: w.acked >= 3 * batch or
+                        not w.th.is_alive(), 30) and w.th.is_alive(),
+             "the writer's WAIT 2 acknowledges batches (%d URLs; answers "
+             "%r; %r)" % (w.acked, w.answers[-5:], w.bad))
+        r2.send_signal(signal.SIGSTOP)
+        try:
+            k = len(w.answers) + 1
+            t.ok(wait_until(lambda: any(a < 2 for a in w.answers[k:]) or
+                            not w.th.is_alive(), 30) and w.th.is_alive(),
+                 "WAIT 2 answers less than 2 while a replica is stopped "
+                 "(%d answers since the stop, the last %r; %r)" % (
+                     len(w.answers[k:]), w.answers[-5:], w.bad))
+            time.sleep(random.uniform(0, 0.2))
+            p.kill9()
+        finally:
+            r2.send_signal(signal.SIGCONT)
+        killed = time.time()
+        w.th.join(30 * SLOW)
+        t.ok(w.error is not None, "the kill landed while a batch was in "
+             "flight: the writer's connection failed (%d batches "
+             "answered)" % len(w.answers))
+    finally:
+        w.stop(t)
+    inflight = urls("inflight", w.acked, w.sent - w.acked)
+    acked += urls("inflight", 0, w.acked)
+    diag("%d URLs recorded before the crawler, %d acknowledged by WAIT 2 "
+         "before the kill; the kill came with %d more sent and not "
+         "acknowledged" % (n, len(acked), len(inflight)))
     # the crawler goes on: each batch is retried until a primary takes it
     after, errors = [], 0
     kinds = set()
@@ -418,6 +498,8 @@ def sentinel_promotes_a_replica_and_redis_py_keeps_recording(t):
          + sentinel_view(sentinels))
     all_seen(t, new, acked, "every URL acknowledged before the kill "
              "answers seen on the new primary")
+    diag("of the %d sent and not acknowledged, %d are missing there" % (
+        len(inflight), sum(e != 1 for e in exists_on(new.port, inflight))))
     all_seen(t, new, after, "the URLs recorded after the kill are on "
              "the new primary")
     # the other replica follows the new primary
