@@ -399,8 +399,8 @@ def every_chunk_with_a_flipped_byte_is_refused_and_dropped(t):
             t.eq(got, ["OK"] * i, what + ": the chunks before")
             got = c.cmd("BF.LOADCHUNK", name, chunks[i][0],
                         flip(chunks[i][1], pos))
-            t.ok(isinstance(got, Err) and got.startswith("ERR ") and
-                 "bad dump chunk" in got, "%s: %r" % (what, got))
+            # RedisBloom's text; the reason is in the log
+            t.eq(got, Err("ERR received bad data"), what)
             is_missing(t, b, name, what)
             if i >= 1:
                 # the partial load is gone, not waiting for chunk i
@@ -486,8 +486,10 @@ def truncated_reordered_missing_and_foreign_chunks_are_refused(t):
         t.eq(c.cmd("DEL", name), 1, "DEL " + name)
     # a dump mixed the other way round loads neither
     got = load(c, "mix", [other[0], other[1], c2])
-    t.ok(isinstance(got[2], Err) and "another dump" in got[2],
-         "chunk 2 of the first dump after the second's: %r" % got[2])
+    t.eq(got[2], Err("ERR received bad data"),
+         "chunk 2 of the first dump after the second's")
+    t.ok(wait_until(lambda: "load of mix dropped: bad dump chunk: from "
+                    "another dump" in b.read_log()), "the log says why")
     is_missing(t, b, "mix", "mix")
     load_ok(t, c, "mix", other, "the second dump whole")
     all_held(t, rb, "mix", held, "mix")
@@ -736,8 +738,15 @@ def stale_and_bad_iterators_are_refused(t):
         for it in (1, 12345, 1 << 40, (1 << 40) + 1, (17 << 40) + 1,
                    (1 << 62), 9223372036854775807):
             refused(c.cmd("BF.SCANDUMP", "f", it), "never issued %d" % it)
-        for it in (-1, -9223372036854775808, "x", "1.5", "", "1e3"):
-            refused(c.cmd("BF.SCANDUMP", "f", it), "SCANDUMP iter %r" % it)
+        # RedisBloom's: a negative iterator is the end, a word is not
+        # a number
+        for it in (-1, -9223372036854775808):
+            t.eq(c.cmd("BF.SCANDUMP", "f", it), [0, b""],
+                 "SCANDUMP iter %r" % it)
+        for it in ("x", "1.5", "", "1e3"):
+            t.eq(c.cmd("BF.SCANDUMP", "f", it),
+                 Err("Second argument must be numeric"),
+                 "SCANDUMP iter %r" % it)
         refused(c.cmd("BF.SCANDUMP", "nope", 0), "missing filter",
                 "ERR not found")
         refused(c.cmd("BF.SCANDUMP", "nope", 1), "missing filter, iter 1",
