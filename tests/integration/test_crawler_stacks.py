@@ -14,13 +14,10 @@ leaves the keys to the journal, both keep every acknowledged key across
 the restart; ABORT and bad combinations are Redis's errors. SET k v
 without NX is an error, never a stored lie.
 """
-import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import time
 import urllib.request
 
 from seendtest import *
@@ -40,59 +37,9 @@ hosts = news.example
 """
 
 
-class Closed(Exception):
-    pass
-
-
-class Raw:
-    """A RESP connection that returns each reply's exact bytes."""
-
-    def __init__(self, port, timeout=10.0):
-        self.s = socket.create_connection(("127.0.0.1", port),
-                                          timeout=timeout * SLOW)
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-
-    def _more(self):
-        chunk = self.s.recv(65536)
-        if not chunk:
-            raise Closed(self.buf)
-        self.buf += chunk
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            self._more()
-        i = self.buf.index(b"\r\n") + 2
-        line, self.buf = self.buf[:i], self.buf[i:]
-        return line
-
-    def reply(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return line
-            while len(self.buf) < n + 2:
-                self._more()
-            body, self.buf = self.buf[:n + 2], self.buf[n + 2:]
-            return line + body
-        if kind == b"*":
-            return line + b"".join(self.reply()
-                                   for _ in range(max(int(rest), 0)))
-        return line
-
-    def cmd(self, *words):
-        self.s.sendall(enc(*words))
-        return self.reply()
-
-    def pipeline(self, cmds):
-        self.s.sendall(b"".join(enc(*w) for w in cmds))
-        return [self.reply() for _ in cmds]
-
-    def line(self, text):
-        self.s.sendall(text.encode() + b"\r\n")
-        return self._line()[:-2].decode()
+class Raw(RespBytes):
+    """seendtest's RespBytes (each reply's exact bytes), and what arrives
+    before the server closes the connection."""
 
     def eof(self, timeout=30.0):
         """What arrives before the server closes the connection (None if
@@ -109,9 +56,6 @@ class Raw:
             return None
         except ConnectionResetError:
             return got
-
-    def close(self):
-        self.s.close()
 
 
 class Redis:
