@@ -170,6 +170,9 @@ usage(FILE *fp)
 	    "  -p port       server port (default %s)\n"
 	    "  -s socket     connect to a Unix socket instead\n"
 	    "  -a token      send AUTH token on each connection first\n"
+	    "  --tls, --cacert file, --cert file, --key file\n"
+	    "                connect with TLS (seend's tls_listen), as "
+	    "seen-cli does\n"
 	    "  -c conns      connections (default 4)\n"
 	    "  -P depth      requests in flight per connection (default 1)\n"
 	    "  -n requests   total requests (default 1000000; k, M, G "
@@ -1259,6 +1262,7 @@ main(int argc, char *argv[])
 		{ "resp",	no_argument,		NULL, 'E' },
 		{ "resp3",	no_argument,		NULL, '3' },
 		{ "resp-cmd",	required_argument,	NULL, 'M' },
+		CLIENT_TLS_LONGOPTS,
 		{ NULL,		0,			NULL, 0 },
 	};
 	struct worker	*workers;

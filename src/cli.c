@@ -63,6 +63,8 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: seen-cli [-h host] [-p port] [-s socket] [-a token] "
 	    "[command [arg ...]]\n"
+	    "       (each form takes --tls [--cacert file] [--cert file "
+	    "--key file] too)\n"
 	    "       seen-cli [-h host] [-p port] [-s socket] [-a token] "
 	    "--new | --check\n"
 	    "                [-f filter] < urls\n"
@@ -86,6 +88,11 @@ usage(FILE *fp)
 	    "  -p port       server TCP port (default %s)\n"
 	    "  -s socket     connect to a Unix socket instead of TCP\n"
 	    "  -a token      send AUTH token first\n"
+	    "  --tls         connect with TLS (seend's tls_listen)\n"
+	    "  --cacert file CA certificates to verify the server with "
+	    "(default: the system's)\n"
+	    "  --cert file   with --tls: the client certificate to present\n"
+	    "  --key file    with --tls: its private key\n"
 	    "  --new         read URLs from stdin, record them (SEEN), print "
 	    "the new ones\n"
 	    "  --check       read URLs from stdin, record nothing (CHECK), "
@@ -581,6 +588,7 @@ main(int argc, char *argv[])
 		{ "host",	required_argument,	NULL, 'h' },
 		{ "port",	required_argument,	NULL, 'p' },
 		{ "socket",	required_argument,	NULL, 's' },
+		CLIENT_TLS_LONGOPTS,
 		{ NULL,		0,			NULL, 0 },
 	};
 	struct cli	 c;

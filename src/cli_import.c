@@ -557,7 +557,8 @@ open_conn(struct rconn *c, const struct client_target *t, const char *name,
 static int
 redis_setup(struct import *im)
 {
-	struct client_target	 t = { im->url.host, im->url.port, NULL };
+	struct client_target	 t = { .host = im->url.host,
+				    .port = im->url.port };
 	struct rconn		*r = &im->redis;
 	const char		*argv[3], *p = NULL;
 	char			 text[256];

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "client.h"
+#include "tls.h"
 
 void
 client_target_name(const struct client_target *t, char *buf, size_t len)
@@ -103,12 +109,265 @@ connect_tcp(const struct client_target *t, char *err, size_t errlen)
 	return fd;
 }
 
+/* ---- TLS: a session relayed to a socket pair ---- */
+
+#define RELAY_BUF	16384
+#define RELAY_MAX	64	/* connections a program keeps at once */
+
+struct relay {
+	SSL		*ssl;
+	int		 net;		/* the TCP socket, TLS on it */
+	int		 app;		/* our end of the pair */
+	int		 user;		/* the caller's end (closed at exit) */
+	pthread_t	 thread;
+	int		 done;
+	char		 up[RELAY_BUF], down[RELAY_BUF];
+	size_t		 up_len, up_off, down_len, down_off;
+};
+
+static struct relay	*relays[RELAY_MAX];
+static pthread_mutex_t	 relays_lock = PTHREAD_MUTEX_INITIALIZER;
+static SSL_CTX		*client_ctx;
+
+/* What SSL_read or SSL_write asks for: POLLIN, POLLOUT, or -1 (the end). */
+static int
+relay_want(SSL *ssl, int r)
+{
+	switch (SSL_get_error(ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		return POLLIN;
+	case SSL_ERROR_WANT_WRITE:
+		return POLLOUT;
+	default:
+		ERR_clear_error();
+		return -1;
+	}
+}
+
+/*
+ * The thread: bytes the caller writes go up through SSL_write, bytes
+ * SSL_read gives go down to the caller, each through its buffer, until
+ * either side ends. The caller's end closing (its close, or our atexit's
+ * shutdown) ends it once what it wrote is sent.
+ */
+static void *
+relay_run(void *arg)
+{
+	struct relay	*r = arg;
+	struct pollfd	 pfd[2];
+	sigset_t	 set;
+	int		 app_eof = 0, net_eof = 0, net_ev, progress, w;
+	ssize_t		 n;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	for (;;) {
+		net_ev = 0;
+		do {
+			progress = 0;
+			if (!net_eof && r->down_len == 0) {
+				if ((w = SSL_read(r->ssl, r->down,
+				    sizeof(r->down))) > 0) {
+					r->down_len = (size_t)w;
+					r->down_off = 0;
+					progress = 1;
+				} else if ((w = relay_want(r->ssl, w)) == -1)
+					net_eof = 1;
+				else
+					net_ev |= w;
+			}
+			if (r->down_off < r->down_len) {
+				n = send(r->app, r->down + r->down_off,
+				    r->down_len - r->down_off, MSG_NOSIGNAL);
+				if (n > 0) {
+					r->down_off += (size_t)n;
+					if (r->down_off == r->down_len)
+						r->down_len = r->down_off = 0;
+					progress = 1;
+				} else if (n == -1 && errno != EAGAIN &&
+				    errno != EINTR)
+					goto out;
+			}
+			if (!app_eof && r->up_len == 0) {
+				n = read(r->app, r->up, sizeof(r->up));
+				if (n > 0) {
+					r->up_len = (size_t)n;
+					r->up_off = 0;
+					progress = 1;
+				} else if (n == 0 || (errno != EAGAIN &&
+				    errno != EINTR))
+					app_eof = 1;
+			}
+			if (!net_eof && r->up_off < r->up_len) {
+				if ((w = SSL_write(r->ssl, r->up + r->up_off,
+				    (int)(r->up_len - r->up_off))) > 0) {
+					r->up_off += (size_t)w;
+					if (r->up_off == r->up_len)
+						r->up_len = r->up_off = 0;
+					progress = 1;
+				} else if ((w = relay_want(r->ssl, w)) == -1)
+					net_eof = 1;
+				else
+					net_ev |= w;
+			}
+		} while (progress);
+		if (app_eof && r->up_len == 0) {
+			(void)SSL_shutdown(r->ssl);
+			goto out;
+		}
+		if (net_eof && r->down_len == 0)
+			goto out;	/* the caller reads its end of file */
+		pfd[0].fd = r->net;
+		pfd[0].events = (short)(net_ev ? net_ev : POLLIN);
+		pfd[1].fd = r->app;
+		pfd[1].events = (short)((r->up_len == 0 && !app_eof ? POLLIN :
+		    0) | (r->down_len > 0 ? POLLOUT : 0));
+		if (poll(pfd, 2, -1) == -1 && errno != EINTR)
+			goto out;
+	}
+out:
+	ERR_clear_error();
+	shutdown(r->app, SHUT_RDWR);
+	close(r->app);
+	SSL_free(r->ssl);
+	close(r->net);
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* At exit: each relay is told the caller is done (its end shut for
+ * writing), and given a moment to send what it was given. */
+static void
+relay_exit(void)
+{
+	struct timespec	 ts;
+
+	for (int i = 0; i < RELAY_MAX; i++) {
+		struct relay *r = relays[i];
+
+		if (r == NULL)
+			continue;
+		if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+			shutdown(r->user, SHUT_WR);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 5;
+		if (pthread_timedjoin_np(r->thread, NULL, &ts) == 0)
+			free(r);
+		relays[i] = NULL;
+	}
+}
+
+/* Drops the relays whose connection has ended (a client that reconnects
+ * makes one per connection). */
+static void
+relay_reap(void)
+{
+	for (int i = 0; i < RELAY_MAX; i++)
+		if (relays[i] != NULL &&
+		    __atomic_load_n(&relays[i]->done, __ATOMIC_ACQUIRE)) {
+			pthread_join(relays[i]->thread, NULL);
+			free(relays[i]);
+			relays[i] = NULL;
+		}
+}
+
+static int
+connect_tls(const struct client_target *t, int fd, char *err, size_t errlen)
+{
+	static int		 hooked;
+	struct tls_settings	 ts = { 0 };
+	struct relay		*r = NULL;
+	char			 name[300], why[256];
+	int			 pair[2] = { -1, -1 }, slot = -1, rc;
+	long			 vr;
+
+	client_target_name(t, name, sizeof(name));
+	pthread_mutex_lock(&relays_lock);
+	relay_reap();
+	for (int i = 0; i < RELAY_MAX && slot == -1; i++)
+		if (relays[i] == NULL)
+			slot = i;
+	if (slot == -1) {
+		snprintf(err, errlen, "%s: too many TLS connections", name);
+		goto fail;
+	}
+	if (client_ctx == NULL) {
+		ts.cert_file = t->cert;
+		ts.key_file = t->key;
+		ts.ca_cert_file = t->cacert;
+		ts.protocols = TLS_PROTO_DEFAULT;
+		if ((client_ctx = tls_client_ctx_new(&ts, why,
+		    sizeof(why))) == NULL) {
+			snprintf(err, errlen, "TLS: %s", why);
+			goto fail;
+		}
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    (r->ssl = SSL_new(client_ctx)) == NULL ||
+	    SSL_set_fd(r->ssl, fd) != 1) {
+		snprintf(err, errlen, "TLS: out of memory");
+		goto fail;
+	}
+	/* the name the server's certificate is checked against, and
+	 * SNI, unless it is an address */
+	if (strspn(t->host, "0123456789.:abcdefABCDEF") != strlen(t->host))
+		SSL_set_tlsext_host_name(r->ssl, t->host);
+	ERR_clear_error();
+	if ((rc = SSL_connect(r->ssl)) != 1) {
+		if ((vr = SSL_get_verify_result(r->ssl)) != X509_V_OK)
+			snprintf(why, sizeof(why), "the server's certificate: "
+			    "%s", X509_verify_cert_error_string(vr));
+		else if (tls_error_string(why, sizeof(why))[0] == '\0')
+			snprintf(why, sizeof(why), "the server closed the "
+			    "connection (is %.200s its TLS port?)", name);
+		snprintf(err, errlen, "cannot connect to %s: TLS handshake "
+		    "failed: %s", name, why);
+		goto fail;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		goto fail;
+	}
+	r->net = fd;
+	r->app = pair[0];
+	r->user = pair[1];
+	if (client_set_nonblock(fd, 1) == -1 ||
+	    client_set_nonblock(pair[0], 1) == -1 ||
+	    pthread_create(&r->thread, NULL, relay_run, r) != 0) {
+		snprintf(err, errlen, "TLS: cannot start its thread");
+		goto fail;
+	}
+	relays[slot] = r;
+	if (!hooked) {
+		hooked = 1;
+		atexit(relay_exit);
+	}
+	pthread_mutex_unlock(&relays_lock);
+	return pair[1];
+fail:
+	pthread_mutex_unlock(&relays_lock);
+	if (r != NULL)
+		SSL_free(r->ssl);
+	free(r);
+	if (pair[0] != -1) {
+		close(pair[0]);
+		close(pair[1]);
+	}
+	close(fd);
+	return -1;
+}
+
 int
 client_connect(const struct client_target *t, char *err, size_t errlen)
 {
+	int fd;
+
 	if (t->path != NULL)
 		return connect_unix(t, err, errlen);
-	return connect_tcp(t, err, errlen);
+	if ((fd = connect_tcp(t, err, errlen)) == -1 || !t->tls)
+		return fd;
+	return connect_tls(t, fd, err, errlen);
 }
 
 int
@@ -311,6 +570,18 @@ client_target_option(int ch, char *arg, struct client_target *t,
 		return 1;
 	case 'a':
 		*token = arg;
+		return 1;
+	case CLIENT_OPT_TLS:
+		t->tls = 1;
+		return 1;
+	case CLIENT_OPT_CACERT:
+		t->cacert = arg;
+		return 1;
+	case CLIENT_OPT_CERT:
+		t->cert = arg;
+		return 1;
+	case CLIENT_OPT_KEY:
+		t->key = arg;
 		return 1;
 	}
 	return 0;

@@ -18,12 +18,31 @@
 #define SEEN_DEFAULT_HOST	"127.0.0.1"
 #define SEEN_DEFAULT_PORT	"6874"
 
-/* Where to connect: a Unix socket path wins over host and port. */
+/* Where to connect: a Unix socket path wins over host and port. With
+ * tls, a TCP connection speaks TLS (to seend's tls_listen), verifying the
+ * server against cacert (or the system's CAs) and presenting cert/key if
+ * given: as redis-cli's --tls, --cacert, --cert, --key. */
 struct client_target {
 	const char	*host;
 	const char	*port;
 	const char	*path;
+	int		 tls;
+	const char	*cacert;
+	const char	*cert;
+	const char	*key;
 };
+
+/* The long options of client_target_option for TLS, to put in each
+ * program's getopt_long table. */
+#define CLIENT_OPT_TLS		0x100
+#define CLIENT_OPT_CACERT	0x101
+#define CLIENT_OPT_CERT		0x102
+#define CLIENT_OPT_KEY		0x103
+#define CLIENT_TLS_LONGOPTS \
+	{ "tls",	no_argument,		NULL, CLIENT_OPT_TLS }, \
+	{ "cacert",	required_argument,	NULL, CLIENT_OPT_CACERT }, \
+	{ "cert",	required_argument,	NULL, CLIENT_OPT_CERT }, \
+	{ "key",	required_argument,	NULL, CLIENT_OPT_KEY }
 
 /*
  * A buffered line reader over a socket. Lines are returned in place, without
@@ -43,7 +62,8 @@ void	client_target_name(const struct client_target *, char *, size_t);
 char	*client_strip_brackets(char *host);
 /*
  * The connection flags both clients share: -h host, -p port, -s socket,
- * -a token. Returns 1 if ch was one of them (and stores optarg), else 0.
+ * -a token, and CLIENT_TLS_LONGOPTS. Returns 1 if ch was one of them (and
+ * stores optarg), else 0.
  */
 int	client_target_option(int ch, char *optarg, struct client_target *,
 	    const char **token);
@@ -51,6 +71,12 @@ int	client_target_option(int ch, char *optarg, struct client_target *,
  * Connects (TCP through getaddrinfo, trying every address; or a Unix
  * socket). Returns a blocking socket, or -1 with a message such as
  * "cannot connect to 127.0.0.1:6874: Connection refused" in err.
+ *
+ * With tls the handshake is done here (a certificate refused is this
+ * call's error), and what is returned is one end of a socket pair whose
+ * other end a thread relays through the TLS session: every client's
+ * reads, writes and poll(2) loops work on it unchanged. The relay ends
+ * when the caller closes its end (or exits) and what it wrote is sent.
  */
 int	client_connect(const struct client_target *, char *err, size_t errlen);
 int	client_set_nonblock(int fd, int on);

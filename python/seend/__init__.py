@@ -27,13 +27,25 @@ the server and is sent twice would report a new URL as seen.  The next call
 reconnects.  A connection that the server closed while it was idle (a
 restart of seend, ``idle_timeout``) is noticed before anything is written
 and replaced silently, since no request was lost.
+
+TLS (seend's ``tls_listen``): give an ``ssl_context``, or an address
+``seends://host:port`` (``rediss://`` too, so that one URL serves redis-py
+and this client), which verifies the server against the system's CAs:
+
+    ctx = seend.ssl_context(cafile="ca.crt", certfile="client.crt",
+                            keyfile="client.key")
+    c = seend.Client("10.0.0.1:6875", ssl_context=ctx)
+    c = seend.Client("seends://:s3cret@dedup.internal:6875")  # token too
 """
 import selectors
 import socket
+import ssl
 import time
+import urllib.parse
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["Client", "Ring", "Error", "ConnectionError", "TimeoutError"]
+__all__ = ["Client", "Ring", "Error", "ConnectionError", "TimeoutError",
+           "ssl_context"]
 __version__ = "0.1.0"
 
 Key = Union[str, bytes]
@@ -43,6 +55,9 @@ Number = Union[int, float, str]
 _FORBIDDEN = (b" ", b"\t", b"\n", b"\r", b"\v", b"\f")
 _FORBIDDEN_STR = tuple(ch.decode() for ch in _FORBIDDEN)
 _CHUNK = 1 << 18
+# what a non-blocking socket (or TLS session) says when it must wait
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                ssl.SSLWantWriteError)
 
 
 class Error(Exception):
@@ -86,8 +101,47 @@ class TimeoutError(ConnectionError):  # noqa: A001
     """The server did not answer within the client's timeout."""
 
 
+# URL schemes an address may have: whether it asks for TLS
+_SCHEMES = {"seend": False, "redis": False, "seends": True, "rediss": True}
+
+
+def _split_url(address: str) -> Tuple[str, Optional[bool], Optional[str]]:
+    """'seends://[:token@]host:port[/...]' -> ('host:port', tls, token);
+    an address without a scheme -> (address, None, None)."""
+    scheme, sep, _ = address.partition("://")
+    if not sep or scheme.lower() not in _SCHEMES:
+        return address, None, None
+    u = urllib.parse.urlsplit(address)
+    netloc = u.netloc.rpartition("@")[2]
+    if not netloc:
+        raise ValueError("seend address %r: no host:port after %s://"
+                         % (address, scheme))
+    if ":" not in netloc.rpartition("]")[2]:
+        netloc += ":6874"
+    token = urllib.parse.unquote(u.password) if u.password else None
+    return netloc, _SCHEMES[scheme.lower()], token
+
+
+def ssl_context(cafile: Optional[str] = None, certfile: Optional[str] = None,
+                keyfile: Optional[str] = None,
+                check_hostname: bool = True) -> ssl.SSLContext:
+    """
+    A client TLS context for seend's ``tls_listen``: the server is verified
+    against ``cafile`` (default: the system's CAs), and its certificate's
+    name against the host connected to unless ``check_hostname`` is False
+    (redis-cli does not check it); ``certfile``/``keyfile`` is the client
+    certificate a server with ``tls_auth_clients = yes`` asks for.
+    """
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.check_hostname = check_hostname
+    if certfile is not None:
+        ctx.load_cert_chain(certfile, keyfile)
+    return ctx
+
+
 def _parse_address(address: str) -> Tuple[int, object]:
     """'host:port', '[v6]:port' or a path containing '/' -> (family, addr)."""
+    address = _split_url(address)[0]
     if "/" in address:
         return socket.AF_UNIX, address
     if address.startswith("["):
@@ -102,6 +156,22 @@ def _parse_address(address: str) -> Tuple[int, object]:
     if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise ValueError("seend address %r: bad port %r" % (address, port))
     return socket.AF_UNSPEC, (host, int(port))
+
+
+def _recv(s: socket.socket) -> bytes:
+    """What a non-blocking socket has (b"" at its end; raises one of
+    _WOULD_BLOCK if nothing yet), with, over TLS, the rest of a record
+    read in part: it is in the session, where select() cannot see it."""
+    chunk = s.recv(_CHUNK)
+    while chunk and isinstance(s, ssl.SSLSocket) and s.pending():
+        try:
+            more = s.recv(_CHUNK)
+        except _WOULD_BLOCK:
+            break
+        if not more:
+            break
+        chunk += more
+    return chunk
 
 
 def _number(text: str) -> Number:
@@ -143,8 +213,13 @@ class Client:
     A connection to one seend.
 
     ``address`` is ``host:port``, ``[v6]:port``, or a Unix socket path (any
-    address containing ``/``).  ``token`` is sent with ``AUTH`` on every
-    connect.  ``timeout`` (seconds) bounds the connect and every wait for the
+    address containing ``/``), or a URL ``seend://host:port`` or, over TLS,
+    ``seends://host:port`` (also ``redis://``, ``rediss://``; a password in
+    it, ``seends://:token@host:port``, is the token).  ``ssl_context``
+    (``ssl.SSLContext``, see ``seend.ssl_context``) speaks TLS to a
+    ``tls_listen`` port with it; a ``seends://`` address without one uses
+    ``ssl.create_default_context()``.  ``token`` is sent with ``AUTH`` on
+    every connect.  ``timeout`` (seconds) bounds the connect and every wait for the
     server; a timeout raises ``TimeoutError`` and drops the connection.
     ``connect_retry`` (seconds, default 0) keeps retrying a refused connect
     for that long, so that a restart of seend is ridden out; only connects
@@ -165,12 +240,21 @@ class Client:
         return super().__new__(cls)
 
     def __init__(self, address: str, token: Optional[str] = None,
-                 timeout: float = 10.0, connect_retry: float = 0.0) -> None:
+                 timeout: float = 10.0, connect_retry: float = 0.0,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.address = address
-        self.token = token
+        plain, tls, url_token = _split_url(address)
+        self.token = token if token is not None else url_token
         self.timeout = timeout
         self.connect_retry = connect_retry
-        self._family, self._addr = _parse_address(address)
+        self._family, self._addr = _parse_address(plain)
+        if tls and ssl_context is None:
+            ssl_context = ssl.create_default_context()
+        if ssl_context is not None and self._family == socket.AF_UNIX:
+            raise ValueError("seend address %r: TLS is for TCP (tls_listen), "
+                             "not a Unix socket" % address)
+        #: the TLS context, or None for plain TCP
+        self.ssl_context = ssl_context
         self._sock: Optional[socket.socket] = None
         self._sel: Optional[selectors.BaseSelector] = None
         self._buf = bytearray()
@@ -210,6 +294,15 @@ class Client:
         else:
             s = socket.create_connection(self._addr, timeout=self.timeout)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.ssl_context is not None:
+                # the handshake here, blocking, within the timeout: a
+                # certificate refused is a failed connect
+                try:
+                    s = self.ssl_context.wrap_socket(
+                        s, server_hostname=self._addr[0])  # type: ignore
+                except BaseException:
+                    s.close()
+                    raise
         return s
 
     def _connect(self) -> None:
@@ -249,8 +342,12 @@ class Client:
         s = self._sock
         if s is None or self._buf:
             return False
+        if isinstance(s, ssl.SSLSocket) and s.pending():
+            return False                 # bytes nobody asked for
         try:
-            s.recv(1, socket.MSG_PEEK)   # the socket is non-blocking
+            # the socket's own bytes (TLS records: a close_notify is the
+            # server closing); the socket is non-blocking
+            socket.socket.recv(s, 1, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
             return True                  # nothing to read: as it should be
         except OSError:
@@ -284,7 +381,7 @@ class Client:
             if payload:
                 try:
                     sent = s.send(view[:_CHUNK])
-                except (BlockingIOError, InterruptedError):
+                except _WOULD_BLOCK:
                     pass
             if sent < len(view):
                 sel.modify(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
@@ -298,15 +395,15 @@ class Client:
                 if mask & selectors.EVENT_WRITE and writing:
                     try:
                         sent += s.send(view[sent:sent + _CHUNK])
-                    except (BlockingIOError, InterruptedError):
+                    except _WOULD_BLOCK:
                         pass
                     if sent >= len(view):
                         sel.modify(s, selectors.EVENT_READ)
                         writing = False
                 if mask & selectors.EVENT_READ:
                     try:
-                        chunk = s.recv(_CHUNK)
-                    except (BlockingIOError, InterruptedError):
+                        chunk = _recv(s)
+                    except _WOULD_BLOCK:
                         continue
                     if not chunk:
                         raise OSError("connection closed by the server")

@@ -40,10 +40,10 @@ import selectors
 import struct
 from array import array
 from itertools import repeat
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import (_CHUNK, Client, ConnectionError, Error, Key, Number,
-               TimeoutError, _encode, _parse_address)
+from . import (_CHUNK, _WOULD_BLOCK, Client, ConnectionError, Error, Key,
+               Number, TimeoutError, _encode, _parse_address, _recv)
 
 __all__ = ["Ring", "parse_server", "fnv1a_64", "ketama_points"]
 
@@ -246,7 +246,8 @@ class Ring:
 
     ``servers`` lists the nodes, in nutcracker.yml's order, each as
     ``host:port``, ``host:port:weight name``, ``[v6]:port`` or a Unix
-    socket path.  ``token``, ``timeout`` and ``connect_retry`` are those of
+    socket path.  ``token``, ``timeout``, ``connect_retry`` and
+    ``ssl_context`` (TLS to every node's ``tls_listen``) are those of
     ``seend.Client``, for every node.  ``hash_tag`` (two characters, as
     twemproxy's ``hash_tag: "{}"``) hashes only the part of a key between
     them, when there is such a part.  ``signed_char=False`` hashes bytes
@@ -261,7 +262,8 @@ class Ring:
     def __init__(self, servers: Sequence[str], token: Optional[str] = None,
                  timeout: float = 10.0, connect_retry: float = 0.0,
                  hash_tag: Optional[str] = None,
-                 signed_char: bool = True) -> None:
+                 signed_char: bool = True,
+                 ssl_context: Optional[Any] = None) -> None:
         if isinstance(servers, (str, bytes)) or not servers:
             raise ValueError("seend ring: give a non-empty list of servers")
         parsed = [parse_server(s) for s in servers]
@@ -278,7 +280,8 @@ class Ring:
         self.hash_tag = hash_tag.encode() if hash_tag is not None else None
         self.signed_char = signed_char
         self.clients = [Client(a, token=token, timeout=timeout,
-                               connect_retry=connect_retry)
+                               connect_retry=connect_retry,
+                               ssl_context=ssl_context)
                         for a in self.addresses]
         pts = ketama_points(self.names, self.weights)
         self._points = [p for p, _ in pts]
@@ -375,7 +378,7 @@ class Ring:
                 sent = 0
                 try:
                     sent = s.send(view[:_CHUNK])
-                except (BlockingIOError, InterruptedError):
+                except _WOULD_BLOCK:
                     pass
                 except OSError as e:
                     failed[j] = self._lost(j, n, e)
@@ -406,14 +409,14 @@ class Ring:
                         if mask & selectors.EVENT_WRITE and st[1] < len(st[0]):
                             try:
                                 st[1] += s.send(st[0][st[1]:st[1] + _CHUNK])
-                            except (BlockingIOError, InterruptedError):
+                            except _WOULD_BLOCK:
                                 pass
                             if st[1] >= len(st[0]):
                                 sel.modify(s, selectors.EVENT_READ, j)
                         if mask & selectors.EVENT_READ:
                             try:
-                                chunk = s.recv(_CHUNK)
-                            except (BlockingIOError, InterruptedError):
+                                chunk = _recv(s)
+                            except _WOULD_BLOCK:
                                 continue
                             if not chunk:
                                 raise OSError("connection closed by the server")

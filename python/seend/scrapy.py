@@ -32,6 +32,14 @@ Settings:
   filter, as ``SADD`` makes one (``create_filters``, ``new_filter_*``);
   otherwise a name seend does not know stops the crawl.
 - ``SEEND_TOKEN``: the server's ``auth_token``.
+- ``SEEND_SSL``: False (default): plain TCP.  True: TLS, to seend's
+  ``tls_listen`` (an address ``seends://host:port`` says the same).
+  ``SEEND_SSL_CA`` (the CA file the server is verified against; default
+  the system's), ``SEEND_SSL_CERT`` and ``SEEND_SSL_KEY`` (the client
+  certificate and its key, for a server with ``tls_auth_clients = yes``),
+  ``SEEND_SSL_CHECK_HOSTNAME`` (default True: the certificate must name
+  the host of SEEND_ADDRESS).  Setting SEEND_SSL_CA or SEEND_SSL_CERT
+  implies SEEND_SSL.
 - ``SEEND_KEY``: ``fingerprint`` (default; the hex of
   ``crawler.request_fingerprinter``'s fingerprint, so every process of a
   crawl must use the same ``REQUEST_FINGERPRINTER_IMPLEMENTATION``) or
@@ -229,6 +237,21 @@ class CannotForget(Exception):
     filter), or the hook cannot be attached: the crawl does not start."""
 
 
+def _ssl_from_settings(s: Any) -> Any:
+    """SEEND_SSL and SEEND_SSL_*: a TLS context, or None for plain TCP
+    (or for a seends:// SEEND_ADDRESS's default one)."""
+    ca = s.get("SEEND_SSL_CA") or None
+    cert = s.get("SEEND_SSL_CERT") or None
+    key = s.get("SEEND_SSL_KEY") or None
+    if key and not cert:
+        raise ValueError("SEEND_SSL_KEY is set without SEEND_SSL_CERT")
+    if not (s.getbool("SEEND_SSL", False) or ca or cert):
+        return None
+    return seend.ssl_context(cafile=ca, certfile=cert, keyfile=key,
+                             check_hostname=s.getbool(
+                                 "SEEND_SSL_CHECK_HOSTNAME", True))
+
+
 class _Seend:
     """What DupeFilter and SeenMiddleware share: settings, key, client."""
 
@@ -279,7 +302,8 @@ class _Seend:
         self.client = seend.Client(self.address,
                                    token=s.get("SEEND_TOKEN") or None,
                                    timeout=s.getfloat("SEEND_TIMEOUT", 10.0),
-                                   connect_retry=self.retry)
+                                   connect_retry=self.retry,
+                                   ssl_context=_ssl_from_settings(s))
         if self.per_spider:
             self.filter = None
             if spider is None and crawler is not None:

@@ -30,81 +30,7 @@ from seendtest import *
 # plan is printed if this python lacks it
 redis = system_module("redis")
 
-OPENSSL = "openssl"
-CA_CNF = """
-[ca]
-default_ca = ca_default
-[ca_default]
-database = {d}/index.txt
-new_certs_dir = {d}
-serial = {d}/serial
-default_md = sha256
-policy = any
-copy_extensions = copy
-unique_subject = no
-[any]
-commonName = supplied
-"""
-
-
-def sh(t, *argv, **kw):
-    p = subprocess.run(list(argv), capture_output=True, text=True,
-                       timeout=60 * SLOW, **kw)
-    t.ok(p.returncode == 0, "%s exited %d: %s" % (" ".join(argv),
-                                                   p.returncode, p.stderr))
-    return p.stdout
-
-
-class PKI:
-    """A CA and the certificates it signs, in dir/NAME.{crt,key}."""
-
-    def __init__(self, t, name):
-        self.t = t
-        self.dir = t.path("pki-" + name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.ca = self.path("ca.crt")
-        self.ca_key = self.path("ca.key")
-        sh(t, OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt",
-           "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", self.ca_key,
-           "-out", self.ca, "-days", "30", "-subj", "/CN=seend test CA " + name)
-        with open(self.path("index.txt"), "w"):
-            pass
-        with open(self.path("serial"), "w") as f:
-            f.write("1000\n")
-        with open(self.path("ca.cnf"), "w") as f:
-            f.write(CA_CNF.format(d=self.dir))
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def issue(self, name, cn="localhost", start=None, end=None, days=30):
-        """NAME.crt and NAME.key; start/end "YYYYMMDDHHMMSSZ" for dates in
-        the past (an expired certificate)."""
-        key, csr, crt = (self.path(name + e) for e in (".key", ".csr", ".crt"))
-        sh(self.t, OPENSSL, "req", "-newkey", "ec", "-pkeyopt",
-           "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
-           "-out", csr, "-subj", "/CN=" + cn, "-addext",
-           "subjectAltName=DNS:localhost,IP:127.0.0.1")
-        dates = (["-startdate", start, "-enddate", end] if start
-                 else ["-days", str(days)])
-        sh(self.t, OPENSSL, "ca", "-batch", "-notext", "-config",
-           self.path("ca.cnf"), "-cert", self.ca, "-keyfile", self.ca_key,
-           "-in", csr, "-out", crt, *dates)
-        return crt, key
-
-
-def pki(t):
-    """The CA, its server and client certificates, and the bad ones."""
-    p = PKI(t, "main")
-    p.server = p.issue("server")
-    p.client = p.issue("client", cn="crawler-1")
-    p.expired = p.issue("expired", cn="crawler-old", start="20200101000000Z",
-                        end="20200201000000Z")
-    f = PKI(t, "foreign")
-    p.foreign_client = f.issue("client", cn="intruder")
-    p.foreign_server = f.issue("server")
-    p.foreign_ca = f.ca
-    return p
+from tlspki import OPENSSL, pki
 
 
 def tls_server(t, p, auth="yes", extra="", cert=None, **kw):
@@ -362,6 +288,45 @@ def line_protocol_through_openssl_s_client(t):
             capture_output=True, text=True, timeout=20 * SLOW)
         t.eq(r.stdout.split(), ["0", "1", "0", "PONG", "OK"],
              "line replies over TLS: %r %s" % (r.stdout, r.stderr[-500:]))
+
+
+def seen_cli(*args, stdin=None):
+    p = subprocess.run([SEEN_CLI, *args], input=stdin, capture_output=True,
+                       text=True, timeout=30 * SLOW)
+    return p.returncode, p.stdout, p.stderr
+
+
+@test
+def seen_cli_tls_as_redis_cli_spells_it(t):
+    p = pki(t)
+    with tls_server(t, p) as s:
+        crt, key = p.client
+        base = ["--tls", "--cacert", p.ca, "--cert", crt, "--key", key,
+                "-h", "localhost", "-p", str(s.tport)]
+        t.eq(seen_cli(*base, "SEEN", "https://f.example/1")[:2], (0, "0\n"),
+             "a command")
+        t.eq(seen_cli(*base, "SEEN", "https://f.example/1")[:2], (0, "1\n"),
+             "seen")
+        # --new through the relay: many lines each way, more than a record
+        urls = "".join("https://g.example/%d\n" % i for i in range(30000))
+        rc, out, err = seen_cli(*base, "--new", stdin=urls + urls[:200])
+        t.eq((rc, len(out.splitlines())), (0, 30000), "--new: " + err[-300:])
+        rc, out, err = seen_cli(*base, stdin="PING\nSEEN x\nSEEN x\n")
+        t.eq((rc, out.split()), (0, ["PONG", "0", "1"]), "commands on stdin")
+        rc, out, err = seen_cli(*base, "stat", "-n", "1")
+        t.eq(rc, 0, "stat over TLS: " + err)
+        t.contains(out, "default", "stat's filter")
+        # refused: no client certificate, a foreign CA, the plain port
+        rc, out, err = seen_cli("--tls", "--cacert", p.ca, "-p", str(s.tport),
+                                "PING")
+        t.ok(rc != 0 and "PONG" not in out, "without --cert: %r" % err)
+        rc, out, err = seen_cli("--tls", "--cacert", p.foreign_ca, "--cert",
+                                crt, "--key", key, "-p", str(s.tport), "PING")
+        t.ok(rc != 0, "a server of another CA refused")
+        t.contains(err, "certificate", "says why")
+        rc, out, err = seen_cli(*base[:7], "-p", str(s.port), "PING")
+        t.ok(rc != 0, "--tls to the plain port fails")
+        t.contains(err, "TLS handshake failed", "says why: " + err)
 
 
 # ---- bad input: closed, counted, nothing else disturbed ----
