@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "acl.h"
 #include "command_docs.h"
 #include "config.h"
 #include "filter.h"
@@ -54,49 +55,70 @@ cmd_echo(struct session *s, struct op *op, struct result *r)
 	r->len = op->argl[1];
 }
 
-/* Compares in time that depends only on the lengths, never on where the
- * first difference is. */
-static int
-token_equal(const char *a, size_t alen, const char *b, size_t blen)
+/*
+ * A failed login: counted, in the ACL LOG, and logged with the peer's
+ * address at most once a second (a guessing client cannot fill the log),
+ * with how many went unlogged since.
+ */
+static void
+auth_failed(struct session *s, const struct op *op, const char *user,
+    size_t userl)
 {
-	unsigned char	 diff = (unsigned char)(alen != blen);
-	size_t		 n = alen < blen ? alen : blen;
+	static time_t		 logged_at;
+	static unsigned long	 unlogged;
+	time_t			 now = time(NULL);
 
-	for (size_t i = 0; i < n; i++)
-		diff |= (unsigned char)(a[i] ^ b[i]);
-	return diff == 0;
+	s->core->stats.auth_failures++;
+	s->core->stats.acl_denied_auth++;
+	command_acl_log(s, ACL_DENIED_AUTH, op->argv[0], op->argl[0],
+	    op->cmd->lname, user, userl);
+	if (now == logged_at) {
+		unlogged++;
+		return;
+	}
+	log_warn("client %llu (%s): AUTH as '%.*s' refused: wrong password, or "
+	    "no such user, or the user is off%s", (unsigned long long)s->id,
+	    s->peer, (int)(userl < 64 ? userl : 64), user, unlogged ?
+	    " (and more refused logins since the last line)" : "");
+	if (unlogged)
+		log_warn("%lu refused logins were not logged (at most one line "
+		    "a second)", unlogged);
+	logged_at = now;
+	unlogged = 0;
 }
 
 /*
- * Checks a token (and a user: Redis's one user is "default") against
- * auth_token. Returns 1 and authenticates s, or 0 with the error in r (as
- * Redis 7 words it in RESP, or the line protocol's own).
+ * A login as user (NULL: "default") with pass, against the users (acl.h:
+ * SHA-256 of each password, compared in constant time). Returns 1 and
+ * authenticates s as that user, or 0 with the error in r: Redis 7's in
+ * RESP, and on the line protocol "ERR invalid token" for AUTH <token>,
+ * "ERR WRONGPASS ..." for AUTH <user> <password>.
  */
 static int
-auth_check(struct session *s, const char *user, size_t userl, const char *pass,
-    size_t passl, int resp, struct result *r)
+auth_check(struct session *s, const struct op *op, const char *user,
+    size_t userl, const char *pass, size_t passl, int resp, struct result *r)
 {
-	const char	*token = s->core->cfg->auth_token;
+	struct acl_user	*u;
+	int		 named = user != NULL;
 
-	if (user != NULL && !token_equal(user, userl, "default", 7))
-		goto wrong;
-	if (token == NULL) {
-		/* Redis's default user without a password takes any */
-		s->authed = 1;
-		return 1;
+	if (!named) {
+		user = "default";
+		userl = 7;
 	}
-	if (token_equal(pass, passl, token, strlen(token))) {
+	if ((u = acl_login(user, userl, pass, passl)) != NULL) {
+		acl_unref(s->user);
+		s->user = u;
 		s->authed = 1;
 		s->strikes = 0;
 		return 1;
 	}
-wrong:
-	s->core->stats.auth_failures++;
-	log_warn("client %llu (%s): AUTH with a wrong token",
-	    (unsigned long long)s->id, s->peer);
+	auth_failed(s, op, user, userl);
 	if (resp)
 		result_error(r, "WRONGPASS", "invalid username-password pair or "
 		    "user is disabled.");
+	else if (named)
+		result_error(r, "ERR", "WRONGPASS invalid username-password pair "
+		    "or user is disabled.");
 	else
 		result_error(r, "ERR", "invalid token");
 	return 0;
@@ -105,13 +127,14 @@ wrong:
 void
 cmd_auth(struct session *s, struct op *op, struct result *r)
 {
-	int	 resp = op->proto == COMMAND_RESP, user = resp && op->argc == 3;
+	int	 resp = op->proto == COMMAND_RESP, user = op->argc == 3;
 
 	if (resp && op->argc > 3) {
 		result_error(r, "ERR", "syntax error");
 		return;
 	}
-	if (s->core->cfg->auth_token == NULL && !user) {
+	command_users_ready();
+	if (!user && acl_default_open()) {
 		s->authed = 1;
 		if (!resp)
 			result_error(r, "ERR", "no auth_token is configured");
@@ -121,7 +144,7 @@ cmd_auth(struct session *s, struct op *op, struct result *r)
 			    "you sure your configuration is correct?");
 		return;
 	}
-	if (auth_check(s, user ? op->argv[1] : NULL, user ? op->argl[1] : 0,
+	if (auth_check(s, op, user ? op->argv[1] : NULL, user ? op->argl[1] : 0,
 	    op->argv[op->argc - 1], op->argl[op->argc - 1], resp, r))
 		result_status(r, "OK");
 }
@@ -204,7 +227,7 @@ client_setinfo(struct op *op, struct result *r)
 static void
 client_kill(struct session *s, struct op *op, struct result *r)
 {
-	struct session_match	 m = { SESSION_TYPE_ANY, 0, NULL, 0, 1 };
+	struct session_match	 m = { SESSION_TYPE_ANY, 0, NULL, 0, 1, NULL };
 	long long		 n;
 
 	if (op->argc == 3) {
@@ -539,7 +562,7 @@ cmd_hello(struct session *s, struct op *op, struct result *r)
 			return;
 		}
 	}
-	if (user != NULL && !auth_check(s, user, userl, pass, passl, 1, r))
+	if (user != NULL && !auth_check(s, op, user, userl, pass, passl, 1, r))
 		return;
 	if (!s->authed) {
 		s->core->stats.auth_failures++;

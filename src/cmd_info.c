@@ -464,10 +464,12 @@ sec_stats(struct core *core)
 	    "keyspace_hits %llu\r\n"
 	    "keyspace_misses %llu\r\n"
 	    "total_error_replies %llu\r\n"
+	    "acl_access_denied_auth %llu\r\n"
 	    "unknown_commands %llu\r\n",
 	    (unsigned long long)st->check_hits,
 	    (unsigned long long)st->check_misses,
 	    (unsigned long long)st->errors,
+	    (unsigned long long)st->acl_denied_auth,
 	    (unsigned long long)st->unknown_commands);
 	/* seend's own: with tls_listen, or once a TLS client came to the
 	 * plain port (Redis's Stats has none of it otherwise) */

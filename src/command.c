@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "bloom.h"
 #include "command.h"
 #include "config.h"
@@ -45,7 +46,8 @@ static const struct command commands[] = {
 	{ "SEEN",	"seen",	CMD_SEEN,	1, 2, LINE, 0, cmd_seen, 1 },
 	{ "CHECK",	"check", CMD_CHECK,	1, 2, LINE, 0, cmd_seen, 0 },
 	{ "PING",	"ping",	CMD_PING,	0, 0, LINE, 0, cmd_ping, 0 },
-	{ "AUTH",	"auth",	CMD_AUTH,	1, 1, LINE, 1, cmd_auth, 0 },
+	/* AUTH <token>, or AUTH <user> <password> (users, acl.h) */
+	{ "AUTH",	"auth",	CMD_AUTH,	1, 2, LINE, 1, cmd_auth, 0 },
 	{ "FILTERS",	"filters", CMD_FILTERS,	0, 0, BOTH, 0, cmd_filters, 0 },
 	{ "INFO",	"info",	CMD_INFO,	0, 1, LINE, 0, cmd_info, 0 },
 	{ "SAVE",	"save",	CMD_SAVE,	0, 1, LINE, 0, cmd_save, 0 },
@@ -147,6 +149,7 @@ static const struct command commands[] = {
 	{ "WAIT",	"wait",	CMD_COUNT,	2, 2, BOTH, 0, cmd_wait, 0 },
 	{ "REPLCONF",	"replconf", CMD_COUNT,	0, -1, RESP, 0, cmd_replconf, 0 },
 	{ "PSYNC",	"psync", CMD_COUNT,	2, 2, RESP, 0, cmd_psync, 0 },
+	{ "ACL",	"acl",	CMD_COUNT,	1, -1, RESP, 0, cmd_acl, 0 },
 };
 #pragma GCC diagnostic pop
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -220,6 +223,8 @@ command_session_end(struct session *s)
 	pubsub_session_end(s);
 	free(s->name);
 	s->name = NULL;
+	acl_unref(s->user);
+	s->user = NULL;
 }
 
 int
@@ -392,6 +397,232 @@ unknown_note(struct session *s, const char *name, size_t len)
 	    unknown_nnames == UNKNOWN_NAMES ? "; the last one logged" : "");
 }
 
+/* ---- users: who may run what on which filter (acl.h) ---- */
+
+/* Each entry's bit in the users' bitmaps, and those of the fast paths'
+ * commands: the catalog is filled once, before any user is defined. */
+static int16_t	acl_ids[NCOMMANDS];
+static int	acl_ready;
+static int	id_seen, id_check, id_setnx, id_sadd, id_bfadd;
+
+static void
+users_catalog(void)
+{
+	if (acl_ready)
+		return;
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		acl_ids[i] = (int16_t)acl_catalog_add(commands[i].lname);
+	id_seen = acl_catalog_add("seen");
+	id_check = acl_catalog_add("check");
+	id_setnx = acl_catalog_add("setnx");
+	id_sadd = acl_catalog_add("sadd");
+	id_bfadd = acl_catalog_add("bf.add");
+	acl_ready = 1;
+}
+
+int
+command_users_load(const char *path, const char *auth_token, char *err,
+    size_t errlen)
+{
+	users_catalog();
+	return acl_configure(path, auth_token, err, errlen);
+}
+
+void
+command_users_ready(void)
+{
+	users_catalog();
+}
+
+int
+command_session_gone(const struct session *s)
+{
+	return s->user != NULL && acl_user_gone(s->user);
+}
+
+static inline struct acl_user *
+session_user(const struct session *s)
+{
+	return s->user != NULL ? s->user : acl_default;
+}
+
+void
+command_acl_log(const struct session *s, int reason, const char *object,
+    size_t len, const char *cmd, const char *user, size_t userlen)
+{
+	const struct acl_user	*u = session_user(s);
+	char			 info[512];
+
+	if (user == NULL) {
+		user = u->name;
+		userlen = u->namelen;
+	}
+	snprintf(info, sizeof(info), "id=%llu addr=%s name=%s db=0 multi=%d "
+	    "cmd=%s user=%s resp=%d", (unsigned long long)s->id, s->peer,
+	    s->name != NULL ? s->name : "", s->multi != NULL ? 0 : -1, cmd,
+	    u->name, s->resp3 ? 3 : 2);
+	acl_log_add(reason, s->multi != NULL, object, len, user, userlen, info);
+}
+
+/* A refusal, worded as Redis 7.0 words it ("ERR NOPERM ..." on the line
+ * protocol), logged in the ACL LOG; returns 1. */
+static int
+acl_refuse(struct session *s, struct op *op, struct result *r, int reason,
+    const char *name, int arg)
+{
+	static const char *const what[] = {
+		[ACL_DENIED_KEY] = "keys", [ACL_DENIED_CHANNEL] = "channels",
+	};
+	int line = op->proto == COMMAND_LINE;
+
+	if (reason == ACL_DENIED_CMD) {
+		command_acl_log(s, reason, name, strlen(name), op->cmd->lname,
+		    NULL, 0);
+		result_error(r, line ? "ERR" : "NOPERM", "%sthis user has no "
+		    "permissions to run the '%s' command", line ? "NOPERM " : "",
+		    name);
+		return 1;
+	}
+	command_acl_log(s, reason, op->argv[arg], op->argl[arg], op->cmd->lname,
+	    NULL, 0);
+	result_error(r, line ? "ERR" : "NOPERM", "%sthis user has no "
+	    "permissions to access one of the %s used as arguments", line ?
+	    "NOPERM " : "", what[reason]);
+	return 1;
+}
+
+/*
+ * The key arguments u may not touch: the filter each names, or (a URL
+ * key) the filter it routes to, against u's key patterns. Returns the
+ * index of the first refused, or -1.
+ */
+static int
+keys_refused(struct session *s, const struct op *op, const struct acl_user *u,
+    int id)
+{
+	const struct command	*cmd = op->cmd;
+	const struct registry	*reg = s->core->reg;
+	int			 first, last, step, flags, route, either;
+
+	flags = acl_catalog_keys(id, &first, &last, &step);
+	if (op->proto == COMMAND_LINE && (cmd->id == CMD_SEEN ||
+	    cmd->id == CMD_CHECK || cmd->fn == cmd_forget)) {
+		/* [<filter>] <key> */
+		first = last = step = 1;
+		route = op->argc == 2;
+		either = 0;
+	} else {
+		if (flags < 0)
+			return -1;
+		route = cmd->fn == cmd_setnx || cmd->fn == cmd_set ||
+		    cmd->fn == cmd_get || cmd->fn == cmd_mget ||
+		    cmd->fn == cmd_exists;
+		/* DEL of a name that is no filter forgets a URL key */
+		either = cmd->fn == cmd_del;
+	}
+	if (flags < 0)
+		flags = 0;
+	if (last < 0)
+		last += op->argc;
+	if (last >= op->argc)
+		last = op->argc - 1;
+	for (int i = first; i <= last; i += step) {
+		const char	*name = op->argv[i];
+		size_t		 len = op->argl[i];
+
+		if (route || either) {
+			struct filter *f = either ? registry_find(reg, name,
+			    len) : NULL;
+
+			if (f == NULL)
+				f = registry_route(reg, name, len);
+			if (f == NULL)
+				continue;	/* the handler explains */
+			name = f->name;
+			len = f->namelen;
+		}
+		if (!acl_user_key(u, name, len, flags))
+			return i;
+	}
+	return -1;
+}
+
+/* The channels of PUBLISH, SUBSCRIBE and PSUBSCRIBE: the index of the
+ * first u may not use, or -1. */
+static int
+channels_refused(const struct op *op, const struct acl_user *u)
+{
+	const struct command *cmd = op->cmd;
+
+	if (cmd->fn == cmd_publish)
+		return acl_user_channel(u, op->argv[1], op->argl[1], 0) ? -1 : 1;
+	if (cmd->fn != cmd_subscribe)
+		return -1;
+	for (int i = 1; i < op->argc; i++)
+		if (!acl_user_channel(u, op->argv[i], op->argl[i],
+		    cmd->lname[0] == 'p'))
+			return i;
+	return -1;
+}
+
+/*
+ * Whether s's user may not run op (the error in r), as Redis's
+ * ACLCheckAllPerm: the command's bit (a container's: its subcommand's),
+ * then the filters it names, then its channels. Only called while some
+ * user has limits (acl_limits).
+ */
+static int __attribute__((noinline))
+acl_refused(struct session *s, struct op *op, struct result *r)
+{
+	const struct command	*cmd = op->cmd;
+	struct acl_user		*u = session_user(s);
+	int			 id, k;
+
+	if (s->user == NULL && !cmd->before_auth && acl_default_needs_auth() &&
+	    strcmp(s->peer, "unix") != 0) {
+		/* the users file gave the default user a password */
+		s->core->stats.auth_failures++;
+		r->need_auth = 1;
+		if (op->proto == COMMAND_LINE)
+			result_error(r, "ERR", "authentication required");
+		else
+			result_error(r, "NOAUTH", "Authentication required.");
+		return 1;
+	}
+	/* AUTH, HELLO, QUIT: Redis's no-auth commands need no permission */
+	if (acl_user_unrestricted(u) || cmd->before_auth)
+		return 0;
+	id = acl_ids[cmd - commands];
+	if (id >= 0 && op->argc >= 2 && acl_catalog_container(id) &&
+	    (k = acl_catalog_sub(id, op->argv[1], op->argl[1])) >= 0)
+		id = k;
+	if (id < 0 || !acl_user_can(u, id))
+		return acl_refuse(s, op, r, ACL_DENIED_CMD, id >= 0 ?
+		    acl_catalog_name(id) : cmd->lname, 0);
+	if (!(u->flags & ACL_USER_ALLKEYS) &&
+	    (k = keys_refused(s, op, u, id)) >= 0)
+		return acl_refuse(s, op, r, ACL_DENIED_KEY, NULL, k);
+	if (!(u->flags & ACL_USER_ALLCHANNELS) &&
+	    (k = channels_refused(op, u)) >= 0)
+		return acl_refuse(s, op, r, ACL_DENIED_CHANNEL, NULL, k);
+	return 0;
+}
+
+/*
+ * Whether the fast paths may answer command id for s without looking at
+ * its keys: its user has no limits, or may run id on every filter.
+ */
+static int
+fast_allowed(const struct session *s, int id)
+{
+	const struct acl_user *u = session_user(s);
+
+	if (s->user == NULL && acl_default_needs_auth())
+		return 0;
+	return acl_user_unrestricted(u) || (id >= 0 && acl_user_can(u, id) &&
+	    acl_user_all_keys(u, ACL_KEY_READ | ACL_KEY_WRITE));
+}
+
 /*
  * A RESP request of a session in MULTI or subscribed in RESP2: refused
  * (the pub/sub context), queued (MULTI), or 0: run as usual.
@@ -472,6 +703,8 @@ command_run(struct session *s, struct op *op, struct result *r)
 			    cmd->name);
 			return;
 		}
+		if (__builtin_expect(acl_limits, 0) && acl_refused(s, op, r))
+			return;
 		if (cmd->write && s->core->repl.replica) {
 			result_error(r, "ERR", "%s", READONLY_TEXT);
 			return;
@@ -497,6 +730,11 @@ command_run(struct session *s, struct op *op, struct result *r)
 		st->auth_failures++;
 		r->need_auth = 1;
 		result_error(r, "NOAUTH", "Authentication required.");
+		refused(s);
+		return;
+	}
+	/* users: one predictable branch while no user has limits */
+	if (__builtin_expect(acl_limits, 0) && acl_refused(s, op, r)) {
 		refused(s);
 		return;
 	}
@@ -992,6 +1230,10 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 	long		 klen;
 	int		 n, uniform = 1;
 
+	/* a user with limits: the general path checks each request */
+	if (__builtin_expect(acl_limits, 0) && (!fast_allowed(s, id_seen) ||
+	    !fast_allowed(s, id_check)))
+		return 0;
 	maxl = s->core->cfg->max_line;
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
@@ -1039,6 +1281,12 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 			next = resp_parse_hot(p + off, left - off, lim, &cmd,
 			    &name, &namel, &key, &keyl, &head);
 			if (next == 0)
+				break;
+			/* a user with limits: only what it may run on
+			 * every filter; the general path checks the rest */
+			if (__builtin_expect(acl_limits, 0) &&
+			    !fast_allowed(s, cmd == RESP_HOT_SETNX ? id_setnx :
+			    cmd == RESP_HOT_SADD ? id_sadd : id_bfadd))
 				break;
 			/* one batch, one kind of answer: in RESP3 BF.ADD's
 			 * are booleans, SETNX's and SADD's integers */

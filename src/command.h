@@ -106,6 +106,18 @@ int		command_work(struct core *);
 /* Once a second: dumps no client has asked for in a minute are dropped
  * (BF.SCANDUMP holds its filter's slices until its last chunk). */
 void		command_tick(struct core *, time_t now);
+/*
+ * Users (acl.h): the command catalog filled from the table (once), then
+ * the users defined from users_file (NULL: the default user alone) with
+ * auth_token as the default user's password. At start and on SIGHUP;
+ * -1 with every error in err ("file:line: ...") and the users unchanged.
+ * Sessions of a user deleted or turned off must then close:
+ * command_session_gone says which.
+ */
+int		command_users_load(const char *path, const char *auth_token,
+		    char *err, size_t errlen);
+void		command_users_ready(void);
+int		command_session_gone(const struct session *);
 /* The name of a command id, for INFO. */
 const char	*command_name(enum cmd_id);
 

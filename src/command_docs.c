@@ -21,6 +21,99 @@
 
 /* RESP3 types in the entries: $ % * + : ~ */
 
+static const char acl_info[] =
+	"*10\r\n$3\r\nacl\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n*13\r\n"
+	"*10\r\n$7\r\nacl|cat\r\n:-2\r\n~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n"
+	":0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nacl|deluser\r\n:-3\r\n~4\r\n"
+	"+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+	"+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$10\r\nacl|dryrun\r\n:-4\r\n~4\r\n"
+	"+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+	"+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nacl|genpass\r\n:-2\r\n~3\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n"
+	"~0\r\n*10\r\n$11\r\nacl|getuser\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n"
+	"+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+	"~0\r\n*10\r\n$8\r\nacl|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+	"~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|list\r\n:2\r\n~4\r\n+admin\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|load\r\n:2\r\n~4\r\n+admin\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$7\r\nacl|log\r\n:-2\r\n~4\r\n+admin\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|save\r\n:2\r\n~4\r\n+admin\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nacl|setuser\r\n:-3\r\n~4\r\n+admin\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$9\r\nacl|users\r\n:2\r\n~4\r\n+admin\r\n"
+	"+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$10\r\nacl|whoami\r\n:2\r\n~3\r\n+noscript\r\n"
+	"+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char acl_docs[] =
+	"%5\r\n$7\r\nsummary\r\n$45\r\nA container for Access List Control commands \r\n$5\r\n"
+	"since\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\n"
+	"Depends on subcommand.\r\n$11\r\nsubcommands\r\n%13\r\n$7\r\nacl|cat\r\n%5\r\n$7\r\n"
+	"summary\r\n$57\r\nList the ACL categories or the commands inside a category\r\n$5\r\n"
+	"since\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$55\r\n"
+	"O(1) since the categories and commands are a fixed set.\r\n$9\r\narguments\r\n*1\r\n"
+	"%3\r\n$4\r\nname\r\n$12\r\ncategoryname\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+	"flags\r\n~1\r\n+optional\r\n$11\r\nacl|deluser\r\n%5\r\n$7\r\nsummary\r\n$55\r\n"
+	"Remove the specified ACL users and the associated rules\r\n$5\r\nsince\r\n$5\r\n"
+	"6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$49\r\n"
+	"O(1) amortized time considering the typical user.\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+	"$4\r\nname\r\n$8\r\nusername\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n"
+	"+multiple\r\n$10\r\nacl|dryrun\r\n%5\r\n$7\r\nsummary\r\n$85\r\n"
+	"Returns whether the user can execute the given command without executing the command."
+	"\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+	"$5\r\nO(1).\r\n$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$8\r\nusername\r\n$4\r\n"
+	"type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\n"
+	"string\r\n%3\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+	"flags\r\n~2\r\n+optional\r\n+multiple\r\n$11\r\nacl|genpass\r\n%5\r\n$7\r\nsummary\r\n"
+	"$60\r\nGenerate a pseudorandom secure password to use for ACL users\r\n$5\r\nsince\r\n"
+	"$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+	"$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\nbits\r\n$4\r\ntype\r\n$7\r\n"
+	"integer\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$11\r\nacl|getuser\r\n%6\r\n$7\r\n"
+	"summary\r\n$37\r\nGet the rules for a specific ACL user\r\n$5\r\nsince\r\n$5\r\n"
+	"6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$85\r\n"
+	"O(N). Where N is the number of password, command and pattern rules that the user has."
+	"\r\n$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n6.2.0\r\n$31\r\n"
+	"Added Pub/Sub channel patterns.\r\n*2\r\n$5\r\n7.0.0\r\n$108\r\n"
+	"Added selectors and changed the format of key and channel patterns from a list to thei"
+	"r rule representation.\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+	"username\r\n$4\r\ntype\r\n$6\r\nstring\r\n$8\r\nacl|help\r\n%4\r\n$7\r\nsummary\r\n"
+	"$49\r\nShow helpful text about the different subcommands\r\n$5\r\nsince\r\n$5\r\n"
+	"6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$8\r\n"
+	"acl|list\r\n%4\r\n$7\r\nsummary\r\n$52\r\n"
+	"List the current ACL rules in ACL config file format\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+	"$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$48\r\n"
+	"O(N). Where N is the number of configured users.\r\n$8\r\nacl|load\r\n%4\r\n$7\r\n"
+	"summary\r\n$44\r\nReload the ACLs from the configured ACL file\r\n$5\r\nsince\r\n"
+	"$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$48\r\n"
+	"O(N). Where N is the number of configured users.\r\n$7\r\nacl|log\r\n%5\r\n$7\r\n"
+	"summary\r\n$50\r\nList latest events denied because of ACLs in place\r\n$5\r\n"
+	"since\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$46\r\n"
+	"O(N) with N being the number of entries shown.\r\n$9\r\narguments\r\n*1\r\n%4\r\n"
+	"$4\r\nname\r\n$9\r\noperation\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+	"+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
+	"type\r\n$7\r\ninteger\r\n%3\r\n$4\r\nname\r\n$5\r\nreset\r\n$4\r\ntype\r\n$10\r\n"
+	"pure-token\r\n$5\r\ntoken\r\n$5\r\nRESET\r\n$8\r\nacl|save\r\n%4\r\n$7\r\nsummary\r\n"
+	"$53\r\nSave the current ACL rules in the configured ACL file\r\n$5\r\nsince\r\n$5\r\n"
+	"6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$48\r\n"
+	"O(N). Where N is the number of configured users.\r\n$11\r\nacl|setuser\r\n%6\r\n$7\r\n"
+	"summary\r\n$50\r\nModify or create the rules for a specific ACL user\r\n$5\r\n"
+	"since\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$46\r\n"
+	"O(N). Where N is the number of rules provided.\r\n$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n"
+	"6.2.0\r\n$31\r\nAdded Pub/Sub channel patterns.\r\n*2\r\n$5\r\n7.0.0\r\n$42\r\n"
+	"Added selectors and key based permissions.\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+	"name\r\n$8\r\nusername\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+	"rule\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n"
+	"$9\r\nacl|users\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
+	"List the username of all the configured ACL rules\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+	"$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$48\r\n"
+	"O(N). Where N is the number of configured users.\r\n$10\r\nacl|whoami\r\n%4\r\n$7\r\n"
+	"summary\r\n$64\r\nReturn the name of the user associated to the current connection\r\n"
+	"$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+	"$4\r\nO(1)\r\n";
+
 static const char auth_info[] =
 	"*10\r\n$4\r\nauth\r\n:-2\r\n~6\r\n+noscript\r\n+loading\r\n+stale\r\n+fast\r\n"
 	"+no_auth\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
@@ -1348,6 +1441,7 @@ struct entry {
 
 /* Commands, sorted by name. */
 static const struct entry entries[] = {
+	E("acl", acl),
 	E("auth", auth),
 	E("bf.add", bf_add),
 	E("bf.card", bf_card),
@@ -1430,6 +1524,19 @@ static const struct entry entries[] = {
 /* Subcommands ("client|setname"), sorted by name: inside their command's
  * entries; not iterated (COMMAND lists them within their command). */
 static const struct entry subentries[] = {
+	S("acl|cat", acl, 60, 92, 196, 305),
+	S("acl|deluser", acl, 152, 127, 519, 292),
+	S("acl|dryrun", acl, 279, 126, 828, 382),
+	S("acl|genpass", acl, 405, 97, 1228, 248),
+	S("acl|getuser", acl, 502, 126, 1494, 485),
+	S("acl|help", acl, 628, 81, 1993, 145),
+	S("acl|list", acl, 709, 122, 2152, 193),
+	S("acl|load", acl, 831, 122, 2359, 185),
+	S("acl|log", acl, 953, 122, 2557, 425),
+	S("acl|save", acl, 1075, 122, 2996, 194),
+	S("acl|setuser", acl, 1197, 127, 3208, 475),
+	S("acl|users", acl, 1324, 123, 3698, 190),
+	S("acl|whoami", acl, 1447, 95, 3905, 160),
 	S("client|caching", client, 63, 113, 206, 388),
 	S("client|getname", client, 176, 113, 615, 132),
 	S("client|getredir", client, 289, 114, 769, 156),

@@ -466,6 +466,15 @@ key_primary_token(struct parser *p, const char *key, const char *v)
 	set_string(p, &p->cfg->primary_token, v);
 }
 
+/* Users as Redis ACLs (acl.h): the file is read when the server starts
+ * and on SIGHUP, not here. */
+static void
+key_users_file(struct parser *p, const char *key, const char *v)
+{
+	(void)key;
+	set_string(p, &p->cfg->users_file, *v == '\0' ? NULL : v);
+}
+
 /* At least 64k: a replica that paused for a moment comes back by a
  * partial resync. */
 static void
@@ -625,6 +634,7 @@ const struct key_def server_keys[SK_COUNT] = {
 	[SK_IDLE_TIMEOUT] = { "idle_timeout", key_idle_timeout, 0 },
 	[SK_AUTH_TOKEN] = { "auth_token", key_auth_token, 0 },
 	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
+	[SK_USERS_FILE] = { "users_file", key_users_file, 0 },
 	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
 	[SK_MAX_MEMORY] = { "max_memory", key_max_memory, 0 },
 	[SK_CREATE_FILTERS] = { "create_filters", key_create_filters, 0 },
@@ -813,6 +823,7 @@ config_free(struct config *cfg)
 		explicit_bzero(cfg->auth_token, strlen(cfg->auth_token));
 		free(cfg->auth_token);
 	}
+	free(cfg->users_file);
 	free(cfg);
 }
 

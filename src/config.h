@@ -55,6 +55,9 @@ struct config {
 						   reading a client; default 1 MiB */
 	unsigned	 idle_timeout;		/* seconds, 0 = never; default 0 */
 	char		*auth_token;		/* NULL = none; from auth_token or auth_token_file */
+	/* users as Redis ACLs in Redis's file syntax (acl.h); NULL = none:
+	 * the default user alone, with auth_token as its password */
+	char		*users_file;
 	enum log_level	 log_level;		/* default info */
 	uint64_t	 max_memory;		/* bytes of all filters, 0 = no cap */
 	struct filter_config *filters;		/* in file order */

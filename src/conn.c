@@ -1071,6 +1071,8 @@ conn_matches(const struct conn *c, const struct session_match *m)
 	if (m->addr != NULL && (strlen(c->s.peer) != m->addrl ||
 	    memcmp(c->s.peer, m->addr, m->addrl) != 0))
 		return 0;
+	if (m->pred != NULL && !m->pred(&c->s))
+		return 0;
 	switch (m->type) {
 	case SESSION_TYPE_NORMAL:
 		return c->s.nsubs == 0;
@@ -1102,6 +1104,19 @@ conn_kill(struct session *caller, const struct session_match *m)
 }
 
 static const struct session_ops conn_session_ops = { conn_push, conn_kill };
+
+long long
+conn_kill_matching(struct conns *set, const struct session_match *m)
+{
+	long long n = 0;
+
+	for (struct conn *c = set->head; c != NULL; c = c->next)
+		if (!c->doomed && conn_matches(c, m)) {
+			doom(c, "closed: its user was deleted or turned off");
+			n++;
+		}
+	return n;
+}
 
 /* ---- connection types ---- */
 

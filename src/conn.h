@@ -137,6 +137,9 @@ void		 conn_release_held(struct conns *);
 void		 conn_sweep(struct conns *, unsigned idle_timeout);
 /* After a reload: TCP clients must AUTH (required) or need not. */
 void		 conn_set_auth(struct conns *, int required);
+/* Closes, from the loop, every connection whose session m matches (the
+ * users' reload: those of users deleted or turned off); how many. */
+long long	 conn_kill_matching(struct conns *, const struct session_match *);
 /* Re-evaluates every connection (after a reload changed limits). */
 void		 conn_kick_all(struct conns *);
 /* Shutdown: stop reading every client; replies still go. */

@@ -3,6 +3,7 @@
  * function per command (in cmd_*.c, by what it acts on), and the helpers
  * they use. Only command.c and the cmd_*.c files include it.
  *
+ *   cmd_acl.c         ACL (the users themselves: acl.c)
  *   cmd_connection.c  PING ECHO AUTH SELECT CLIENT COMMAND CONFIG HELLO
  *                     READONLY READWRITE QUIT SHUTDOWN
  *   cmd_keys.c        URL keys and set members: SETNX SET GET MGET EXISTS
@@ -87,6 +88,12 @@ struct command_hooks {
 
 /* command.c */
 void	cmd_seen(struct session *, struct op *, struct result *);
+/* An ACL LOG entry (acl.h) for s: reason ACL_DENIED_*, what was refused,
+ * the command; user NULL: s's own. */
+void	command_acl_log(const struct session *s, int reason, const char *object,
+	    size_t len, const char *cmd, const char *user, size_t userlen);
+/* cmd_acl.c */
+void	cmd_acl(struct session *, struct op *, struct result *);
 /* cmd_connection.c */
 void	cmd_ping(struct session *, struct op *, struct result *);
 void	cmd_echo(struct session *, struct op *, struct result *);

@@ -310,6 +310,9 @@ server_figures(struct evbuffer *out, struct core *core)
 	one_u(out, "seend_auth_failures_total", "counter",
 	    "Wrong AUTH tokens and requests refused before AUTH.",
 	    st->auth_failures);
+	one_u(out, "seend_acl_access_denied_auth_total", "counter",
+	    "AUTH and HELLO AUTH refused: a wrong password, no such user, "
+	    "or the user is off.", st->acl_denied_auth);
 	one_u(out, "seend_tls_handshake_failures_total", "counter",
 	    "TLS connections closed in their handshake: plaintext on "
 	    "tls_listen, TLS on listen, a certificate refused, "

@@ -720,6 +720,33 @@ apply_auth(struct server *srv, const struct config *ncfg)
 }
 
 /*
+ * Users (acl.h) from users_file, with auth_token as the default user's
+ * password, at start and on SIGHUP. A file with an error is logged
+ * (file:line) and the users stay as they were; the connections of users
+ * it deleted or turned off are closed.
+ */
+static int
+users_load(struct server *srv, const struct config *cfg)
+{
+	struct session_match	 m = { SESSION_TYPE_ANY, 0, NULL, 0, 0,
+				    command_session_gone };
+	char			 err[4096];
+	long long		 n;
+
+	if (command_users_load(cfg->users_file, cfg->auth_token, err,
+	    sizeof(err)) == -1) {
+		log_error("users_file: %s", err);
+		return -1;
+	}
+	if (cfg->users_file != NULL)
+		log_info("users read from %s", cfg->users_file);
+	if ((n = conn_kill_matching(&srv->conns, &m)) > 0)
+		log_info("users: %lld connection(s) of users deleted or turned "
+		    "off closed", n);
+	return 0;
+}
+
+/*
  * After a data_dir change every filter, running or retired, owes a snapshot
  * in the new directory: until one is written there it counts as dirty, so
  * a failed write is retried and shutdown still saves it.
@@ -945,6 +972,7 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 	filter_memory_limit = ncfg->max_memory;
 	registry_apply_settings(nreg, ncfg, log_info_line);
 	apply_auth(srv, ncfg);
+	(void)users_load(srv, ncfg);
 	moved = strcmp(srv->core.cfg->data_dir, ncfg->data_dir) != 0;
 	role_reload(srv->role, srv->core.cfg, ncfg);
 	config_free(srv->core.cfg);
@@ -1098,6 +1126,9 @@ server_start(struct server *srv)
 		    event_add(srv->ev_signals[i], NULL) == -1)
 			return -1;
 	}
+	/* users before listeners: the first client is checked against them */
+	if (users_load(srv, core->cfg) == -1)
+		return -1;
 	/* TLS first: a client that finds the plain port open finds it */
 	if (core->cfg->tls_listen != NULL) {
 		SSL_CTX *ctx;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct acl_user;
 struct core;
 struct dump_load;
 struct session;
@@ -30,6 +31,9 @@ struct session_match {
 	const char	*addr;		/* ip:port, or NULL: any */
 	size_t		 addrl;
 	int		 skipme;	/* spare the caller */
+	/* and, when not NULL, what it says of the session (the sessions of
+	 * a user deleted or turned off: command_session_gone) */
+	int		(*pred)(const struct session *);
 };
 
 /*
@@ -51,6 +55,9 @@ struct session {
 	char		 peer[80];
 	char		*name;		/* CLIENT SETNAME, or NULL */
 	unsigned	 authed:1;
+	/* the ACL user it authenticated as (a reference), or NULL: the
+	 * default user (acl.h) */
+	struct acl_user	*user;
 	unsigned	 resp3:1;	/* HELLO 3: RESP replies in RESP3 */
 	unsigned	 journaled:1;	/* its replies of this turn have a 0 */
 	unsigned	 strikes;	/* commands refused before AUTH */

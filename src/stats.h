@@ -49,6 +49,9 @@ struct stats {
 	uint64_t	lines_too_long;
 	uint64_t	idle_closed;
 	uint64_t	auth_failures;
+	/* AUTH and HELLO AUTH refused: a wrong password, no such user,
+	 * or the user is off (INFO's acl_access_denied_auth) */
+	uint64_t	acl_denied_auth;
 	/* requests for a command seend does not serve (RPUSH, EVALSHA...) */
 	uint64_t	unknown_commands;
 	/* TLS connections closed before or in their handshake: plaintext

@@ -30,6 +30,8 @@ static const struct resp2_sum {
 	size_t		 docslen;
 	uint64_t	 docssum;
 } resp2_sums[] = {
+	{ "acl", 1542, 0x912fd1583c3e3a1dULL,
+	    4073, 0xbfe2d5e68ae1e7cbULL },
 	{ "auth", 133, 0xc78b05d7fd9f8c6fULL,
 	    431, 0xca1ca66b864af179ULL },
 	{ "bf.add", 298, 0xfbd91e8f4dd7c1aeULL,
