@@ -526,6 +526,73 @@ def sighup_rotates_the_certificate_and_keeps_it_when_the_new_one_is_broken(t):
         keep.close()
 
 
+# ---- replication over TLS ----
+
+def repl_lines(p, role, primary_tport=None, ca=None, extra=""):
+    """A server's TLS lines; a replica connects to primary_tport over
+    TLS, presenting its own certificate (the server's, of our CA)."""
+    lines = ""
+    if role == "replica":
+        lines += ("replicaof = 127.0.0.1:%d\ntls_replication = on\n"
+                  % primary_tport)
+    return lines + extra
+
+
+@test
+def a_replica_syncs_over_tls_and_follows_writes(t):
+    import repltest
+    p = pki(t)
+    prim = tls_server(t, p, name="p", filters=repltest.FILTERS,
+                      extra=repl_lines(p, "primary"))
+    with prim:
+        urls = [repltest.url("before", i) for i in range(20000)]
+        cl = prim.client()
+        cl.send("".join("SEEN %s\n" % u for u in urls))
+        t.eq([cl.line() for _ in urls].count("0"), len(urls), "recorded")
+        cl.close()
+        rep = tls_server(t, p, name="r", filters=repltest.FILTERS,
+                         extra=repl_lines(p, "replica", prim.tport))
+        with rep:
+            repltest.wait_info(t, rep, lambda i: i.get("master_link_status")
+                               == "up", timeout=20, what="link up")
+            # what came before, by a full sync over TLS; then writes
+            more = [repltest.url("after", i) for i in range(5000)]
+            cl = prim.client()
+            cl.send("".join("SEEN %s\n" % u for u in more))
+            t.eq([cl.line() for _ in more].count("0"), len(more), "more")
+            cl.close()
+            t.eq(repltest.ask(prim, "WAIT", "1", "20000"), 1,
+                 "WAIT: the replica has them")
+            for u in (urls[0], urls[-1], more[0], more[-1]):
+                t.eq(repltest.ask(rep, "EXISTS", u), 1,
+                     "the replica holds " + u)
+            pi = repltest.info(prim)
+            t.contains(pi.get("slave0", ""), "port=%d" % rep.tport,
+                       "the replica announces its TLS port")
+            t.contains(rep.read_log(), "replication", "logged")
+            log = prim.read_log()
+            t.ok("TLSv1.3" in log, "the link is TLS: %s" % log[-2000:])
+
+
+@test
+def a_replica_that_does_not_trust_the_primary_keeps_the_link_down(t):
+    import repltest
+    p = pki(t)
+    prim = tls_server(t, p, name="p", extra=repl_lines(p, "primary"))
+    with prim:
+        # its CA is the foreign one: the primary's certificate is refused
+        rep = Server(t, "tls_ca_cert_file = %s\n" % p.foreign_ca +
+                     repl_lines(p, "replica", prim.tport), name="r")
+        with rep:
+            repltest.wait_info(t, rep, lambda i: "certificate" in
+                               i.get("master_link_error", "") or
+                               "certificate" in rep.read_log(),
+                               timeout=20, what="the refusal said")
+            i = repltest.info(rep)
+            t.eq(i.get("master_link_status"), "down", "link down")
+            t.eq(i.get("role"), "slave", "still a replica")
+
+
 # ---- the config ----
 
 @test
