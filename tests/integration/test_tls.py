@@ -17,6 +17,7 @@ foreign CA with a server and a client certificate of its own.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -524,6 +525,240 @@ def sighup_rotates_the_certificate_and_keeps_it_when_the_new_one_is_broken(t):
         t.eq(ask(keep, b"PING\r\n"), b"PONG\r\n", "an open connection goes on")
         t.eq(keep.getpeercert(binary_form=True), old, "with its certificate")
         keep.close()
+
+
+# ---- replication over TLS ----
+
+def repl_lines(p, role, primary_tport=None, ca=None, extra=""):
+    """A server's TLS lines; a replica connects to primary_tport over
+    TLS, presenting its own certificate (the server's, of our CA)."""
+    lines = ""
+    if role == "replica":
+        lines += ("replicaof = 127.0.0.1:%d\ntls_replication = on\n"
+                  % primary_tport)
+    return lines + extra
+
+
+@test
+def a_replica_syncs_over_tls_and_follows_writes(t):
+    import repltest
+    p = pki(t)
+    prim = tls_server(t, p, name="p", filters=repltest.FILTERS,
+                      extra=repl_lines(p, "primary"))
+    with prim:
+        urls = [repltest.url("before", i) for i in range(20000)]
+        cl = prim.client()
+        cl.send("".join("SEEN %s\n" % u for u in urls))
+        t.eq([cl.line() for _ in urls].count("0"), len(urls), "recorded")
+        cl.close()
+        rep = tls_server(t, p, name="r", filters=repltest.FILTERS,
+                         extra=repl_lines(p, "replica", prim.tport))
+        with rep:
+            repltest.wait_info(t, rep, lambda i: i.get("master_link_status")
+                               == "up", timeout=20, what="link up")
+            # what came before, by a full sync over TLS; then writes
+            more = [repltest.url("after", i) for i in range(5000)]
+            cl = prim.client()
+            cl.send("".join("SEEN %s\n" % u for u in more))
+            t.eq([cl.line() for _ in more].count("0"), len(more), "more")
+            cl.close()
+            t.eq(repltest.ask(prim, "WAIT", "1", "20000"), 1,
+                 "WAIT: the replica has them")
+            for u in (urls[0], urls[-1], more[0], more[-1]):
+                t.eq(repltest.ask(rep, "EXISTS", u), 1,
+                     "the replica holds " + u)
+            pi = repltest.info(prim)
+            t.contains(pi.get("slave0", ""), "port=%d" % rep.tport,
+                       "the replica announces its TLS port")
+            t.contains(rep.read_log(), "replication", "logged")
+            log = prim.read_log()
+            t.ok("TLSv1.3" in log, "the link is TLS: %s" % log[-2000:])
+
+
+@test
+def a_replica_that_does_not_trust_the_primary_keeps_the_link_down(t):
+    import repltest
+    p = pki(t)
+    prim = tls_server(t, p, name="p", extra=repl_lines(p, "primary"))
+    with prim:
+        # its CA is the foreign one: the primary's certificate is refused
+        rep = Server(t, "tls_ca_cert_file = %s\n" % p.foreign_ca +
+                     repl_lines(p, "replica", prim.tport), name="r")
+        with rep:
+            repltest.wait_info(t, rep, lambda i: "certificate" in
+                               i.get("master_link_error", "") or
+                               "certificate" in rep.read_log(),
+                               timeout=20, what="the refusal said")
+            i = repltest.info(rep)
+            t.eq(i.get("master_link_status"), "down", "link down")
+            t.eq(i.get("role"), "slave", "still a replica")
+
+
+# ---- Redis Sentinel over TLS: TLS-only seends ----
+
+SENTINEL = shutil.which("redis-sentinel")
+
+
+class TlsOnly(Server):
+    """A seend with no plain TCP listener: tls_listen on self.port, its
+    Unix socket for the test's own looks."""
+
+    def __init__(self, t, p, name, extra=""):
+        self.pki = p
+        self.tls_extra = extra
+        Server.__init__(self, t, name=name, filters=DEFAULT_FILTERS)
+
+    def write_config(self, server_extra="", filters=DEFAULT_FILTERS):
+        crt, key = self.pki.server
+        with open(self.conf, "w") as f:
+            f.write("[server]\nlisten = off\ntls_listen = 127.0.0.1:%d\n"
+                    "unix_socket = %s\ndata_dir = %s\nlog_level = debug\n"
+                    "tls_cert_file = %s\ntls_key_file = %s\n"
+                    "tls_ca_cert_file = %s\n%s\n%s"
+                    % (self.port, self.sock, self.data_dir, crt, key,
+                       self.pki.ca, self.tls_extra, filters))
+
+    def info(self):
+        c = Client(self.sock)
+        try:
+            c.send("INFO\n")
+            return dict(l.split(" ", 1) for l in c.lines_until_end())
+        finally:
+            c.close()
+
+    def redis(self):
+        crt, key = self.pki.client
+        return redis.Redis(host="127.0.0.1", port=self.port, ssl=True,
+                           ssl_ca_certs=self.pki.ca, ssl_certfile=crt,
+                           ssl_keyfile=key, ssl_check_hostname=False,
+                           socket_timeout=10 * SLOW)
+
+
+class TlsSentinel:
+    """A redis-sentinel on a TLS port only, talking TLS to the instances
+    (tls-replication yes) with a certificate of our CA."""
+
+    def __init__(self, t, p, i, master_port):
+        self.p = p
+        self.port = free_port()
+        self.dir = t.path("sentinel%d" % i)
+        os.makedirs(self.dir)
+        conf = os.path.join(self.dir, "sentinel.conf")
+        crt, key = p.server
+        with open(conf, "w") as f:
+            f.write("port 0\ntls-port %d\nbind 127.0.0.1\n"
+                    "daemonize no\nprotected-mode no\ndir %s\n"
+                    "logfile %s\ntls-cert-file %s\ntls-key-file %s\n"
+                    "tls-ca-cert-file %s\ntls-auth-clients optional\n"
+                    "tls-replication yes\n"
+                    "sentinel monitor mymaster 127.0.0.1 %d 2\n"
+                    "sentinel down-after-milliseconds mymaster %d\n"
+                    "sentinel failover-timeout mymaster %d\n"
+                    % (self.port, self.dir, os.path.join(self.dir, "log"),
+                       crt, key, p.ca, master_port, int(2000 * SLOW),
+                       int(6000 * SLOW)))
+        self.proc = subprocess.Popen([SENTINEL, conf],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT)
+        t.servers.append(self)
+        t.ok(wait_until(lambda: self.cmd("PING") is True, 10),
+             "redis-sentinel %d answers on its TLS port" % i)
+        self.cmd("SENTINEL", "DEBUG", "info-period", "1000",
+                 "publish-period", "500")
+
+    def cmd(self, *words):
+        try:
+            r = redis.Redis(host="127.0.0.1", port=self.port, ssl=True,
+                            ssl_ca_certs=self.p.ca, ssl_check_hostname=False,
+                            socket_timeout=5)
+            try:
+                return r.execute_command(*words)
+            finally:
+                r.close()
+        except (OSError, redis.exceptions.RedisError):
+            return None
+
+    def master(self):
+        flat = self.cmd("SENTINEL", "MASTER", "mymaster")
+        if not isinstance(flat, list):
+            return None
+        return dict((flat[i].decode(), flat[i + 1].decode())
+                    for i in range(0, len(flat), 2))
+
+    def replicas(self):
+        got = self.cmd("SENTINEL", "REPLICAS", "mymaster")
+        if not isinstance(got, list):
+            return None
+        return [dict((x[i].decode(), x[i + 1].decode())
+                     for i in range(0, len(x), 2)) for x in got]
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "log"), errors="replace") as f:
+                return f.read()[-2500:]
+        except OSError:
+            return ""
+
+
+def sentinels_see(x, primary, replica):
+    m = x.master()
+    if (m is None or m["port"] != str(primary.port) or
+            m["role-reported"] != "master" or
+            m["num-other-sentinels"] != "2" or
+            set(m["flags"].split(",")) & {"s_down", "o_down", "disconnected"}):
+        return False
+    reps = x.replicas() or []
+    return [r["port"] for r in reps if r["role-reported"] == "slave" and
+            not set(r["flags"].split(",")) & {"s_down", "disconnected"}] == \
+        [str(replica.port)]
+
+
+@test
+def three_tls_sentinels_monitor_and_fail_over_tls_only_seends(t):
+    t.ok(SENTINEL is not None, "redis-sentinel is installed")
+    p = pki(t)
+    prim = TlsOnly(t, p, "p").start()
+    rep = TlsOnly(t, p, "r", extra="replicaof = 127.0.0.1:%d\n"
+                  "tls_replication = on\n" % prim.port).start()
+    t.ok(wait_until(lambda: rep.info().get("role") == "slave" and
+                    "TLSv1" in prim.read_log(), 20), "the replica's link")
+    xs = [TlsSentinel(t, p, i, prim.port) for i in range(3)]
+
+    def view():
+        return "\n".join("sentinel %d: %r %r\n%s" % (x.port, x.master(),
+                                                     x.replicas(), x.log())
+                         for x in xs)
+    if not wait_until(lambda: all(sentinels_see(x, prim, rep) for x in xs),
+                      60):
+        raise Failed("the sentinels' view:\n" + view())
+    # a client that finds the primary through Sentinel, all over TLS
+    crt, key = p.client
+    tls = dict(ssl=True, ssl_ca_certs=p.ca, ssl_check_hostname=False)
+    sen = redis.sentinel.Sentinel(
+        [("127.0.0.1", x.port) for x in xs], sentinel_kwargs=dict(tls),
+        socket_timeout=10 * SLOW, ssl_certfile=crt, ssl_keyfile=key, **tls)
+    t.eq(sen.discover_master("mymaster"), ("127.0.0.1", prim.port),
+         "redis-py discovers the TLS-only primary")
+    m = sen.master_for("mymaster", socket_timeout=10 * SLOW)
+    t.eq(m.setnx("https://sentinel.example/1", 1), True, "SETNX new")
+    t.eq(m.execute_command("WAIT", 1, int(10000 * SLOW)), 1,
+         "the replica has it")
+    # failover: the primary dies, Sentinel promotes the replica over TLS
+    prim.kill9()
+    if not wait_until(lambda: all(
+            x.master() is not None and
+            x.master()["port"] == str(rep.port) for x in xs), 60):
+        raise Failed("no failover:\n" + view())
+    t.ok(wait_until(lambda: rep.info().get("role") == "master", 20),
+         "the replica is the primary: %r" % rep.info().get("role"))
+    m = sen.master_for("mymaster", socket_timeout=10 * SLOW)
+    t.eq(m.setnx("https://sentinel.example/1", 1), False,
+         "the new primary holds what the old one acknowledged")
+    t.eq(m.setnx("https://sentinel.example/2", 1), True, "and takes writes")
+    for x in xs:
+        x.proc.terminate()
+        x.proc.wait(30)
+        x.proc = None
 
 
 # ---- the config ----
