@@ -44,6 +44,7 @@ static void	process_input(struct conn *);
 static void	conn_service(struct conn *);
 static int	has_work(const struct conn *);
 static void	tls_handshake_step(struct conn *);
+static ssize_t	tls_write(struct conn *, const void *, size_t);
 static const struct session_ops conn_session_ops;
 static const struct conn_type conn_type_tcp, conn_type_tls, conn_type_gone;
 
@@ -296,10 +297,23 @@ conn_reply(struct conn *c, int proto, const struct result *r)
 		int		 fd = dup(c->fd);
 		struct ssl_st	*ssl = c->ssl;
 
-		/* a TLS session goes with the socket, on the copy: nothing
-		 * more of this connection's may be written into its stream
-		 * (a replica sends PSYNC once its last reply is read, so
-		 * nothing is left unsent) */
+		/* a TLS session goes with the socket, on the copy, and
+		 * nothing more of this connection's may be written into its
+		 * stream: the replies before PSYNC (AUTH's, REPLCONF's, a
+		 * few bytes) are written now, ahead of the link's */
+		while (ssl != NULL && fd != -1 && buf_used(&c->out) > 0) {
+			ssize_t n = tls_write(c, buf_head(&c->out),
+			    buf_used(&c->out));
+
+			if (n <= 0) {
+				close(fd);
+				fd = -1;
+				break;
+			}
+			buf_consume(&c->out, (size_t)n);
+		}
+		if (ssl != NULL)
+			c->unreleased = 0;
 		if (ssl != NULL && fd != -1 && SSL_set_fd(ssl, fd) != 1) {
 			close(fd);
 			fd = -1;

@@ -13,7 +13,10 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "backlog.h"
 #include "config.h"
@@ -27,6 +30,7 @@
 #include "registry.h"
 #include "replica.h"
 #include "saver.h"
+#include "tls.h"
 
 /* The largest frame accepted: a turn's records are far fewer. */
 #define FRAME_MAX	(1u << 30)
@@ -127,13 +131,17 @@ send_cmd(struct replica *rp, int argc, const char **argv)
 		    argv[i]);
 }
 
-/* Our listening port, for the primary's INFO and Sentinel. */
+/* Our listening port, for the primary's INFO and Sentinel: with
+ * tls_replication, the TLS one (as a Redis replica announces its tls-port
+ * with tls-replication yes), which is where Sentinel will connect. */
 static const char *
 listen_port(const struct config *cfg)
 {
-	const char *c;
+	const char *l = cfg->listen, *c;
 
-	if (cfg->listen == NULL || (c = strrchr(cfg->listen, ':')) == NULL)
+	if (cfg->tls_replication && cfg->tls_listen != NULL)
+		l = cfg->tls_listen;
+	if (l == NULL || (c = strrchr(l, ':')) == NULL)
 		return "0";
 	return c + 1;
 }
@@ -489,10 +497,66 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		handshake(rp);
 		return;
 	}
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		link_down(rp, what & BEV_EVENT_EOF ? "the primary closed it" :
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		unsigned long	 e = rp->core->cfg->tls_replication ?
+				    bufferevent_get_openssl_error(bev) : 0;
+		char		 why[256];
+
+		/* TLS: OpenSSL's reason (a certificate refused) */
+		if (e != 0) {
+			strcpy(why, "TLS: ");
+			ERR_error_string_n(e, why + 5, sizeof(why) - 5);
+			ERR_clear_error();
+			snprintf(rp->core->repl.link_error,
+			    sizeof(rp->core->repl.link_error), "%.290s", why);
+		}
+		link_down(rp, e != 0 ? why : what & BEV_EVENT_EOF ?
+		    "the primary closed it" :
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
 		    RETRY_SECS);
+	}
+}
+
+/*
+ * tls_replication: the link speaks TLS to the primary's tls_listen,
+ * verifying its certificate against tls_ca_cert_file and presenting ours
+ * (tls_cert_file, as a Redis replica presents its own to a primary with
+ * tls-auth-clients). The context is read at each connect, so that a
+ * rotated certificate is the next link's. NULL after logging why.
+ */
+static struct bufferevent *
+tls_link(struct replica *rp)
+{
+	const struct config	*cfg = rp->core->cfg;
+	struct tls_settings	 t;
+	struct bufferevent	*bev;
+	SSL_CTX			*ctx;
+	SSL			*ssl;
+	char			 err[512];
+
+	config_tls_settings(cfg, &t);
+	if ((ctx = tls_client_ctx_new(&t, err, sizeof(err))) == NULL) {
+		log_error("replication: TLS: %s", err);
+		snprintf(rp->core->repl.link_error,
+		    sizeof(rp->core->repl.link_error), "TLS: %.280s", err);
+		return NULL;
+	}
+	ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);	/* ssl holds its own reference */
+	if (ssl == NULL)
+		return NULL;
+	if (strspn(rp->core->repl.host, "0123456789.:abcdefABCDEF") !=
+	    strlen(rp->core->repl.host))
+		SSL_set_tlsext_host_name(ssl, rp->core->repl.host);
+	if ((bev = bufferevent_openssl_socket_new(rp->base, -1, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	/* a primary that goes away without a close_notify has ended the
+	 * stream, as a plain socket's EOF */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
 }
 
 void
@@ -526,7 +590,8 @@ replica_start(struct replica *rp)
 		rp->retry_at = time(NULL) + REFUSED_SECS;
 		return;
 	}
-	rp->bev = bufferevent_socket_new(rp->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	rp->bev = rp->core->cfg->tls_replication ? tls_link(rp) :
+	    bufferevent_socket_new(rp->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (rp->bev == NULL) {
 		freeaddrinfo(ai);
 		rp->retry_at = time(NULL) + RETRY_SECS;
