@@ -466,6 +466,19 @@ key_primary_token(struct parser *p, const char *key, const char *v)
 	set_string(p, &p->cfg->primary_token, v);
 }
 
+/* The user the replica logs in as (Redis's masteruser); empty: none. */
+static void
+key_primary_user(struct parser *p, const char *key, const char *v)
+{
+	for (const char *c = v; *c != '\0'; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+			perror_at(p, p->lineno, "%s: \"%s\" has a space or a "
+			    "control character", key, SHOW(v));
+			return;
+		}
+	set_string(p, &p->cfg->primary_user, *v == '\0' ? NULL : v);
+}
+
 /* Users as Redis ACLs (acl.h): the file is read when the server starts
  * and on SIGHUP, not here. */
 static void
@@ -473,6 +486,17 @@ key_users_file(struct parser *p, const char *key, const char *v)
 {
 	(void)key;
 	set_string(p, &p->cfg->users_file, *v == '\0' ? NULL : v);
+}
+
+/* A secret Prometheus sends as "Authorization: Bearer <it>". */
+static void
+key_metrics_token(struct parser *p, const char *key, const char *v)
+{
+	if (*v == '\0')
+		return;
+	if (check_token(p, key, v) == -1)
+		return;
+	set_string(p, &p->cfg->metrics_token, v);
 }
 
 /* At least 64k: a replica that paused for a moment comes back by a
@@ -635,6 +659,7 @@ const struct key_def server_keys[SK_COUNT] = {
 	[SK_AUTH_TOKEN] = { "auth_token", key_auth_token, 0 },
 	[SK_AUTH_TOKEN_FILE] = { "auth_token_file", key_auth_token_file, 0 },
 	[SK_USERS_FILE] = { "users_file", key_users_file, 0 },
+	[SK_METRICS_TOKEN] = { "metrics_token", key_metrics_token, 0 },
 	[SK_LOG_LEVEL] = { "log_level", key_log_level, 0 },
 	[SK_MAX_MEMORY] = { "max_memory", key_max_memory, 0 },
 	[SK_CREATE_FILTERS] = { "create_filters", key_create_filters, 0 },
@@ -650,6 +675,7 @@ const struct key_def server_keys[SK_COUNT] = {
 	[SK_JOURNAL_MAX] = { "journal_max", key_journal_max, 0 },
 	[SK_REPLICAOF] = { "replicaof", key_replicaof, 0 },
 	[SK_PRIMARY_TOKEN] = { "primary_token", key_primary_token, 0 },
+	[SK_PRIMARY_USER] = { "primary_user", key_primary_user, 0 },
 	[SK_REPL_BACKLOG_SIZE] = { "repl_backlog_size",
 	    key_repl_backlog_size, 0 },
 	[SK_REPLICA_PRIORITY] = { "replica_priority", key_replica_priority,
@@ -824,6 +850,11 @@ config_free(struct config *cfg)
 		free(cfg->auth_token);
 	}
 	free(cfg->users_file);
+	free(cfg->primary_user);
+	if (cfg->metrics_token != NULL) {
+		explicit_bzero(cfg->metrics_token, strlen(cfg->metrics_token));
+		free(cfg->metrics_token);
+	}
 	free(cfg);
 }
 

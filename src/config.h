@@ -58,6 +58,8 @@ struct config {
 	/* users as Redis ACLs in Redis's file syntax (acl.h); NULL = none:
 	 * the default user alone, with auth_token as its password */
 	char		*users_file;
+	/* the metrics endpoint asks "Authorization: Bearer <it>"; NULL: not */
+	char		*metrics_token;
 	enum log_level	 log_level;		/* default info */
 	uint64_t	 max_memory;		/* bytes of all filters, 0 = no cap */
 	struct filter_config *filters;		/* in file order */
@@ -76,6 +78,7 @@ struct config {
 	 * Sentinel's replica priority */
 	char		*replicaof;
 	char		*primary_token;
+	char		*primary_user;	/* AUTH <user> <token>; NULL: AUTH <token> */
 	uint64_t	 repl_backlog_size;	/* bytes, default 64 MiB */
 	unsigned	 replica_priority;	/* default 100 */
 	/* TLS (tls.h): a second listener, serving both protocols, with

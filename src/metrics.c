@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
+#include <openssl/crypto.h>
+
+#include "acl.h"
 #include "command.h"
 #include "config.h"
 #include "log.h"
@@ -482,6 +486,30 @@ no_delay(struct evhttp_request *req)
 	    sizeof(on));
 }
 
+/*
+ * metrics_token: the scraper must send "Authorization: Bearer <it>"
+ * (Prometheus's authorization block). Compared as SHA-256 digests, in
+ * constant time, so neither its length nor its bytes leak by timing.
+ */
+static int
+authorized(const struct metrics *m, struct evhttp_request *req)
+{
+	const char	*tok = m->core->cfg->metrics_token, *h;
+	char		 want[65], got[65];
+
+	if (tok == NULL)
+		return 1;
+	h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+		return 0;
+	for (h += 7; *h == ' '; h++)
+		;
+	acl_hash_hex(tok, strlen(tok), want);
+	acl_hash_hex(h, strlen(h), got);
+	return CRYPTO_memcmp(want, got, 64) == 0;
+}
+
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
@@ -501,8 +529,15 @@ on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	no_delay(req);
+	if (!authorized(m, req)) {
+		evhttp_add_header(hdrs, "WWW-Authenticate",
+		    "Bearer realm=\"seend\"");
+		evhttp_add_header(hdrs, "Content-Type", "text/plain");
+		evbuffer_add_printf(body, "401 unauthorized: send "
+		    "Authorization: Bearer <metrics_token>\n");
+		evhttp_send_reply(req, 401, "Unauthorized", body);
 	/* not evhttp_send_error, which drops the Allow header */
-	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(hdrs, "Allow", "GET, HEAD");
 		evhttp_add_header(hdrs, "Content-Type", "text/plain");
 		evbuffer_add_printf(body, "405 method not allowed: GET or "

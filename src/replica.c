@@ -152,14 +152,20 @@ handshake(struct replica *rp)
 	struct core_repl	*r = &rp->core->repl;
 	const struct config	*cfg = rp->core->cfg;
 	char			 off[32];
-	const char		*auth[2] = { "AUTH", cfg->primary_token };
+	const char		*auth[3] = { "AUTH", cfg->primary_token, NULL };
 	const char		*port[3] = { "REPLCONF", "listening-port",
 				    listen_port(cfg) };
 	const char		*psync[3] = { "PSYNC", "?", "-1" };
 
 	rp->replies = 1;
+	/* AUTH <token>, or as a user (primary_user, Redis's masteruser):
+	 * AUTH <user> <token>; a refusal keeps the link down, saying so */
 	if (cfg->primary_token != NULL) {
-		send_cmd(rp, 2, auth);
+		if (cfg->primary_user != NULL) {
+			auth[1] = cfg->primary_user;
+			auth[2] = cfg->primary_token;
+		}
+		send_cmd(rp, cfg->primary_user != NULL ? 3 : 2, auth);
 		rp->replies++;
 	}
 	send_cmd(rp, 3, port);

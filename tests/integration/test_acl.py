@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 from seendtest import *
@@ -480,6 +481,75 @@ def hello_auth_with_a_user_and_acl_cat(t):
     t.ok(b"seen" in write_ and b"setnx" in write_ and b"check" not in write_,
          "line commands in their RESP twins' categories")
     t.ok(b"check" in val(a.cmd("ACL", "CAT", "read")))
+
+
+def repl_info(s):
+    try:
+        text = RespBytes(s.port, timeout=5).cmd("INFO", "replication")
+    except (OSError, EOFError):
+        return {}
+    return dict(l.split(":", 1) for l in val(text).decode().split("\r\n")
+                if ":" in l)
+
+
+# README's minimum line for a replica link
+REPL_USER = "user repl on >replpass +psync +replconf +ping\n"
+
+
+@test
+def a_replica_logs_in_as_a_user_and_a_refused_login_keeps_the_link_down(t):
+    p = users_server(t, USERS + REPL_USER, name="p")
+    r = Server(t, "replicaof = 127.0.0.1:%d\nprimary_user = repl\n"
+               "primary_token = replpass" % p.port, filters=FILTERS,
+               name="r").start()
+    t.ok(wait_until(lambda: repl_info(r).get("master_link_status") == "up",
+                    30), "the link comes up: %r" % repl_info(r))
+    t.eq(RespBytes(p.port).cmd("SADD", "crawl", "x"), b":1\r\n")
+    t.ok(wait_until(lambda: RespBytes(r.port).cmd("SISMEMBER", "crawl", "x")
+                    == b":1\r\n", 30), "the replica follows")
+    # a wrong password, and a user that may not PSYNC: the link stays
+    # down and says why
+    for name, user, token, why in [("r2", "repl", "wrong", "WRONGPASS"),
+                                   ("r3", "monitor", "monpass", "NOPERM")]:
+        b = Server(t, "replicaof = 127.0.0.1:%d\nprimary_user = %s\n"
+                   "primary_token = %s" % (p.port, user, token),
+                   filters=FILTERS, name=name).start()
+        t.ok(wait_until(lambda: why in repl_info(b).get("master_link_error",
+                                                        ""), 30),
+             "%s: master_link_error says %s: %r" % (name, why, repl_info(b)))
+        t.eq(repl_info(b).get("master_link_status"), "down")
+        t.contains(b.read_log(), why)
+        b.stop()
+
+
+@test
+def the_metrics_endpoint_asks_for_its_bearer_token(t):
+    mport = free_port()
+    s = Server(t, "metrics_listen = 127.0.0.1:%d\nmetrics_token = m3trics"
+               % mport, filters=FILTERS).start()
+    url = "http://127.0.0.1:%d/metrics" % mport
+
+    def get(auth):
+        req = urllib.request.Request(url)
+        if auth is not None:
+            req.add_header("Authorization", auth)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as f:
+                return f.status, f.read().decode(), f.headers
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(), e.headers
+        except OSError:
+            return None, "", {}
+
+    t.ok(wait_until(lambda: get("Bearer m3trics")[0] == 200, 10),
+         "the right token is served")
+    code, body, _ = get("Bearer m3trics")
+    t.contains(body, "seend_acl_access_denied_auth_total 0\n")
+    for auth in (None, "Bearer wrong", "Bearer m3trics2", "Basic m3trics"):
+        code, body, hdrs = get(auth)
+        t.eq(code, 401, repr(auth))
+        t.eq(hdrs.get("WWW-Authenticate"), 'Bearer realm="seend"')
+        t.ok("seend_" not in body, "no figures without the token")
 
 
 if __name__ == "__main__":
