@@ -694,6 +694,43 @@ const struct key_def server_keys[SK_COUNT] = {
 	[SK_TLS_REPLICATION] = { "tls_replication", key_tls_replication, 0 },
 };
 
+/* ---- [cluster] keys (issue 33) ---- */
+
+static void
+key_cluster_enabled(struct parser *p, const char *key, const char *v)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
+		p->cfg->cluster_enabled = 1;
+	else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
+		p->cfg->cluster_enabled = 0;
+	else
+		perror_at(p, p->lineno, "%s: \"%s\" is not one of on, off",
+		    key, SHOW(v));
+}
+
+/* What clients are told to reach this node at: host:port like listen;
+ * empty = listen's address. */
+static void
+key_cluster_announce(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0') {
+		set_string(p, &p->cfg->cluster_announce, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->cluster_announce, v);
+}
+
+const struct key_def cluster_keys[CK_COUNT] = {
+	[CK_ENABLED] = { "enabled", key_cluster_enabled, 0 },
+	[CK_ANNOUNCE] = { "announce", key_cluster_announce, 0 },
+};
+
 /* ---- loading ---- */
 
 static struct config *
@@ -835,6 +872,7 @@ config_free(struct config *cfg)
 	free(cfg->default_filter);
 	free(cfg->replicaof);
 	free(cfg->tls_listen);
+	free(cfg->cluster_announce);
 	free(cfg->tls_cert_file);
 	free(cfg->tls_key_file);
 	free(cfg->tls_ca_cert_file);

@@ -94,6 +94,10 @@ struct config {
 	char		*tls_ciphersuites;	/* NULL: OpenSSL's */
 	unsigned	 tls_handshake_timeout;	/* seconds, default 10 */
 	int		 tls_replication;	/* to the primary's tls port */
+	/* [cluster] (issue 33), read at start: a reload keeps the running
+	 * values */
+	int		 cluster_enabled;	/* default off */
+	char		*cluster_announce;	/* host:port; NULL: listen's */
 };
 
 /* The most filters max_filters allows (config-file ones are fewer:

@@ -27,6 +27,7 @@ enum section_kind {
 	SEC_NONE,	/* before the first header */
 	SEC_SERVER,
 	SEC_FILTER,
+	SEC_CLUSTER,	/* [cluster] (issue 33) */
 	SEC_SKIP,	/* a bad header, already reported: ignore its keys */
 };
 
@@ -74,6 +75,12 @@ enum server_key {
 	SK_COUNT
 };
 
+enum cluster_key {
+	CK_ENABLED,
+	CK_ANNOUNCE,
+	CK_COUNT
+};
+
 enum filter_key {
 	FK_CAPACITY,
 	FK_ERROR_RATE,
@@ -113,6 +120,8 @@ struct parser {
 	int			 server_line;	/* first [server] header */
 	int			 server_keys[SK_COUNT]; /* line, 0 = unset */
 	int			 filter_keys[FK_COUNT];
+	int			 cluster_line;	/* first [cluster] header */
+	int			 cluster_keys[CK_COUNT];
 	int			 filter_bad;	/* a bad capacity/error_rate */
 	int			 token_line;	/* of a non-empty auth_token */
 	int			 token_file_line; /* and auth_token_file */
@@ -129,6 +138,7 @@ struct key_def {
 /* The keys of each section, indexed by enum server_key and filter_key. */
 extern const struct key_def server_keys[SK_COUNT];	/* config.c */
 extern const struct key_def filter_keys[FK_COUNT];	/* config_filter.c */
+extern const struct key_def cluster_keys[CK_COUNT];	/* config.c */
 
 /* ---- config_filter.c: [filter.NAME] sections ---- */
 

@@ -47,14 +47,24 @@ open_section(struct parser *p, const char *name, size_t len)
 		p->kind = SEC_SERVER;
 		return;
 	}
+	if (len == 7 && memcmp(name, "cluster", 7) == 0) {
+		if (p->cluster_line != 0)
+			perror_at(p, p->lineno, "[cluster] appears twice, first "
+			    "at line %d", p->cluster_line);
+		else
+			p->cluster_line = p->lineno;
+		p->kind = SEC_CLUSTER;
+		return;
+	}
 	if (len >= 7 && memcmp(name, "filter.", 7) == 0) {
 		open_filter(p, name + 7, len - 7);
 		return;
 	}
 	p->kind = SEC_SKIP;
 	snprintf(namebuf, sizeof(namebuf), "%.*s", (int)len, name);
-	perror_at(p, p->lineno, "unknown section [%s] (expected [server] or "
-	    "[filter.NAME])", shown(namebuf, shownbuf, sizeof(shownbuf)));
+	perror_at(p, p->lineno, "unknown section [%s] (expected [server], "
+	    "[cluster] or [filter.NAME])", shown(namebuf, shownbuf,
+	    sizeof(shownbuf)));
 }
 
 /* ---- keys and lines ---- */
@@ -92,6 +102,10 @@ handler(void *user, const char *section, const char *name, const char *value)
 		defs = server_keys;
 		n = SK_COUNT;
 		seen = p->server_keys;
+	} else if (p->kind == SEC_CLUSTER) {
+		defs = cluster_keys;
+		n = CK_COUNT;
+		seen = p->cluster_keys;
 	} else {
 		defs = filter_keys;
 		n = FK_COUNT;
@@ -105,6 +119,9 @@ handler(void *user, const char *section, const char *name, const char *value)
 		else if (!p->cont && p->kind == SEC_SERVER)
 			perror_at(p, p->lineno, "unknown key \"%s\" in "
 			    "[server]", SHOW(name));
+		else if (!p->cont && p->kind == SEC_CLUSTER)
+			perror_at(p, p->lineno, "unknown key \"%s\" in "
+			    "[cluster]", SHOW(name));
 		else if (!p->cont)
 			perror_at(p, p->lineno, "unknown key \"%s\" in "
 			    "[filter.%s]", SHOW(name), cur_filter(p)->name);

@@ -1,0 +1,246 @@
+/*
+ * cluster.c - a node's ID, its announced address and the slot of a key;
+ * see cluster.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "fileio.h"
+
+/* CRC16/XMODEM, one byte at a time: crc = (crc << 8) ^ tab[(crc >> 8) ^ b]. */
+static const uint16_t crc16tab[256] = {
+	0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7,
+	0x8108, 0x9129, 0xa14a, 0xb16b, 0xc18c, 0xd1ad, 0xe1ce, 0xf1ef,
+	0x1231, 0x0210, 0x3273, 0x2252, 0x52b5, 0x4294, 0x72f7, 0x62d6,
+	0x9339, 0x8318, 0xb37b, 0xa35a, 0xd3bd, 0xc39c, 0xf3ff, 0xe3de,
+	0x2462, 0x3443, 0x0420, 0x1401, 0x64e6, 0x74c7, 0x44a4, 0x5485,
+	0xa56a, 0xb54b, 0x8528, 0x9509, 0xe5ee, 0xf5cf, 0xc5ac, 0xd58d,
+	0x3653, 0x2672, 0x1611, 0x0630, 0x76d7, 0x66f6, 0x5695, 0x46b4,
+	0xb75b, 0xa77a, 0x9719, 0x8738, 0xf7df, 0xe7fe, 0xd79d, 0xc7bc,
+	0x48c4, 0x58e5, 0x6886, 0x78a7, 0x0840, 0x1861, 0x2802, 0x3823,
+	0xc9cc, 0xd9ed, 0xe98e, 0xf9af, 0x8948, 0x9969, 0xa90a, 0xb92b,
+	0x5af5, 0x4ad4, 0x7ab7, 0x6a96, 0x1a71, 0x0a50, 0x3a33, 0x2a12,
+	0xdbfd, 0xcbdc, 0xfbbf, 0xeb9e, 0x9b79, 0x8b58, 0xbb3b, 0xab1a,
+	0x6ca6, 0x7c87, 0x4ce4, 0x5cc5, 0x2c22, 0x3c03, 0x0c60, 0x1c41,
+	0xedae, 0xfd8f, 0xcdec, 0xddcd, 0xad2a, 0xbd0b, 0x8d68, 0x9d49,
+	0x7e97, 0x6eb6, 0x5ed5, 0x4ef4, 0x3e13, 0x2e32, 0x1e51, 0x0e70,
+	0xff9f, 0xefbe, 0xdfdd, 0xcffc, 0xbf1b, 0xaf3a, 0x9f59, 0x8f78,
+	0x9188, 0x81a9, 0xb1ca, 0xa1eb, 0xd10c, 0xc12d, 0xf14e, 0xe16f,
+	0x1080, 0x00a1, 0x30c2, 0x20e3, 0x5004, 0x4025, 0x7046, 0x6067,
+	0x83b9, 0x9398, 0xa3fb, 0xb3da, 0xc33d, 0xd31c, 0xe37f, 0xf35e,
+	0x02b1, 0x1290, 0x22f3, 0x32d2, 0x4235, 0x5214, 0x6277, 0x7256,
+	0xb5ea, 0xa5cb, 0x95a8, 0x8589, 0xf56e, 0xe54f, 0xd52c, 0xc50d,
+	0x34e2, 0x24c3, 0x14a0, 0x0481, 0x7466, 0x6447, 0x5424, 0x4405,
+	0xa7db, 0xb7fa, 0x8799, 0x97b8, 0xe75f, 0xf77e, 0xc71d, 0xd73c,
+	0x26d3, 0x36f2, 0x0691, 0x16b0, 0x6657, 0x7676, 0x4615, 0x5634,
+	0xd94c, 0xc96d, 0xf90e, 0xe92f, 0x99c8, 0x89e9, 0xb98a, 0xa9ab,
+	0x5844, 0x4865, 0x7806, 0x6827, 0x18c0, 0x08e1, 0x3882, 0x28a3,
+	0xcb7d, 0xdb5c, 0xeb3f, 0xfb1e, 0x8bf9, 0x9bd8, 0xabbb, 0xbb9a,
+	0x4a75, 0x5a54, 0x6a37, 0x7a16, 0x0af1, 0x1ad0, 0x2ab3, 0x3a92,
+	0xfd2e, 0xed0f, 0xdd6c, 0xcd4d, 0xbdaa, 0xad8b, 0x9de8, 0x8dc9,
+	0x7c26, 0x6c07, 0x5c64, 0x4c45, 0x3ca2, 0x2c83, 0x1ce0, 0x0cc1,
+	0xef1f, 0xff3e, 0xcf5d, 0xdf7c, 0xaf9b, 0xbfba, 0x8fd9, 0x9ff8,
+	0x6e17, 0x7e36, 0x4e55, 0x5e74, 0x2e93, 0x3eb2, 0x0ed1, 0x1ef0,
+};
+
+uint16_t
+cluster_crc16(const void *p, size_t len)
+{
+	const unsigned char	*b = p;
+	uint16_t		 crc = 0;
+
+	for (size_t i = 0; i < len; i++)
+		crc = (uint16_t)(crc << 8) ^ crc16tab[((crc >> 8) ^ b[i]) & 0xff];
+	return crc;
+}
+
+unsigned
+cluster_keyslot(const char *key, size_t len)
+{
+	const char	*open = memchr(key, '{', len), *close;
+	size_t		 rest;
+
+	if (open != NULL) {
+		rest = len - (size_t)(open - key) - 1;
+		close = memchr(open + 1, '}', rest);
+		/* "{}" or no "}": the whole key, as Redis */
+		if (close != NULL && close > open + 1)
+			return cluster_crc16(open + 1,
+			    (size_t)(close - open - 1)) & (CLUSTER_SLOTS - 1);
+	}
+	return cluster_crc16(key, len) & (CLUSTER_SLOTS - 1);
+}
+
+int
+cluster_id_valid(const char *s, size_t len)
+{
+	if (len != CLUSTER_ID_LEN)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* 40 random hex digits, as Redis's getRandomHexChars makes a node ID. */
+static void
+new_id(char out[CLUSTER_ID_LEN + 1])
+{
+	unsigned char	 r[CLUSTER_ID_LEN / 2];
+	size_t		 got = 0;
+	ssize_t		 n;
+
+	while (got < sizeof(r) && (n = getrandom(r + got, sizeof(r) - got,
+	    0)) > 0)
+		got += (size_t)n;
+	if (got < sizeof(r)) {
+		/* no entropy to be had: time, clock and pid still differ */
+		struct timespec ts;
+		unsigned long long x;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		x = ((unsigned long long)ts.tv_sec * 1000000000ULL +
+		    (unsigned long long)ts.tv_nsec) ^
+		    ((unsigned long long)getpid() << 40);
+		for (size_t i = 0; i < sizeof(r); i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			r[i] = (unsigned char)(x >> 56);
+		}
+	}
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
+/* The ID in path: 1 read, 0 no file, -1 a file that holds none (err). */
+static int
+read_id(const char *path, char id[CLUSTER_ID_LEN + 1], char *err,
+    size_t errlen)
+{
+	char	 line[128];
+	size_t	 n;
+	FILE	*f;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot read the cluster node ID in %s: "
+		    "%s", path, strerror(errno));
+		return -1;
+	}
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	n = strcspn(line, "\r\n");
+	if (!cluster_id_valid(line, n)) {
+		snprintf(err, errlen, "%s holds no cluster node ID (40 "
+		    "lower-case hex digits on its first line): fix it, or "
+		    "remove it to make this node a new one", path);
+		return -1;
+	}
+	memcpy(id, line, CLUSTER_ID_LEN);
+	id[CLUSTER_ID_LEN] = '\0';
+	return 1;
+}
+
+/* Writes id to path whole: a temporary file, fsynced, renamed. */
+static int
+write_id(const char *dir, const char *path, const char *id, char *err,
+    size_t errlen)
+{
+	char	 tmp[PATH_MAX], e[600];
+	FILE	*f;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, CLUSTER_ID_FILE);
+	if ((f = fopen(tmp, "we")) == NULL)
+		goto fail;
+	if (fprintf(f, "%s\n", id) < 0 || fflush(f) != 0 ||
+	    fsync(fileno(f)) != 0) {
+		int saved = errno;
+
+		fclose(f);
+		unlink(tmp);
+		errno = saved;
+		goto fail;
+	}
+	fclose(f);
+	if (fileio_commit(tmp, path, dir, e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "cannot keep the cluster node ID: %s", e);
+		return -1;
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot keep the cluster node ID in %s: %s",
+	    path, strerror(errno));
+	return -1;
+}
+
+/* "host:port" or "[v6]:port" (checked by config.c) into c. */
+static void
+set_address(struct cluster *c, const char *addr)
+{
+	const char	*colon = strrchr(addr, ':');
+	size_t		 n;
+
+	if (colon == NULL)
+		return;
+	n = (size_t)(colon - addr);
+	if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
+		addr++;
+		n -= 2;
+	}
+	if (n >= sizeof(c->host))
+		n = sizeof(c->host) - 1;
+	memcpy(c->host, addr, n);
+	c->host[n] = '\0';
+	c->port = (unsigned)strtoul(colon + 1, NULL, 10);
+}
+
+struct cluster *
+cluster_open(const struct config *cfg, char *err, size_t errlen)
+{
+	struct cluster	*c;
+	char		 path[PATH_MAX];
+	int		 rc;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, CLUSTER_ID_FILE);
+	if ((rc = read_id(path, c->myid, err, errlen)) == -1)
+		goto fail;
+	if (rc == 0) {
+		new_id(c->myid);
+		if (write_id(cfg->data_dir, path, c->myid, err, errlen) == -1)
+			goto fail;
+	}
+	if (cfg->cluster_announce != NULL)
+		set_address(c, cfg->cluster_announce);
+	else if (cfg->listen != NULL) {
+		set_address(c, cfg->listen);
+		/* a wildcard is no address to give a client */
+		if (strcmp(c->host, "0.0.0.0") == 0 ||
+		    strcmp(c->host, "::") == 0 || strcmp(c->host, "*") == 0)
+			c->host[0] = '\0';
+	}
+	return c;
+fail:
+	free(c);
+	return NULL;
+}
+
+void
+cluster_free(struct cluster *c)
+{
+	free(c);
+}

@@ -1,0 +1,55 @@
+/*
+ * cluster.h - a node of a cluster as Redis Cluster clients see one
+ * (issue 33): its node ID, kept in data_dir, the address it announces,
+ * and the slot of a key as Redis Cluster computes it.
+ *
+ * Step 1, a cluster of one: with [cluster] enabled = on, a node owns all
+ * 16384 slots, and CLUSTER SLOTS, SHARDS, NODES (cmd_cluster.c) list it
+ * with its replicas, so that every Redis Cluster client works against one
+ * seend. No request pays for it: nothing here runs per SETNX or SEEN.
+ */
+#ifndef SEEND_CLUSTER_H
+#define SEEND_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+
+#define CLUSTER_SLOTS		16384
+#define CLUSTER_ID_LEN		40	/* hex digits, as Redis's node IDs */
+/* The node ID's file in data_dir: the ID and a newline. */
+#define CLUSTER_ID_FILE		"cluster-node-id"
+
+struct cluster {
+	char		 myid[CLUSTER_ID_LEN + 1];
+	/* what clients are told to reach this node at: [cluster] announce,
+	 * else listen's address; "" when that is a wildcard (0.0.0.0, ::),
+	 * as Redis announces a node that does not know its address (a
+	 * client then uses the address it reached) */
+	char		 host[256];
+	unsigned	 port;		/* 0: no TCP listener */
+};
+
+/* CRC16/XMODEM (poly 0x1021, init 0), Redis Cluster's: "123456789" is
+ * 0x31c3. */
+uint16_t	 cluster_crc16(const void *, size_t);
+/*
+ * The slot of a key, as Redis's keyHashSlot: the CRC16 of the key, or of
+ * what is between its first "{" and the first "}" after it when that is
+ * not empty, modulo 16384.
+ */
+unsigned	 cluster_keyslot(const char *key, size_t len);
+/*
+ * The node of this seend: its ID read from data_dir/CLUSTER_ID_FILE, or
+ * made (random) and written there at its first start in cluster mode,
+ * and the address to announce from cfg. NULL with a message in err (a
+ * file that holds no ID is refused, never overwritten).
+ */
+struct cluster	*cluster_open(const struct config *cfg, char *err,
+		    size_t errlen);
+void		 cluster_free(struct cluster *);
+/* Whether s (len bytes) is a node ID: 40 lower-case hex digits. */
+int		 cluster_id_valid(const char *s, size_t len);
+
+#endif

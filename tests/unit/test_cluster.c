@@ -1,0 +1,137 @@
+/*
+ * test_cluster - a cluster node's pieces (cluster.c): CRC16/XMODEM and
+ * the key slot with hash tags, against what redis-server 7.0.15's
+ * CLUSTER KEYSLOT answers; the node ID made once, kept in data_dir and
+ * read back; a file that holds no ID refused and left as it is; the
+ * announced address from announce or listen.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/seend-cluster-XXXXXX";
+
+static const struct {
+	const char	*key;
+	unsigned	 slot;
+} slots[] = {
+	/* CLUSTER KEYSLOT of redis-server 7.0.15 in cluster mode */
+	{ "123456789", 12739 },
+	{ "foo", 12182 },
+	{ "bar", 5061 },
+	{ "{user1000}.following", 3443 },
+	{ "{user1000}.followers", 3443 },
+	{ "foo{}{bar}", 8363 },
+	{ "foo{{bar}}zap", 4015 },
+	{ "foo{bar}{zap}", 5061 },
+	{ "{", 4092 },
+	{ "}", 12090 },
+	{ "{}", 15257 },
+	{ "a{b", 13340 },
+	{ "a}b{c}", 7365 },
+	{ "{a}", 15495 },
+	{ "https://example.com/path?q=1", 1234 },
+	{ "", 0 },
+};
+
+static struct config *
+config_for(const char *extra)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "[server]\ndata_dir = %s\n%s", dir,
+	    extra);
+	return config_load_string(text, "test", NULL);
+}
+
+int
+main(void)
+{
+	struct config	*cfg;
+	struct cluster	*c, *c2;
+	char		 err[1024], path[600], id[CLUSTER_ID_LEN + 1];
+	FILE		*fp;
+
+	ok(cluster_crc16("123456789", 9) == 0x31c3,
+	    "CRC16/XMODEM of \"123456789\" is 0x31c3");
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+		ok(cluster_keyslot(slots[i].key, strlen(slots[i].key)) ==
+		    slots[i].slot, "KEYSLOT \"%s\" is %u (got %u)",
+		    slots[i].key, slots[i].slot,
+		    cluster_keyslot(slots[i].key, strlen(slots[i].key)));
+	/* bytes past a NUL count: the key is what the client sent */
+	ok(cluster_keyslot("a\0b", 3) != cluster_keyslot("a", 1),
+	    "a key's bytes after a NUL count");
+	ok(cluster_id_valid("0123456789abcdef0123456789abcdef01234567", 40),
+	    "40 lower-case hex digits are a node ID");
+	ok(!cluster_id_valid("0123456789ABCDEF0123456789abcdef01234567", 40),
+	    "upper case is not");
+	ok(!cluster_id_valid("0123456789abcdef", 16), "16 digits are not");
+
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	cfg = config_for("listen = 127.0.0.1:7001\n[cluster]\nenabled = on\n");
+	ok(cfg != NULL && cfg->cluster_enabled, "[cluster] enabled = on");
+	c = cluster_open(cfg, err, sizeof(err));
+	ok(c != NULL && cluster_id_valid(c->myid, strlen(c->myid)),
+	    "a first start makes an ID (%s)", c ? c->myid : err);
+	ok(c != NULL && strcmp(c->host, "127.0.0.1") == 0 && c->port == 7001,
+	    "announced at listen's address");
+	snprintf(path, sizeof(path), "%s/%s", dir, CLUSTER_ID_FILE);
+	fp = fopen(path, "r");
+	ok(fp != NULL && fgets(id, sizeof(id), fp) != NULL && c != NULL &&
+	    strcmp(id, c->myid) == 0, "the ID is in data_dir/%s",
+	    CLUSTER_ID_FILE);
+	if (fp != NULL)
+		fclose(fp);
+	c2 = cluster_open(cfg, err, sizeof(err));
+	ok(c != NULL && c2 != NULL && strcmp(c->myid, c2->myid) == 0,
+	    "the next start reads the same ID");
+	cluster_free(c2);
+	config_free(cfg);
+
+	cfg = config_for("listen = 0.0.0.0:7002\n[cluster]\nenabled = on\n");
+	c2 = cluster_open(cfg, err, sizeof(err));
+	ok(c2 != NULL && c2->host[0] == '\0' && c2->port == 7002,
+	    "a wildcard listen announces no host, as Redis");
+	cluster_free(c2);
+	config_free(cfg);
+	cfg = config_for("[cluster]\nenabled = on\nannounce = [::1]:7003\n");
+	c2 = cluster_open(cfg, err, sizeof(err));
+	ok(c2 != NULL && strcmp(c2->host, "::1") == 0 && c2->port == 7003,
+	    "announce wins over listen");
+	cluster_free(c2);
+	config_free(cfg);
+	ok(config_for("[cluster]\nannounce = nope\n") == NULL,
+	    "a bad announce is a config error");
+	ok(config_for("[cluster]\nenabled = maybe\n") == NULL,
+	    "enabled takes on or off");
+	ok(config_for("[cluster]\nfoo = 1\n") == NULL,
+	    "an unknown [cluster] key is an error");
+
+	cfg = config_for("");
+	ok(cfg != NULL && !cfg->cluster_enabled, "cluster mode is off by "
+	    "default");
+	fp = fopen(path, "w");
+	fputs("not an id\n", fp);
+	fclose(fp);
+	c2 = cluster_open(cfg, err, sizeof(err));
+	ok(c2 == NULL && strstr(err, "holds no cluster node ID") != NULL,
+	    "a damaged ID file is refused: %s", err);
+	fp = fopen(path, "r");
+	ok(fp != NULL && fgets(id, sizeof(id), fp) != NULL &&
+	    strncmp(id, "not an id", 9) == 0, "and left as it is");
+	if (fp != NULL)
+		fclose(fp);
+	config_free(cfg);
+	cluster_free(c);
+	unlink(path);
+	rmdir(dir);
+	return done_testing();
+}
