@@ -589,7 +589,10 @@ cmd_hello(struct session *s, struct op *op, struct result *r)
 	resp_add_bulk(b, "id", 2);
 	resp_add_int(b, (long long)s->id);
 	resp_add_bulk(b, "mode", 4);
-	resp_add_bulk(b, "standalone", 10);
+	if (s->core->cluster != NULL)	/* [cluster] enabled (issue 33) */
+		resp_add_bulk(b, "cluster", 7);
+	else
+		resp_add_bulk(b, "standalone", 10);
 	resp_add_bulk(b, "role", 4);
 	resp_add_bulk(b, "master", 6);
 	resp_add_bulk(b, "modules", 7);

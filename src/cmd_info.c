@@ -306,7 +306,7 @@ sec_server(struct core *core)
 	    "redis_version " INFO_REDIS_VERSION "\r\n"
 	    "redis_git_sha1 00000000\r\n"
 	    "redis_git_dirty 0\r\n"
-	    "redis_mode standalone\r\n"
+	    "redis_mode %s\r\n"
 	    "os %s %s %s\r\n"
 	    "arch_bits %d\r\n"
 	    "gcc_version %d.%d.%d\r\n"
@@ -322,6 +322,7 @@ sec_server(struct core *core)
 	    "executable %s\r\n"
 	    "config_file %s\r\n"
 	    "io_threads_active 0\r\n",
+	    core->cluster != NULL ? "cluster" : "standalone",
 	    have_un ? un.sysname : "", have_un ? un.release : "",
 	    have_un ? un.machine : "", (int)sizeof(long) * 8,
 #if defined(__GNUC__) && !defined(__clang__)
@@ -513,8 +514,8 @@ sec_cpu(struct core *core)
 static void
 sec_cluster(struct core *core)
 {
-	(void)core;
-	buf_append_str(&result_buf, "# Cluster\r\ncluster_enabled 0\r\n");
+	buf_printf(&result_buf, "# Cluster\r\ncluster_enabled %d\r\n",
+	    core->cluster != NULL);
 }
 
 /* One database: its keys the filters, its volatile keys the filters

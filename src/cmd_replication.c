@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/random.h>
 
+#include "cluster.h"
 #include "core.h"
 #include "saver.h"
 #include "session.h"
@@ -247,8 +248,10 @@ cmd_replicaof(struct session *s, struct op *op, struct result *r)
 	result_status(r, "OK");
 }
 
-/* REPLCONF listening-port <port> | capa ... | ACK ...: a replica's
- * handshake; what seend does not use is accepted, as Redis does. */
+/* REPLCONF listening-port <port> | node-id <id> | capa ... | ACK ...: a
+ * replica's handshake (node-id: a seend replica in cluster mode, listed
+ * under this primary by CLUSTER SLOTS); what seend does not use is
+ * accepted, as Redis does. */
 void
 cmd_replconf(struct session *s, struct op *op, struct result *r)
 {
@@ -263,6 +266,11 @@ cmd_replconf(struct session *s, struct op *op, struct result *r)
 				return;
 			}
 			s->repl_port = port;
+		} else if (name_is(op->argv[i], op->argl[i], "NODE-ID", 7) &&
+		    cluster_id_valid(op->argv[i + 1], op->argl[i + 1])) {
+			memcpy(s->repl_node_id, op->argv[i + 1],
+			    op->argl[i + 1]);
+			s->repl_node_id[op->argl[i + 1]] = '\0';
 		}
 	result_status(r, "OK");
 }

@@ -131,6 +131,10 @@ static const struct command commands[] = {
 	{ "HELLO",	"hello", CMD_COUNT,	0, -1, RESP, 1, cmd_hello, 0 },
 	{ "READONLY",	"readonly", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly, 0 },
 	{ "READWRITE",	"readwrite", CMD_COUNT,	0, 0, RESP, 0, cmd_readonly, 0 },
+	/* Redis Cluster clients' (issue 33); the line protocol's CLUSTER
+	 * INFO, KEYSLOT and MYID */
+	{ "CLUSTER",	"cluster", CMD_COUNT,	1, -1, BOTH, 0, cmd_cluster, 0 },
+	{ "ASKING",	"asking", CMD_COUNT,	0, 0, RESP, 0, cmd_asking, 0 },
 	/* what Redis Sentinel sends (INTERFACE.md, "Replicas and failover") */
 	{ "SUBSCRIBE",	"subscribe", CMD_COUNT,	1, -1, RESP, 0, cmd_subscribe, 0 },
 	{ "UNSUBSCRIBE", "unsubscribe", CMD_COUNT, 0, -1, RESP, 0,

@@ -114,6 +114,15 @@ static const char acl_docs[] =
 	"$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
 	"$4\r\nO(1)\r\n";
 
+static const char asking_info[] =
+	"*10\r\n$6\r\nasking\r\n:1\r\n~1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n"
+	"+@connection\r\n~0\r\n~0\r\n~0\r\n";
+
+static const char asking_docs[] =
+	"%4\r\n$7\r\nsummary\r\n$46\r\nSent by cluster clients after an -ASK redirect\r\n$5\r\n"
+	"since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+	"O(1)\r\n";
+
 static const char auth_info[] =
 	"*10\r\n$4\r\nauth\r\n:-2\r\n~6\r\n+noscript\r\n+loading\r\n+stale\r\n+fast\r\n"
 	"+no_auth\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
@@ -568,6 +577,197 @@ static const char client_docs[] =
 	"Resume processing of clients that were paused\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\n"
 	"group\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n$44\r\n"
 	"O(N) Where N is the number of paused clients\r\n";
+
+static const char cluster_info[] =
+	"*10\r\n$7\r\ncluster\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n"
+	"*27\r\n*10\r\n$16\r\ncluster|addslots\r\n:-3\r\n~3\r\n+admin\r\n+stale\r\n"
+	"+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+	"~0\r\n~0\r\n~0\r\n*10\r\n$21\r\ncluster|addslotsrange\r\n:-4\r\n~3\r\n+admin\r\n"
+	"+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$17\r\ncluster|bumpepoch\r\n:2\r\n~3\r\n"
+	"+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+	"+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$29\r\n"
+	"cluster|count-failure-reports\r\n:3\r\n~2\r\n+admin\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+	"~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+	"~0\r\n~0\r\n*10\r\n$23\r\ncluster|countkeysinslot\r\n:3\r\n~1\r\n+stale\r\n:0\r\n"
+	":0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n$16\r\ncluster|delslots\r\n"
+	":-3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+	"+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$21\r\n"
+	"cluster|delslotsrange\r\n:-4\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n"
+	":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$16\r\n"
+	"cluster|failover\r\n:-2\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+	":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$18\r\n"
+	"cluster|flushslots\r\n:2\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n"
+	":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$14\r\n"
+	"cluster|forget\r\n:3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+	":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$21\r\n"
+	"cluster|getkeysinslot\r\n:4\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+	"~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$12\r\ncluster|help\r\n"
+	":2\r\n~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n"
+	"*10\r\n$12\r\ncluster|info\r\n:2\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+	"~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$15\r\ncluster|keyslot\r\n"
+	":3\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+	"$13\r\ncluster|links\r\n:2\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n"
+	"$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$12\r\ncluster|meet\r\n:-4\r\n"
+	"~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+	"+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$12\r\ncluster|myid\r\n:2\r\n~1\r\n"
+	"+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n$13\r\n"
+	"cluster|nodes\r\n:2\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\n"
+	"nondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$16\r\ncluster|replicas\r\n:3\r\n~2\r\n"
+	"+admin\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~1\r\n"
+	"$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$17\r\ncluster|replicate\r\n"
+	":3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+	"+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$13\r\ncluster|reset\r\n"
+	":-2\r\n~3\r\n+admin\r\n+noscript\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+	"+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$18\r\ncluster|saveconfig\r\n:2\r\n"
+	"~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+	"+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$24\r\ncluster|set-config-epoch\r\n"
+	":3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+	"+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$15\r\n"
+	"cluster|setslot\r\n:-4\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+	":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n$14\r\n"
+	"cluster|shards\r\n:2\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n"
+	"$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$14\r\ncluster|slaves\r\n:3\r\n"
+	"~2\r\n+admin\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+	"~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n$13\r\ncluster|slots\r\n"
+	":2\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\n"
+	"nondeterministic_output\r\n~0\r\n~0\r\n";
+
+static const char cluster_docs[] =
+	"%5\r\n$7\r\nsummary\r\n$32\r\nA container for cluster commands\r\n$5\r\nsince\r\n"
+	"$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$22\r\n"
+	"Depends on subcommand.\r\n$11\r\nsubcommands\r\n%27\r\n$16\r\ncluster|addslots\r\n"
+	"%5\r\n$7\r\nsummary\r\n$39\r\nAssign new hash slots to receiving node\r\n$5\r\n"
+	"since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$55\r\n"
+	"O(N) where N is the total number of hash slot arguments\r\n$9\r\narguments\r\n*1\r\n"
+	"%3\r\n$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n"
+	"+multiple\r\n$21\r\ncluster|addslotsrange\r\n%5\r\n$7\r\nsummary\r\n$39\r\n"
+	"Assign new hash slots to receiving node\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$92\r\n"
+	"O(N) where N is the total number of the slots between the start slot and end slot argu"
+	"ments.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$19\r\nstart-slot_end-slot\r\n"
+	"$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+	"*2\r\n%2\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n"
+	"$4\r\nname\r\n$8\r\nend-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$17\r\n"
+	"cluster|bumpepoch\r\n%4\r\n$7\r\nsummary\r\n$32\r\n"
+	"Advance the cluster config epoch\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+	"$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$29\r\n"
+	"cluster|count-failure-reports\r\n%5\r\n$7\r\nsummary\r\n$60\r\n"
+	"Return the number of failure reports active for a given node\r\n$5\r\nsince\r\n$5\r\n"
+	"3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$45\r\n"
+	"O(N) where N is the number of failure reports\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\n"
+	"name\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$23\r\n"
+	"cluster|countkeysinslot\r\n%5\r\n$7\r\nsummary\r\n$58\r\n"
+	"Return the number of local keys in the specified hash slot\r\n$5\r\nsince\r\n$5\r\n"
+	"3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+	"arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+	"$16\r\ncluster|delslots\r\n%5\r\n$7\r\nsummary\r\n$43\r\n"
+	"Set hash slots as unbound in receiving node\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$55\r\n"
+	"O(N) where N is the total number of hash slot arguments\r\n$9\r\narguments\r\n*1\r\n"
+	"%3\r\n$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n"
+	"+multiple\r\n$21\r\ncluster|delslotsrange\r\n%5\r\n$7\r\nsummary\r\n$43\r\n"
+	"Set hash slots as unbound in receiving node\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$92\r\n"
+	"O(N) where N is the total number of the slots between the start slot and end slot argu"
+	"ments.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$19\r\nstart-slot_end-slot\r\n"
+	"$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+	"*2\r\n%2\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n"
+	"$4\r\nname\r\n$8\r\nend-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$16\r\n"
+	"cluster|failover\r\n%5\r\n$7\r\nsummary\r\n$60\r\n"
+	"Forces a replica to perform a manual failover of its master.\r\n$5\r\nsince\r\n$5\r\n"
+	"3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+	"arguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$7\r\noptions\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+	"$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+	"force\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nFORCE\r\n%3\r\n$4\r\n"
+	"name\r\n$8\r\ntakeover\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\n"
+	"TAKEOVER\r\n$18\r\ncluster|flushslots\r\n%4\r\n$7\r\nsummary\r\n$37\r\n"
+	"Delete a node's own slots information\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+	"$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$14\r\ncluster|forget\r\n%5\r\n"
+	"$7\r\nsummary\r\n$34\r\nRemove a node from the nodes table\r\n$5\r\nsince\r\n$5\r\n"
+	"3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+	"arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+	"$21\r\ncluster|getkeysinslot\r\n%5\r\n$7\r\nsummary\r\n$49\r\n"
+	"Return local key names in the specified hash slot\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
+	"$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\n"
+	"O(log(N)) where N is the number of requested keys\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+	"$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+	"count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$12\r\ncluster|help\r\n%4\r\n$7\r\nsummary\r\n"
+	"$49\r\nShow helpful text about the different subcommands\r\n$5\r\nsince\r\n$5\r\n"
+	"5.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$12\r\n"
+	"cluster|info\r\n%4\r\n$7\r\nsummary\r\n$44\r\n"
+	"Provides info about Redis Cluster node state\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$15\r\n"
+	"cluster|keyslot\r\n%5\r\n$7\r\nsummary\r\n$42\r\n"
+	"Returns the hash slot of the specified key\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$46\r\n"
+	"O(N) where N is the number of bytes in the key\r\n$9\r\narguments\r\n*1\r\n%2\r\n"
+	"$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$6\r\nstring\r\n$13\r\ncluster|links\r\n"
+	"%4\r\n$7\r\nsummary\r\n$65\r\n"
+	"Returns a list of all TCP links to and from peer nodes in cluster\r\n$5\r\nsince\r\n"
+	"$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\n"
+	"O(N) where N is the total number of Cluster nodes\r\n$12\r\ncluster|meet\r\n%6\r\n"
+	"$7\r\nsummary\r\n$51\r\nForce a node cluster to handshake with another node\r\n$5\r\n"
+	"since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+	"O(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n4.0.0\r\n$47\r\n"
+	"Added the optional `cluster_bus_port` argument.\r\n$9\r\narguments\r\n*3\r\n%2\r\n"
+	"$4\r\nname\r\n$2\r\nip\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$4\r\n"
+	"port\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$16\r\ncluster_bus_port\r\n"
+	"$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\nflags\r\n~1\r\n"
+	"+optional\r\n$12\r\ncluster|myid\r\n%4\r\n$7\r\nsummary\r\n$18\r\n"
+	"Return the node id\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+	"$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$13\r\ncluster|nodes\r\n%4\r\n$7\r\nsummary\r\n"
+	"$31\r\nGet Cluster config for the node\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\n"
+	"O(N) where N is the total number of Cluster nodes\r\n$16\r\ncluster|replicas\r\n%5\r\n"
+	"$7\r\nsummary\r\n$47\r\nList replica nodes of the specified master node\r\n$5\r\n"
+	"since\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+	"O(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n"
+	"$6\r\nstring\r\n$17\r\ncluster|replicate\r\n%5\r\n$7\r\nsummary\r\n$60\r\n"
+	"Reconfigure a node as a replica of the specified master node\r\n$5\r\nsince\r\n$5\r\n"
+	"3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+	"arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+	"$13\r\ncluster|reset\r\n%5\r\n$7\r\nsummary\r\n$26\r\nReset a Redis Cluster node\r\n"
+	"$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n"
+	"$95\r\n"
+	"O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a sid"
+	"e effect.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$9\r\nhard_soft\r\n$4\r\n"
+	"type\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+	"%3\r\n$4\r\nname\r\n$4\r\nhard\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+	"$4\r\nHARD\r\n%3\r\n$4\r\nname\r\n$4\r\nsoft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+	"$5\r\ntoken\r\n$4\r\nSOFT\r\n$18\r\ncluster|saveconfig\r\n%4\r\n$7\r\nsummary\r\n"
+	"$45\r\nForces the node to save cluster state on disk\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
+	"$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$24\r\n"
+	"cluster|set-config-epoch\r\n%5\r\n$7\r\nsummary\r\n$41\r\n"
+	"Set the configuration epoch in a new node\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
+	"%2\r\n$4\r\nname\r\n$12\r\nconfig-epoch\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$15\r\n"
+	"cluster|setslot\r\n%5\r\n$7\r\nsummary\r\n$35\r\n"
+	"Bind a hash slot to a specific node\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+	"$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+	"$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%3\r\n$4\r\nname\r\n$10\r\n"
+	"subcommand\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\n"
+	"name\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$9\r\n"
+	"IMPORTING\r\n%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+	"token\r\n$9\r\nMIGRATING\r\n%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\n"
+	"string\r\n$5\r\ntoken\r\n$4\r\nNODE\r\n%3\r\n$4\r\nname\r\n$6\r\nstable\r\n$4\r\n"
+	"type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nSTABLE\r\n$14\r\ncluster|shards\r\n"
+	"%4\r\n$7\r\nsummary\r\n$43\r\nGet array of cluster slots to node mappings\r\n$5\r\n"
+	"since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\n"
+	"O(N) where N is the total number of cluster nodes\r\n$14\r\ncluster|slaves\r\n%8\r\n"
+	"$7\r\nsummary\r\n$47\r\nList replica nodes of the specified master node\r\n$5\r\n"
+	"since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+	"O(1)\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+	"5.0.0\r\n$11\r\nreplaced_by\r\n$18\r\n`CLUSTER REPLICAS`\r\n$9\r\narguments\r\n*1\r\n"
+	"%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$13\r\n"
+	"cluster|slots\r\n%8\r\n$7\r\nsummary\r\n$42\r\n"
+	"Get array of Cluster slot to node mappings\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+	"group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\n"
+	"O(N) where N is the total number of Cluster nodes\r\n$9\r\ndoc_flags\r\n~1\r\n"
+	"+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n7.0.0\r\n$11\r\nreplaced_by\r\n$16\r\n"
+	"`CLUSTER SHARDS`\r\n$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n4.0.0\r\n$15\r\n"
+	"Added node IDs.\r\n*2\r\n$5\r\n7.0.0\r\n$43\r\n"
+	"Added additional networking metadata field.\r\n";
 
 static const char command_info[] =
 	"*10\r\n$7\r\ncommand\r\n:-1\r\n~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n"
@@ -1442,6 +1642,7 @@ struct entry {
 /* Commands, sorted by name. */
 static const struct entry entries[] = {
 	E("acl", acl),
+	E("asking", asking),
 	E("auth", auth),
 	E("bf.add", bf_add),
 	E("bf.card", bf_card),
@@ -1467,6 +1668,7 @@ static const struct entry entries[] = {
 	E("cf.reserve", cf_reserve),
 	E("cf.scandump", cf_scandump),
 	E("client", client),
+	E("cluster", cluster),
 	E("command", command),
 	E("config", config),
 	E("dbsize", dbsize),
@@ -1553,6 +1755,33 @@ static const struct entry subentries[] = {
 	S("client|trackinginfo", client, 1686, 118, 7397, 188),
 	S("client|unblock", client, 1804, 144, 7606, 547),
 	S("client|unpause", client, 1948, 143, 8174, 187),
+	S("cluster|addslots", cluster, 64, 130, 194, 280),
+	S("cluster|addslotsrange", cluster, 194, 135, 502, 455),
+	S("cluster|bumpepoch", cluster, 329, 160, 981, 129),
+	S("cluster|count-failure-reports", cluster, 489, 153, 1146, 267),
+	S("cluster|countkeysinslot", cluster, 642, 87, 1443, 221),
+	S("cluster|delslots", cluster, 729, 130, 1687, 284),
+	S("cluster|delslotsrange", cluster, 859, 135, 1999, 459),
+	S("cluster|failover", cluster, 994, 130, 2481, 423),
+	S("cluster|flushslots", cluster, 1124, 131, 2929, 134),
+	S("cluster|forget", cluster, 1255, 127, 3084, 199),
+	S("cluster|getkeysinslot", cluster, 1382, 115, 3311, 306),
+	S("cluster|help", cluster, 1497, 86, 3636, 146),
+	S("cluster|info", cluster, 1583, 106, 3801, 141),
+	S("cluster|keyslot", cluster, 1689, 79, 3964, 246),
+	S("cluster|links", cluster, 1768, 107, 4230, 208),
+	S("cluster|meet", cluster, 1875, 126, 4457, 452),
+	S("cluster|myid", cluster, 2001, 76, 4928, 115),
+	S("cluster|nodes", cluster, 2077, 107, 5063, 174),
+	S("cluster|replicas", cluster, 2184, 140, 5260, 212),
+	S("cluster|replicate", cluster, 2324, 130, 5496, 225),
+	S("cluster|reset", cluster, 2454, 119, 5741, 473),
+	S("cluster|saveconfig", cluster, 2573, 131, 6239, 142),
+	S("cluster|set-config-epoch", cluster, 2704, 137, 6412, 213),
+	S("cluster|setslot", cluster, 2841, 129, 6647, 565),
+	S("cluster|shards", cluster, 2970, 108, 7233, 186),
+	S("cluster|slaves", cluster, 3078, 138, 7440, 321),
+	S("cluster|slots", cluster, 3216, 107, 7781, 411),
 	S("command|count", command, 131, 101, 220, 131),
 	S("command|docs", command, 232, 137, 370, 302),
 	S("command|getkeys", command, 369, 104, 694, 187),

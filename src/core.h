@@ -18,6 +18,7 @@
 
 #include "stats.h"
 
+struct cluster;
 struct config;
 struct registry;
 struct saver;
@@ -34,6 +35,8 @@ struct core_replica {
 	uint64_t	 ack;		/* the offset it has acknowledged */
 	time_t		 ack_at;
 	int		 online;	/* past its full sync */
+	/* its cluster node ID (REPLCONF node-id), "" if it sent none */
+	char		 node_id[41];
 };
 
 /* A WAIT: answered once nreplicas acknowledged target, or at deadline. */
@@ -85,6 +88,9 @@ struct core_repl {
 	char		 link_error[300];	/* kept down on purpose: why */
 	uint64_t	 applied;	/* stream records applied */
 	uint64_t	 skipped;	/* of filters this replica lacks */
+	/* the primary's cluster node ID (CLUSTER MYID in the handshake),
+	 * "" if it has none (cluster mode off there) */
+	char		 primary_id[41];
 	unsigned	 priority;	/* replica_priority */
 	/* from the journal at start: where this replica had got to */
 	char		 kept_replid[41];
@@ -114,6 +120,9 @@ struct core {
 	 * turn's end): appended to, like the journal, when not NULL */
 	struct journal	*stream;
 	struct core_repl repl;
+	/* [cluster] enabled = on, as the server started (cluster.h); NULL
+	 * off. A reload does not change it. */
+	struct cluster	*cluster;
 	struct stats	 stats;
 	/* shutting down: no new request is answered (the final snapshots
 	 * are queued) and no periodic snapshot starts */

@@ -20,6 +20,7 @@
  *   cmd_multi.c       MULTI EXEC DISCARD, and the queue they keep
  *   cmd_replication.c ROLE REPLICAOF SLAVEOF and INFO's replication
  *                     fields (issue 23: a primary without replicas)
+ *   cmd_cluster.c     CLUSTER ASKING (the node itself: cluster.c)
  *   command.c         the table, dispatch, SEEN/CHECK and the fast paths
  */
 #ifndef SEEND_HANDLER_H
@@ -94,6 +95,9 @@ void	command_acl_log(const struct session *s, int reason, const char *object,
 	    size_t len, const char *cmd, const char *user, size_t userlen);
 /* cmd_acl.c */
 void	cmd_acl(struct session *, struct op *, struct result *);
+/* cmd_cluster.c */
+void	cmd_cluster(struct session *, struct op *, struct result *);
+void	cmd_asking(struct session *, struct op *, struct result *);
 /* cmd_connection.c */
 void	cmd_ping(struct session *, struct op *, struct result *);
 void	cmd_echo(struct session *, struct op *, struct result *);

@@ -77,6 +77,7 @@ struct link {
 	struct bufferevent *bev;
 	char		 ip[64];
 	unsigned	 port;
+	char		 node_id[41];	/* its cluster node ID, or "" */
 	enum link_state	 state;
 	uint64_t	 from;		/* the full sync's offset */
 	struct sync	*sync;
@@ -135,6 +136,7 @@ publish(struct primary *p)
 
 		snprintf(c->ip, sizeof(c->ip), "%s", l->ip);
 		c->port = l->port;
+		memcpy(c->node_id, l->node_id, sizeof(c->node_id));
 		c->ack = l->ack;
 		c->ack_at = l->ack_at;
 		c->online = l->state == LINK_ONLINE;
@@ -375,7 +377,7 @@ can_continue(const struct core_repl *r, const char *replid, uint64_t o)
 
 void
 primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
-    unsigned port, const char *replid, uint64_t offset)
+    unsigned port, const char *node_id, const char *replid, uint64_t offset)
 {
 	struct core_repl	*r = &p->core->repl;
 	struct link		*l;
@@ -397,6 +399,7 @@ primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
 	l->p = p;
 	snprintf(l->ip, sizeof(l->ip), "%s", ip);
 	l->port = port;
+	snprintf(l->node_id, sizeof(l->node_id), "%s", node_id);
 	l->ack_at = time(NULL);
 	bufferevent_setcb(l->bev, on_read, NULL, on_event, l);
 	bufferevent_enable(l->bev, EV_READ | EV_WRITE);

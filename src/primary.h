@@ -43,12 +43,13 @@ void		 primary_free(struct primary *);
  * A connection asked PSYNC replid offset: fd (the caller's copy is closed
  * by the caller) becomes a replica's link, over ssl if it came to
  * tls_listen (the session is ours from now on, bound to fd). ip and port
- * (REPLCONF listening-port) name it in INFO and ROLE.
+ * (REPLCONF listening-port) name it in INFO and ROLE, node_id (REPLCONF
+ * node-id, "" if none) in CLUSTER SLOTS, SHARDS and NODES.
  */
 struct ssl_st;
 void		 primary_attach(struct primary *, int fd, struct ssl_st *ssl,
-		    const char *ip, unsigned port, const char *replid,
-		    uint64_t offset);
+		    const char *ip, unsigned port, const char *node_id,
+		    const char *replid, uint64_t offset);
 /* After the journal's write: the turn's records framed, kept and sent;
  * new full syncs captured here; WAITs counted. */
 void		 primary_turn_end(struct primary *);

@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "backlog.h"
+#include "cluster.h"
 #include "config.h"
 #include "core.h"
 #include "filter.h"
@@ -44,6 +45,8 @@ enum phase {
 	PH_IDLE,	/* not connected */
 	PH_CONNECTING,
 	PH_REPLIES,	/* AUTH and REPLCONF replies */
+	PH_MYID,	/* CLUSTER MYID's reply: "$40" or an error */
+	PH_MYID_BODY,	/* the ID */
 	PH_PSYNC,	/* its answer */
 	PH_IMAGE_HEAD,	/* "$IMAGE n" */
 	PH_FILE_HEAD,	/* "<name> <size>" */
@@ -57,6 +60,7 @@ struct replica {
 	struct bufferevent *bev;
 	enum phase	 phase;
 	int		 replies;	/* simple replies still expected */
+	int		 want_myid;	/* then CLUSTER MYID's */
 	time_t		 retry_at;
 	/* a full sync being received */
 	char		 replid[41];
@@ -153,8 +157,13 @@ handshake(struct replica *rp)
 	const struct config	*cfg = rp->core->cfg;
 	char			 off[32];
 	const char		*auth[3] = { "AUTH", cfg->primary_token, NULL };
-	const char		*port[3] = { "REPLCONF", "listening-port",
-				    listen_port(cfg) };
+	/* in cluster mode our node ID, and the primary's asked for: CLUSTER
+	 * SLOTS lists this replica under it (issue 33) */
+	const char		*port[5] = { "REPLCONF", "listening-port",
+				    listen_port(cfg), "node-id",
+				    rp->core->cluster != NULL ?
+				    rp->core->cluster->myid : NULL };
+	const char		*myid[2] = { "CLUSTER", "MYID" };
 	const char		*psync[3] = { "PSYNC", "?", "-1" };
 
 	rp->replies = 1;
@@ -168,7 +177,11 @@ handshake(struct replica *rp)
 		send_cmd(rp, cfg->primary_user != NULL ? 3 : 2, auth);
 		rp->replies++;
 	}
-	send_cmd(rp, 3, port);
+	send_cmd(rp, port[4] != NULL ? 5 : 3, port);
+	r->primary_id[0] = '\0';
+	rp->want_myid = port[4] != NULL;
+	if (rp->want_myid)
+		send_cmd(rp, 2, myid);
 	/* where this replica had got to: its primary's history */
 	if (rp->have_state && r->replid[0] != '\0') {
 		snprintf(off, sizeof(off), "%" PRIu64, r->offset);
@@ -211,7 +224,23 @@ on_reply(struct replica *rp, char *line)
 		return -1;
 	}
 	if (--rp->replies == 0)
-		rp->phase = PH_PSYNC;
+		rp->phase = rp->want_myid ? PH_MYID : PH_PSYNC;
+	return 0;
+}
+
+/* CLUSTER MYID's reply: the primary's node ID, or an error (a primary
+ * not in cluster mode, an older seend): then it has none. */
+static int
+on_myid(struct replica *rp, char *line)
+{
+	if (rp->phase == PH_MYID) {
+		rp->phase = line[0] == '$' && line[1] != '-' ? PH_MYID_BODY :
+		    PH_PSYNC;
+		return 0;
+	}
+	if (cluster_id_valid(line, strlen(line)))
+		memcpy(rp->core->repl.primary_id, line, CLUSTER_ID_LEN + 1);
+	rp->phase = PH_PSYNC;
 	return 0;
 }
 
@@ -461,12 +490,16 @@ on_read(struct bufferevent *bev, void *arg)
 	for (;;) {
 		switch (rp->phase) {
 		case PH_REPLIES:
+		case PH_MYID:
+		case PH_MYID_BODY:
 		case PH_PSYNC:
 		case PH_IMAGE_HEAD:
 		case PH_FILE_HEAD:
 			if ((rc = take_line(rp, &line)) <= 0)
 				return;
 			rc = rp->phase == PH_REPLIES ? on_reply(rp, line) :
+			    rp->phase == PH_MYID || rp->phase == PH_MYID_BODY ?
+			    on_myid(rp, line) :
 			    rp->phase == PH_PSYNC ? on_psync(rp, line) :
 			    rp->phase == PH_IMAGE_HEAD ?
 			    on_image_head(rp, line) : on_file_head(rp, line);

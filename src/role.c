@@ -276,7 +276,7 @@ role_handover(void *arg, int fd, struct ssl_st *ssl, const struct session *s)
 	memcpy(ip, s->peer, n);
 	ip[n] = '\0';
 	primary_attach(ro->primary, fd, ssl, ip, s->repl_port,
-	    s->psync_replid, s->psync_offset);
+	    s->repl_node_id, s->psync_replid, s->psync_offset);
 }
 
 void

@@ -22,6 +22,7 @@
 
 #include <event2/event.h>
 
+#include "cluster.h"
 #include "command.h"
 #include "config.h"
 #include "conn.h"
@@ -975,6 +976,10 @@ reload_apply(struct server *srv, struct config *ncfg, struct prebuild *pb)
 	(void)users_load(srv, ncfg);
 	moved = strcmp(srv->core.cfg->data_dir, ncfg->data_dir) != 0;
 	role_reload(srv->role, srv->core.cfg, ncfg);
+	if (ncfg->cluster_enabled != (srv->core.cluster != NULL) ||
+	    str_differs(ncfg->cluster_announce, srv->core.cfg->cluster_announce))
+		log_warn("reload: [cluster] changes take effect at the next "
+		    "start");
 	config_free(srv->core.cfg);
 	srv->core.cfg = ncfg;
 	/* the config is swapped first, so that the last snapshots of the
@@ -1129,6 +1134,19 @@ server_start(struct server *srv)
 	/* users before listeners: the first client is checked against them */
 	if (users_load(srv, core->cfg) == -1)
 		return -1;
+	/* the cluster node before listeners: a client's first CLUSTER SLOTS
+	 * names it (issue 33) */
+	if (core->cfg->cluster_enabled) {
+		char err[PATH_MAX + 200];
+
+		if ((core->cluster = cluster_open(core->cfg, err,
+		    sizeof(err))) == NULL) {
+			log_error("cluster: %s", err);
+			return -1;
+		}
+		log_info("cluster mode: node %s, serving every slot",
+		    core->cluster->myid);
+	}
 	/* TLS first: a client that finds the plain port open finds it */
 	if (core->cfg->tls_listen != NULL) {
 		SSL_CTX *ctx;
@@ -1288,5 +1306,7 @@ server_free(struct server *srv)
 	if (srv->ev_stop)
 		event_free(srv->ev_stop);
 	prebuild_free(srv->prebuild);
+	cluster_free(srv->core.cluster);
+	srv->core.cluster = NULL;
 	core_free(&srv->core);
 }

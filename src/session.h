@@ -74,6 +74,8 @@ struct session {
 	/* replication: a replica's listening port (REPLCONF), and the
 	 * PSYNC that hands its connection over (result.handover) */
 	unsigned	 repl_port;
+	/* its cluster node ID (REPLCONF node-id, issue 33), or "" */
+	char		 repl_node_id[41];
 	char		 psync_replid[41];
 	uint64_t	 psync_offset;
 	/* it has had a key answered new, or another write: WAIT counts */

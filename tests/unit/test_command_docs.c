@@ -32,6 +32,8 @@ static const struct resp2_sum {
 } resp2_sums[] = {
 	{ "acl", 1542, 0x912fd1583c3e3a1dULL,
 	    4073, 0xbfe2d5e68ae1e7cbULL },
+	{ "asking", 82, 0xe50f5ef8831fbff3ULL,
+	    143, 0x2c6093ed4127bf83ULL },
 	{ "auth", 133, 0xc78b05d7fd9f8c6fULL,
 	    431, 0xca1ca66b864af179ULL },
 	{ "bf.add", 298, 0xfbd91e8f4dd7c1aeULL,
@@ -82,6 +84,8 @@ static const struct resp2_sum {
 	    134, 0xae29dfff0903fa7bULL },
 	{ "client", 2091, 0x4a65d3212b17ba02ULL,
 	    8377, 0x05b6a47447e04861ULL },
+	{ "cluster", 3323, 0x773785ef34e66196ULL,
+	    8211, 0xd46674af3f395955ULL },
 	{ "command", 959, 0xfbe0bba4223d350aULL,
 	    2299, 0x09a5a9c687b6a656ULL },
 	{ "config", 726, 0x70ea507d85288954ULL,
