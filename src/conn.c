@@ -1217,15 +1217,37 @@ tls_io_result(struct conn *c, int r, int reading)
 	}
 }
 
+/*
+ * As many records as fit: the server's context reads ahead (tls.c), so
+ * one read(2) brings in what the socket holds, and the records it already
+ * has are taken here without another system call, as one read(2) of a
+ * plain connection takes many pipelined requests.
+ */
 static ssize_t
 tls_read(struct conn *c, void *p, size_t n)
 {
-	int r;
+	size_t	 got = 0;
+	int	 r;
 
 	ERR_clear_error();
 	errno = 0;
-	if ((r = SSL_read(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n)) > 0)
-		return r;
+	if (n > INT_MAX)
+		n = INT_MAX;
+	while ((r = SSL_read(c->ssl, (char *)p + got, (int)(n - got))) > 0) {
+		got += (size_t)r;
+		if (!SSL_has_pending(c->ssl))
+			return (ssize_t)got;
+		if (got == n) {
+			/* the rest is read in the next turn, if reading
+			 * is still on then (else set_reading says so) */
+			event_active(c->ev_read, EV_READ, 0);
+			return (ssize_t)got;
+		}
+	}
+	if (got > 0) {
+		ERR_clear_error();
+		return (ssize_t)got;	/* the error, if any, comes next time */
+	}
 	return tls_io_result(c, r, 1);
 }
 
@@ -1241,10 +1263,12 @@ tls_write(struct conn *c, const void *p, size_t n)
 	return tls_io_result(c, r, 0);
 }
 
+/* Records read ahead, whole or not yet decrypted: the socket has given
+ * them already and will not say so again. */
 static int
 tls_pending(const struct conn *c)
 {
-	return c->ssl != NULL && SSL_pending(c->ssl) > 0;
+	return c->ssl != NULL && SSL_has_pending(c->ssl);
 }
 
 static void

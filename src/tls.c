@@ -178,6 +178,10 @@ tls_server_ctx_new(const struct tls_settings *t, char *err, size_t errlen)
 		goto bad;
 	SSL_CTX_set_session_id_context(ctx, tls_sid_ctx,
 	    sizeof(tls_sid_ctx) - 1);
+	/* one read(2) takes what the socket holds, many records of a
+	 * pipelining client, not a record header and then its body
+	 * (conn.c's TLS type takes the records it holds) */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_dh_auto(ctx, 1);
 	if (t->ca_cert_file != NULL) {
 		if (SSL_CTX_load_verify_locations(ctx, t->ca_cert_file,
