@@ -1295,12 +1295,13 @@ filter_take(struct filter *dst, struct filter *src)
 {
 	uint64_t	 held = filter_count(dst);
 	struct slice	**sl, **mg;
-	size_t		 n, slots;
+	size_t		 n, slots, nm;
 
 	sl = dst->slices;
 	n = dst->nslices;
 	slots = dst->slots;
 	mg = dst->merged;
+	nm = dst->nmerged;
 	dst->slices = src->slices;
 	dst->nslices = src->nslices;
 	dst->slots = src->slots;
@@ -1311,10 +1312,12 @@ filter_take(struct filter *dst, struct filter *src)
 	src->nslices = n;
 	src->slots = slots;
 	src->merged = mg;
-	/* src's unref drops what dst held */
+	/* what dst held is dropped here; src's unref frees the arrays */
 	src->nmerged = 0;
 	for (size_t i = 0; i < n; i++)
 		slice_unref(sl[i]);
+	for (size_t i = 0; i < nm; i++)
+		slice_unref(mg[i]);
 	src->nslices = 0;
 	src->head = NULL;
 	dst->seed = src->seed;

@@ -278,7 +278,9 @@ def stop_all(t, *servers):
     here)."""
     for s in servers:
         if s.proc is not None:
-            t.eq(s.stop(), 0, "%s's exit status after SIGTERM" % s.name)
+            rc = s.stop()
+            t.ok(rc == 0, "%s's exit status after SIGTERM: %r; log tail:\n%s"
+                 % (s.name, rc, s.read_log()[-6000:] if rc != 0 else ""))
 
 
 def primary(t, name="p", extra=""):
