@@ -194,9 +194,17 @@ class Server:
         if self.proc.poll() is not None:
             raise Failed("seend exited with %s; log:\n%s"
                          % (self.proc.returncode, self.read_log()))
-        # the Unix socket opens after the TCP listener
-        if self.sock and not os.path.exists(self.sock):
-            return False
+        # the Unix socket opens after the TCP listener; its file appears
+        # at bind(), before listen(): ready once a connect succeeds
+        if self.sock:
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                u.settimeout(0.5)
+                u.connect(self.sock)
+            except OSError:
+                return False
+            finally:
+                u.close()
         try:
             with socket.create_connection(("127.0.0.1", self.port), 0.5):
                 return True
