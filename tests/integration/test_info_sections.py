@@ -37,7 +37,9 @@ CONTRACT = {
     "Keyspace": ["db0"],
 }
 # seend's own fields that the contract puts in a Redis section
-SEEND_EXTRA = {"Stats": {"unknown_commands"}}
+# seend's own Stats fields: unknown_commands (INTERFACE.md, crawler stacks),
+# acl_access_denied_auth (users: Redis 7.2's name, not yet in 7.0.15's INFO)
+SEEND_EXTRA = {"Stats": {"unknown_commands", "acl_access_denied_auth"}}
 # Redis's sections seend has nothing of (no modules, no per-command or
 # per-error tables)
 REDIS_ONLY = {"Modules", "Errorstats", "Commandstats", "Latencystats"}
