@@ -224,8 +224,10 @@ cluster_open(const struct config *cfg, char *err, size_t errlen)
 		if (write_id(cfg->data_dir, path, c->myid, err, errlen) == -1)
 			goto fail;
 	}
-	if (cfg->cluster_announce != NULL)
+	if (cfg->cluster_announce != NULL) {
 		set_address(c, cfg->cluster_announce);
+		c->announced = 1;
+	}
 	else if (cfg->listen != NULL) {
 		set_address(c, cfg->listen);
 		/* a wildcard is no address to give a client */

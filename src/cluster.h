@@ -29,6 +29,7 @@ struct cluster {
 	 * client then uses the address it reached) */
 	char		 host[256];
 	unsigned	 port;		/* 0: no TCP listener */
+	int		 announced;	/* host and port are [cluster] announce */
 };
 
 /* CRC16/XMODEM (poly 0x1021, init 0), Redis Cluster's: "123456789" is

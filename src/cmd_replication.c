@@ -248,10 +248,24 @@ cmd_replicaof(struct session *s, struct op *op, struct result *r)
 	result_status(r, "OK");
 }
 
-/* REPLCONF listening-port <port> | node-id <id> | capa ... | ACK ...: a
- * replica's handshake (node-id: a seend replica in cluster mode, listed
- * under this primary by CLUSTER SLOTS); what seend does not use is
- * accepted, as Redis does. */
+/* REPLCONF listening-port <port> | node-id <id> | ip-address <ip> | capa
+ * ... | ACK ...: a replica's handshake (node-id: a seend replica in
+ * cluster mode, listed under this primary by CLUSTER SLOTS; ip-address:
+ * the host it announces, as Redis's replica-announce-ip, in place of its
+ * connection's); what seend does not use is accepted, as Redis does. */
+/* A word INFO and CLUSTER NODES can show: 1 to max - 1 bytes, printable,
+ * no blank, comma or '@'. */
+static int
+printable_word(const char *p, size_t len, size_t max)
+{
+	if (len == 0 || len >= max)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] <= ' ' || p[i] > '~' || p[i] == ',' || p[i] == '@')
+			return 0;
+	return 1;
+}
+
 void
 cmd_replconf(struct session *s, struct op *op, struct result *r)
 {
@@ -271,6 +285,11 @@ cmd_replconf(struct session *s, struct op *op, struct result *r)
 			memcpy(s->repl_node_id, op->argv[i + 1],
 			    op->argl[i + 1]);
 			s->repl_node_id[op->argl[i + 1]] = '\0';
+		} else if (name_is(op->argv[i], op->argl[i], "IP-ADDRESS", 10) &&
+		    printable_word(op->argv[i + 1], op->argl[i + 1],
+		    sizeof(s->repl_ip))) {
+			memcpy(s->repl_ip, op->argv[i + 1], op->argl[i + 1]);
+			s->repl_ip[op->argl[i + 1]] = '\0';
 		}
 	result_status(r, "OK");
 }

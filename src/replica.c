@@ -155,15 +155,13 @@ handshake(struct replica *rp)
 {
 	struct core_repl	*r = &rp->core->repl;
 	const struct config	*cfg = rp->core->cfg;
-	char			 off[32];
+	const struct cluster	*cl = rp->core->cluster;
+	char			 off[32], aport[16];
 	const char		*auth[3] = { "AUTH", cfg->primary_token, NULL };
-	/* in cluster mode our node ID, and the primary's asked for: CLUSTER
-	 * SLOTS lists this replica under it (issue 33) */
-	const char		*port[5] = { "REPLCONF", "listening-port",
-				    listen_port(cfg), "node-id",
-				    rp->core->cluster != NULL ?
-				    rp->core->cluster->myid : NULL };
+	const char		*port[7] = { "REPLCONF", "listening-port",
+				    listen_port(cfg) };
 	const char		*myid[2] = { "CLUSTER", "MYID" };
+	int			 nport = 3;
 	const char		*psync[3] = { "PSYNC", "?", "-1" };
 
 	rp->replies = 1;
@@ -177,9 +175,23 @@ handshake(struct replica *rp)
 		send_cmd(rp, cfg->primary_user != NULL ? 3 : 2, auth);
 		rp->replies++;
 	}
-	send_cmd(rp, port[4] != NULL ? 5 : 3, port);
+	/* in cluster mode our node ID, and the primary's asked for: CLUSTER
+	 * SLOTS lists this replica under it (issue 33); with announce, the
+	 * address clients reach it at, as Redis's replica-announce-ip and
+	 * replica-announce-port */
+	if (cl != NULL) {
+		port[nport++] = "node-id";
+		port[nport++] = cl->myid;
+		if (cl->announced) {
+			snprintf(aport, sizeof(aport), "%u", cl->port);
+			port[2] = aport;
+			port[nport++] = "ip-address";
+			port[nport++] = cl->host;
+		}
+	}
+	send_cmd(rp, nport, port);
 	r->primary_id[0] = '\0';
-	rp->want_myid = port[4] != NULL;
+	rp->want_myid = cl != NULL;
 	if (rp->want_myid)
 		send_cmd(rp, 2, myid);
 	/* where this replica had got to: its primary's history */

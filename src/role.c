@@ -275,6 +275,9 @@ role_handover(void *arg, int fd, struct ssl_st *ssl, const struct session *s)
 		n = sizeof(ip) - 1;
 	memcpy(ip, s->peer, n);
 	ip[n] = '\0';
+	/* REPLCONF ip-address: where clients reach it (its announce) */
+	if (s->repl_ip[0] != '\0')
+		snprintf(ip, sizeof(ip), "%s", s->repl_ip);
 	primary_attach(ro->primary, fd, ssl, ip, s->repl_port,
 	    s->repl_node_id, s->psync_replid, s->psync_offset);
 }

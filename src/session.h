@@ -74,8 +74,10 @@ struct session {
 	/* replication: a replica's listening port (REPLCONF), and the
 	 * PSYNC that hands its connection over (result.handover) */
 	unsigned	 repl_port;
-	/* its cluster node ID (REPLCONF node-id, issue 33), or "" */
+	/* its cluster node ID (REPLCONF node-id, issue 33), or "", and the
+	 * address it announces (REPLCONF ip-address), or "": its peer's */
 	char		 repl_node_id[41];
+	char		 repl_ip[64];
 	char		 psync_replid[41];
 	uint64_t	 psync_offset;
 	/* it has had a key answered new, or another write: WAIT counts */

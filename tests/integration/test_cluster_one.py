@@ -309,6 +309,30 @@ def a_seend_pair_lists_itself_as_a_redis_primary_and_replica_do(t):
 
 
 @test
+def announce_names_the_node_and_its_replica_where_clients_reach_them(t):
+    port = free_port()
+    p = Server(t, CLUSTER_ON + "announce = 127.0.0.7:%d\n" % port,
+               filters=FILTERS, unix=False, port=port, name="p").start()
+    r = replica(t, p, "r", CLUSTER_ON + "announce = 127.0.0.9:5555\n")
+    c = RespBytes(p.port)
+    t.ok(wait_until(lambda: len(val(c.cmd("CLUSTER", "SLOTS"))[0]) == 4,
+                    10 * SLOW), "the primary lists its replica")
+    pid = c.cmd("CLUSTER", "MYID").split(b"\r\n")[1]
+    rid = RespBytes(r.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
+    t.eq(val(c.cmd("CLUSTER", "SLOTS")),
+         [[0, 16383, [b"127.0.0.7", p.port, pid, []],
+           [b"127.0.0.9", 5555, rid, []]]],
+         "the primary's CLUSTER SLOTS: both at their announce")
+    t.contains(c.cmd("INFO", "replication"), b"ip=127.0.0.9,port=5555",
+               "INFO names the replica as Redis's replica-announce-ip does")
+    # the replica knows its primary by its replicaof address
+    t.eq(val(RespBytes(r.port).cmd("CLUSTER", "SLOTS")),
+         [[0, 16383, [b"127.0.0.1", p.port, pid, []],
+           [b"127.0.0.9", 5555, rid, []]]], "the replica's CLUSTER SLOTS")
+    stop_all(t, r, p)
+
+
+@test
 def the_node_id_is_kept_across_restarts_and_a_damaged_one_refused(t):
     s = seend_one(t)
     first = RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
