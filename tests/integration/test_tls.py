@@ -486,7 +486,11 @@ def a_flood_of_failed_handshakes_leaves_ping_fast_and_memory_flat(t):
         t.ok(n >= 100, "a flood: %d failed handshakes" % n)
         t.ok(p99 < 0.050 * SLOW, "PING p99 %.1f ms under 50 ms"
              % (p99 * 1000))
-        t.ok(rss < rss0 + 16 * 1024, "RSS flat: %d -> %d KiB" % (rss0, rss))
+        # under valgrind the RSS is mostly valgrind's own (translations
+        # of the code the flood reaches): its leak check at exit is the
+        # bound there
+        t.ok(rss < rss0 + 16 * 1024 or WRAPPER,
+             "RSS flat: %d -> %d KiB" % (rss0, rss))
         log = s.read_log()
         t.ok(log.count("TLS: client") < n,
              "the log is rate-limited: %d lines for %d failures"
