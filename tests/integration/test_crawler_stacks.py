@@ -18,6 +18,7 @@ import re
 import shutil
 import socket
 import subprocess
+import urllib.error
 import urllib.request
 
 from seendtest import *
@@ -149,13 +150,31 @@ def side_by_side(t, s_port, r_port, cases, label):
     t.ok(not bad, "\n".join(bad))
 
 
+def scrape(s):
+    """The /metrics page; the endpoint may open a moment after the
+    server's port (slowly, under valgrind): a refused connect is retried."""
+    url = "http://127.0.0.1:%d/metrics" % s.metrics_port
+    page = []
+
+    def get():
+        try:
+            with urllib.request.urlopen(url, timeout=10 * SLOW) as f:
+                page.append(f.read().decode())
+                return True
+        except urllib.error.URLError as e:
+            if isinstance(e.reason, ConnectionRefusedError):
+                return False
+            raise
+
+    if not wait_until(get, 10):
+        raise Failed("%s refused every connection" % url)
+    return page[0]
+
+
 def metric(s, name):
-    port = s.metrics_port
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
-                                timeout=10) as f:
-        for line in f.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
+    for line in scrape(s).splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
     raise Failed("no %s in /metrics" % name)
 
 
