@@ -28,6 +28,15 @@ reconnects.  A connection that the server closed while it was idle (a
 restart of seend, ``idle_timeout``) is noticed before anything is written
 and replaced silently, since no request was lost.
 
+A cluster (seend's ``[cluster] enabled = on``, seend/cluster.py): a
+``Client`` whose node answers ``ERR MOVED`` follows the cluster from then
+on, each key sent straight to the node that owns its slot, a batch to
+every owner at once; ``cluster=True`` reads the slot table before the
+first request:
+
+    c = seend.Client("10.0.0.1:6874", cluster=True)
+    c.seen_many(urls)                       # answers in the order of urls
+
 TLS (seend's ``tls_listen``): give an ``ssl_context``, or an address
 ``seends://host:port`` (``rediss://`` too, so that one URL serves redis-py
 and this client), which verifies the server against the system's CAs:
@@ -44,8 +53,8 @@ import time
 import urllib.parse
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["Client", "Ring", "Error", "ConnectionError", "TimeoutError",
-           "ssl_context"]
+__all__ = ["Client", "Ring", "Cluster", "Error", "ConnectionError",
+           "TimeoutError", "ssl_context"]
 __version__ = "0.1.0"
 
 Key = Union[str, bytes]
@@ -225,6 +234,17 @@ class Client:
     for that long, so that a restart of seend is ridden out; only connects
     are retried, never requests.
 
+    ``cluster`` says what to do with a cluster's redirections (``ERR
+    MOVED <slot> <host>:<port>``, seend's ``[cluster] enabled = on``):
+    None (the default) follows the cluster from the first one on, True
+    reads the slot table before the first request, False never follows
+    (a redirection is an ``Error``).  Following, ``seen``, ``check``,
+    ``forget`` and their ``_many`` send each key to the node that owns its
+    slot (one connection per node, answers in the keys' order, see
+    ``seend.cluster``), and ``cluster`` is then the ``seend.Cluster``
+    doing it; ``ping``, ``info``, ``filters`` and ``save`` still ask the
+    node at ``address``.
+
     The client is not thread-safe: give each thread its own.
 
     Given a list (or tuple) of servers instead of one address, ``Client``
@@ -241,7 +261,8 @@ class Client:
 
     def __init__(self, address: str, token: Optional[str] = None,
                  timeout: float = 10.0, connect_retry: float = 0.0,
-                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+                 ssl_context: Optional[ssl.SSLContext] = None,
+                 cluster: Optional[bool] = None) -> None:
         self.address = address
         plain, tls, url_token = _split_url(address)
         self.token = token if token is not None else url_token
@@ -258,6 +279,10 @@ class Client:
         self._sock: Optional[socket.socket] = None
         self._sel: Optional[selectors.BaseSelector] = None
         self._buf = bytearray()
+        self._follow = cluster
+        #: the seend.Cluster that routes keys once the client follows a
+        #: cluster, else None
+        self.cluster: Optional["Cluster"] = None
 
     # ---- connection ----
 
@@ -271,7 +296,15 @@ class Client:
         return "seend.Client(%r)" % self.address
 
     def close(self) -> None:
-        """Closes the connection; the next call opens a new one."""
+        """Closes the connection (a cluster's: every node's); the next
+        call opens what it needs again."""
+        if self.cluster is not None:
+            for c in self.cluster.clients:
+                if c is not self:
+                    c.close()
+        self._close()
+
+    def _close(self) -> None:
         if self._sel is not None:
             self._sel.close()
             self._sel = None
@@ -329,7 +362,7 @@ class Client:
             reply = self._exchange(b"AUTH " + _encode(self.token, "token")
                                    + b"\n", 1).rstrip()
             if reply != b"OK":
-                self.close()
+                self._close()
                 raise Error("seend at %s: AUTH refused: %s"
                             % (self.address, reply.decode(errors="replace")))
 
@@ -356,7 +389,7 @@ class Client:
 
     def _ready(self) -> None:
         if not self._usable():
-            self.close()
+            self._close()
             self._connect()
 
     def _exchange(self, payload: bytes, nreplies: int,
@@ -413,11 +446,11 @@ class Client:
                     else:
                         got += chunk.count(b"\n")
         except TimeoutError:
-            self.close()
+            self._close()
             raise
         except OSError as e:
             lines = bytes(buf).split(b"\r\n")[:-1]
-            self.close()
+            self._close()
             err = ConnectionError("seend at %s: connection lost with %d of %d "
                                   "requests unanswered: %s"
                                   % (self.address, max(nreplies - len(lines), 0),
@@ -427,7 +460,7 @@ class Client:
         except BaseException:
             # interrupted (KeyboardInterrupt...) with replies owed: the
             # connection is out of step, drop it
-            self.close()
+            self._close()
             raise
         if multiline:
             end = _multi_end(buf)
@@ -457,11 +490,20 @@ class Client:
                batch: int) -> List[bool]:
         if batch < 1:
             raise ValueError("seend: batch must be at least 1")
+        if self.cluster is None and self._follow:
+            self._join_cluster()
+        if self.cluster is not None:
+            return self.cluster._batch(verb, keys, filter, batch)
         prefix = verb + b" " + (_encode(filter, "filter name") + b" "
                                 if filter is not None else b"")
         out: List[bool] = []
         for start in range(0, len(keys), batch):
             part = keys[start:start + batch]
+            if self.cluster is not None:
+                # a redirection made this client follow the cluster
+                self._payload(prefix, part)     # refuses bad keys first
+                out.extend(self.cluster._part(prefix, part, start, out))
+                continue
             payload = self._payload(prefix, part)
             try:
                 data = self._call(payload, len(part))
@@ -473,8 +515,28 @@ class Client:
                     answered.append(r == b"1")
                 e.replies = out + answered
                 raise
-            out.extend(self._answers(data, len(part), start, out))
+            try:
+                out.extend(self._answers(data, len(part), start, out))
+            except Error:
+                if self._follow is False or b"ERR MOVED " not in data:
+                    raise
+                # the node is one of a cluster's, and not these keys' owner
+                # (a redirected key was not recorded: sending it to its
+                # owner is safe); from now on the cluster routes keys
+                self._join_cluster()
+                assert self.cluster is not None
+                out.extend(self.cluster._resume(
+                    prefix, part, data.split(b"\r\n")[:-1],
+                    self.cluster._adopt(self), start, out))
         return out
+
+    def _join_cluster(self) -> None:
+        """Makes the Cluster that routes this client's keys, with this
+        connection as its node's."""
+        self.cluster = Cluster([self.address], token=self.token,
+                               timeout=self.timeout,
+                               connect_retry=self.connect_retry,
+                               ssl_context=self.ssl_context, seed=self)
 
     @staticmethod
     def _payload(prefix: bytes, keys: Sequence[Key]) -> bytes:
@@ -633,5 +695,6 @@ class Client:
                              if filter is not None else b"") + b"\n")
 
 
-# a Ring is built of Clients: imported last, once they exist
+# a Ring and a Cluster are built of Clients: imported last, once they exist
 from .ring import Ring  # noqa: E402
+from .cluster import Cluster  # noqa: E402
