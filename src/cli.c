@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli_cluster.h"
 #include "cli_dump.h"
 #include "cli_import.h"
 #include "cli_plan.h"
@@ -29,6 +30,8 @@
 /* Requests in flight in pipe mode: enough to hide the round trip, small
  * enough that the replies never fill the server's output buffer. */
 #define PIPE_WINDOW	1024
+/* Redirections followed for one command, as redis-cli -c. */
+#define MAX_HOPS	5
 
 enum mode {
 	MODE_COMMAND,		/* command on the command line, or lines on stdin */
@@ -44,6 +47,8 @@ struct cli {
 	enum mode		 mode;
 	int			 fd;
 	struct client_reader	 rd;
+	char			 host[256];	/* where a redirection */
+	char			 port[8];	/* sent us */
 };
 
 /* One line of the pipe-mode window: kept so it can be printed as it was
@@ -83,6 +88,9 @@ usage(FILE *fp)
 	    "socket path)\n"
 	    "       seen-cli plan CAPACITY ERROR_RATE [--growth G|off] "
 	    "[--expire DURATION]\n"
+	    "       seen-cli [-a token] cluster create|add-node|del-node|"
+	    "check|fix|info ...\n"
+	    "                (seen-cli cluster help: the verbs)\n"
 	    "\n"
 	    "  -h host       server host name or address (default %s)\n"
 	    "  -p port       server TCP port (default %s)\n"
@@ -98,6 +106,8 @@ usage(FILE *fp)
 	    "  --check       read URLs from stdin, record nothing (CHECK), "
 	    "print the unknown ones\n"
 	    "  -f filter     with --new or --check: use this filter\n"
+	    "  -c            follow MOVED and ASK (always on; taken as "
+	    "redis-cli's -c)\n"
 	    "  -V, --version print the version\n"
 	    "  --help        print this help\n"
 	    "\n"
@@ -175,6 +185,75 @@ is_error(const char *reply)
 }
 
 /*
+ * "ERR MOVED <slot> <host>:<port>" or "ERR ASK ...": 1 with where to in
+ * host and port (ask set for ASK), else 0.
+ */
+static int
+parse_redirect(const char *reply, char *host, size_t hlen, char *port,
+    size_t plen, int *ask)
+{
+	const char	*p, *colon;
+	size_t		 len;
+
+	if (strncmp(reply, "ERR MOVED ", 10) == 0) {
+		p = reply + 10;
+		*ask = 0;
+	} else if (strncmp(reply, "ERR ASK ", 8) == 0) {
+		p = reply + 8;
+		*ask = 1;
+	} else
+		return 0;
+	p += strspn(p, "0123456789");
+	if (*p++ != ' ' || (colon = strrchr(p, ':')) == NULL ||
+	    colon == p || strspn(colon + 1, "0123456789") !=
+	    strlen(colon + 1) || colon[1] == '\0' ||
+	    strlen(colon + 1) >= plen)
+		return 0;
+	len = (size_t)(colon - p);
+	if (*p == '[' && len >= 2 && p[len - 1] == ']') {
+		p++;
+		len -= 2;
+	}
+	if (len == 0 || len >= hlen)
+		return 0;
+	memcpy(host, p, len);
+	host[len] = '\0';
+	snprintf(port, plen, "%s", colon + 1);
+	return 1;
+}
+
+/*
+ * Moves the connection to the node a redirection names (for the rest of
+ * the session, as redis-cli -c does), and sends ASKING there first for an
+ * ASK. Returns 0, or -1 after saying why.
+ */
+static int
+cli_redirect(struct cli *c, const char *host, const char *port, int ask)
+{
+	char	*reply;
+	size_t	 len;
+
+	cli_disconnect(c);
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	snprintf(c->port, sizeof(c->port), "%s", port);
+	c->target.host = c->host;
+	c->target.port = c->port;
+	c->target.path = NULL;
+	client_target_name(&c->target, c->name, sizeof(c->name));
+	if (cli_connect(c) == -1)
+		return -1;
+	if (!ask)
+		return 0;
+	if (client_write_all(c->fd, "ASKING\n", 7) == -1 ||
+	    client_reader_line(&c->rd, &reply, &len) != 1) {
+		fprintf(stderr, "seen-cli: %s: ASKING failed\n", c->name);
+		cli_disconnect(c);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Sends one request line and prints its reply: one line, or for FILTERS and
  * INFO the lines up to END (not END itself, which is framing). An error
  * reply goes to errfp. Returns 0, 1 for an error reply, or -1 if the
@@ -193,16 +272,33 @@ cli_command(struct cli *c, const char *line, FILE *errfp)
 	}
 	memcpy(req, line, rlen);
 	req[rlen] = '\n';
-	rc = client_write_all(c->fd, req, rlen + 1);
-	free(req);
-	if (rc == -1) {
-		fprintf(stderr, "seen-cli: write to %s: %s\n", c->name,
-		    strerror(errno));
-		cli_disconnect(c);
-		return -1;
-	}
-	for (int first = 1;; first = 0) {
+	for (int hops = 0;; hops++) {
+		char	 host[256], port[8];
+		int	 ask;
+
+		rc = client_write_all(c->fd, req, rlen + 1);
+		if (rc == -1) {
+			fprintf(stderr, "seen-cli: write to %s: %s\n",
+			    c->name, strerror(errno));
+			free(req);
+			cli_disconnect(c);
+			return -1;
+		}
+		/* the first line of any reply, a multi-line one too, may
+		 * be a redirection: the key or filter lives elsewhere */
 		rc = client_reader_line(&c->rd, &reply, &len);
+		if (rc != 1 || hops == MAX_HOPS || !parse_redirect(reply,
+		    host, sizeof(host), port, sizeof(port), &ask))
+			break;
+		if (cli_redirect(c, host, port, ask) == -1) {
+			free(req);
+			return -1;
+		}
+	}
+	free(req);
+	for (int first = 1;; first = 0) {
+		if (!first)
+			rc = client_reader_line(&c->rd, &reply, &len);
 		if (rc <= 0) {
 			if (rc == 0)
 				fprintf(stderr, "seen-cli: %s closed the "
@@ -602,13 +698,16 @@ main(int argc, char *argv[])
 
 	/* "+": options end at the command, so its arguments may start
 	 * with "-" */
-	while ((ch = getopt_long(argc, argv, "+h:p:s:a:f:V", longopts, NULL))
+	while ((ch = getopt_long(argc, argv, "+h:p:s:a:f:cV", longopts, NULL))
 	    != -1) {
 		if (client_target_option(ch, optarg, &c.target, &c.token))
 			continue;
 		switch (ch) {
 		case 'f':
 			c.filter = optarg;
+			break;
+		case 'c':	/* redis-cli's: redirections are always
+				 * followed */
 			break;
 		case 'N':
 		case 'C':
@@ -661,6 +760,14 @@ main(int argc, char *argv[])
 		return cli_dump(&c.target, c.token, c.name, argc, argv);
 	if (c.mode == MODE_COMMAND && argc > 0 && strcmp(argv[0], "copy") == 0)
 		return cli_copy(c.token, argc, argv);	/* its own servers */
+	/* "cluster <verb> ...", but the server's CLUSTER INFO, KEYSLOT and
+	 * MYID are sent as they are */
+	if (c.mode == MODE_COMMAND && argc > 0 &&
+	    strcmp(argv[0], "cluster") == 0 && !(argc > 1 &&
+	    ((strcasecmp(argv[1], "info") == 0 && argc == 2) ||
+	    strcasecmp(argv[1], "keyslot") == 0 ||
+	    strcasecmp(argv[1], "myid") == 0)))
+		return cli_cluster(&c.target, c.token, argc, argv);
 	if (client_reader_init(&c.rd, -1, READ_BUF) == -1) {
 		cli_warn("%s", strerror(errno));
 		return 1;
