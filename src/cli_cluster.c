@@ -973,7 +973,8 @@ check_view(struct view *v)
 		}
 	}
 	if (agree)
-		printf("[OK] All nodes agree about slots configuration.\n");
+		printf("[OK] All %snodes agree about slots configuration.\n",
+		    ok ? "" : "reachable ");
 	else {
 		printf("[ERR] Nodes don't agree about configuration!\n");
 		ok = 0;
@@ -1544,8 +1545,9 @@ tell_deleted(const struct cl *cl, struct cnode *n, const struct cluster_map *m,
 	}
 	free(text);
 	if (r.type != '+')
-		printf("*** The deleted node did not take the map: %s\n",
-		    r.type == '-' ? r.str : "unexpected reply");
+		printf("*** The deleted node keeps its old map (%s): remove "
+		    "its data_dir's %s before it serves again\n", r.type ==
+		    '-' ? r.str : "unexpected reply", CLUSTER_MAP_FILE);
 	reply_free(&r);
 	if (replica && node_call(n, &r, 3, "REPLICAOF", "NO", "ONE") == 0)
 		reply_free(&r);
@@ -1849,8 +1851,7 @@ cmd_fix(struct cl *cl, int argc, char **argv)
 	    m.epoch, m.nnodes);
 	if (slots_covered(&m) < CLUSTER_SLOTS) {
 		printf(">>> Fixing slots coverage...\n");
-		printf("The following uncovered slots have no keys across the "
-		    "cluster:\n");
+		printf("The following slots are covered by no node:\n");
 		print_uncovered(&m);
 		if (!confirm(cl, "Fix these slots by covering them with the "
 		    "masters with the fewest slots?"))
@@ -1900,7 +1901,6 @@ cmd_fix(struct cl *cl, int argc, char **argv)
 	}
 	view_free(&v);
 	memset(&v, 0, sizeof(v));
-	printf("\n");
 	rc = run_check(cl, a.pos[0], 0) == 0 && rc != 3 ? 0 : 1;
 	goto done;
 nomem:
