@@ -32,6 +32,8 @@
 #define PIPE_WINDOW	1024
 /* Redirections followed for one command, as redis-cli -c. */
 #define MAX_HOPS	5
+/* Connections pipe mode keeps to the nodes redirections name. */
+#define PIPE_REDIR_CONNS	16
 
 enum mode {
 	MODE_COMMAND,		/* command on the command line, or lines on stdin */
@@ -501,6 +503,14 @@ struct pipe_state {
 	struct outbuf	 out;
 	const char	*verb;		/* "SEEN" or "CHECK" */
 	unsigned long	 errors;
+	/* the other nodes of a cluster that redirections named */
+	struct redir {
+		char			 host[256];
+		char			 port[8];
+		int			 fd;
+		struct client_reader	 rd;
+	}		 redir[PIPE_REDIR_CONNS];
+	size_t		 nredir;
 };
 
 static int
@@ -523,14 +533,119 @@ pipe_enqueue(struct cli *c, struct pipe_state *ps, const char *line,
 	return 0;
 }
 
+/* A connection to host:port for redirected lines, opened once. */
+static struct redir *
+redir_conn(struct cli *c, struct pipe_state *ps, const char *host,
+    const char *port)
+{
+	struct client_target	 t = c->target;
+	struct redir		*r;
+	char			 err[512], name[300];
+	size_t			 i;
+
+	for (i = 0; i < ps->nredir; i++)
+		if (strcmp(ps->redir[i].host, host) == 0 &&
+		    strcmp(ps->redir[i].port, port) == 0)
+			return &ps->redir[i];
+	/* a cluster has more nodes than kept: the first one goes */
+	if (ps->nredir == PIPE_REDIR_CONNS) {
+		close(ps->redir[0].fd);
+		client_reader_free(&ps->redir[0].rd);
+		memmove(&ps->redir[0], &ps->redir[1], (PIPE_REDIR_CONNS - 1) *
+		    sizeof(ps->redir[0]));
+		ps->nredir--;
+	}
+	r = &ps->redir[ps->nredir];
+	snprintf(r->host, sizeof(r->host), "%s", host);
+	snprintf(r->port, sizeof(r->port), "%s", port);
+	t.host = r->host;
+	t.port = r->port;
+	t.path = NULL;
+	client_target_name(&t, name, sizeof(name));
+	if ((r->fd = client_connect(&t, err, sizeof(err))) == -1) {
+		cli_warn("%s", err);
+		return NULL;
+	}
+	if (client_reader_init(&r->rd, r->fd, READ_BUF) == -1) {
+		cli_warn("%s", strerror(errno));
+		close(r->fd);
+		return NULL;
+	}
+	if (c->token != NULL && client_auth(r->fd, &r->rd, c->token, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "seen-cli: %s: %s\n", name, err);
+		close(r->fd);
+		client_reader_free(&r->rd);
+		return NULL;
+	}
+	ps->nredir++;
+	return r;
+}
+
+static void
+redir_close_all(struct pipe_state *ps)
+{
+	for (size_t i = 0; i < ps->nredir; i++) {
+		close(ps->redir[i].fd);
+		client_reader_free(&ps->redir[i].rd);
+	}
+	ps->nredir = 0;
+}
+
+/*
+ * A line the server redirected (reply is its ERR MOVED or ASK): sent
+ * again to the node named, there and then, so that the answers keep the
+ * input's order. The final answer goes into out. Returns 0, or -1 when a
+ * node cannot be reached (said).
+ */
+static int
+pipe_redirect(struct cli *c, struct pipe_state *ps, const struct slot *s,
+    const char *reply, char *out, size_t outlen)
+{
+	struct redir	*r;
+	char		 host[256], port[8], *req, *line;
+	size_t		 len, rlen, flen = c->filter ? strlen(c->filter) + 1 :
+			    0;
+	int		 ask, hops, rc = -1;
+
+	if ((req = malloc(strlen(ps->verb) + 1 + flen + 3 * s->len + 16)) ==
+	    NULL)
+		return -1;
+	rlen = (size_t)sprintf(req, "%s ", ps->verb);
+	if (c->filter != NULL)
+		rlen += (size_t)sprintf(req + rlen, "%s ", c->filter);
+	rlen += client_encode_key(req + rlen, s->line, s->len);
+	req[rlen++] = '\n';
+	snprintf(out, outlen, "%s", reply);
+	for (hops = 0; hops < MAX_HOPS && parse_redirect(out, host,
+	    sizeof(host), port, sizeof(port), &ask); hops++) {
+		if ((r = redir_conn(c, ps, host, port)) == NULL)
+			goto done;
+		if ((ask && (client_write_all(r->fd, "ASKING\n", 7) == -1 ||
+		    client_reader_line(&r->rd, &line, &len) != 1)) ||
+		    client_write_all(r->fd, req, rlen) == -1 ||
+		    client_reader_line(&r->rd, &line, &len) != 1) {
+			fprintf(stderr, "seen-cli: %s:%s: the connection "
+			    "failed\n", host, port);
+			goto done;
+		}
+		snprintf(out, outlen, "%s", line);
+	}
+	rc = 0;
+done:
+	free(req);
+	return rc;
+}
+
 /* Pairs each complete reply with the oldest line in flight. Returns 0, or
  * -1 if the server sent a reply nobody asked for. */
 static int
 pipe_replies(struct cli *c, struct pipe_state *ps)
 {
 	struct slot	*s;
-	char		*reply;
+	char		*reply, final[512], host[256], port[8];
 	size_t		 len;
+	int		 ask;
 
 	while (client_reader_next(&c->rd, &reply, &len)) {
 		if (ps->count == 0) {
@@ -541,6 +656,13 @@ pipe_replies(struct cli *c, struct pipe_state *ps)
 		s = &ps->slots[ps->head];
 		ps->head = (ps->head + 1) % PIPE_WINDOW;
 		ps->count--;
+		if (parse_redirect(reply, host, sizeof(host), port,
+		    sizeof(port), &ask)) {
+			if (pipe_redirect(c, ps, s, reply, final,
+			    sizeof(final)) == -1)
+				return -1;
+			reply = final;
+		}
 		if (strcmp(reply, "0") == 0) {
 			fwrite(s->line, 1, s->len, stdout);
 			putchar('\n');
@@ -666,6 +788,7 @@ out:
 	for (size_t i = 0; i < PIPE_WINDOW; i++)
 		free(ps->slots[i].line);
 	free(ps->out.buf);
+	redir_close_all(ps);
 	free(ps);
 	client_reader_free(&in);
 	return status;

@@ -326,6 +326,35 @@ def create_refuses_a_node_of_another_cluster_or_not_in_cluster_mode(t):
     t.contains(out, "slots:[0-16383] (16384 slots) master\n")
 
 
+def cli_in(t, stdin, *args):
+    p = subprocess.run([SEEN_CLI] + list(args), capture_output=True,
+                       text=True, input=stdin, timeout=120 * SLOW)
+    return p.returncode, p.stdout, p.stderr
+
+
+@test
+def pipe_and_script_modes_follow_moved_too(t):
+    ns = nodes(t, 3)
+    create(t, ns)
+    urls = ["https://example.org/page/%d" % i for i in range(600)]
+    text = "".join(u + "\n" for u in urls)
+    rc, out, err = cli_in(t, text, "-p", str(ns[0].port), "--new")
+    t.eq((rc, err), (0, ""), "--new exits 0")
+    t.eq(out, text, "--new prints every new URL, in the input's order")
+    rc, out, err = cli_in(t, text, "-p", str(ns[1].port), "--new")
+    t.eq((rc, out, err), (0, "", ""), "none is new through another node")
+    more = "".join("https://example.org/more/%d\n" % i for i in range(50))
+    rc, out, err = cli_in(t, text + more, "-p", str(ns[2].port), "--check")
+    t.eq((rc, out, err), (0, more, ""), "--check prints the unknown ones")
+    script = "".join("SEEN %s\n" % u for u in urls[:20]) + \
+        "SEEN https://example.org/new\n"
+    rc, out, err = cli_in(t, script, "-p", str(ns[0].port))
+    t.eq((rc, out, err), (0, "1\n" * 20 + "0\n", ""),
+         "commands read from stdin follow MOVED")
+    keys = sum(int(resp(s, "DBSIZE")) for s in ns)
+    t.eq(keys, 601, "each URL is recorded once, on its own node")
+
+
 @test
 def reshard_and_rebalance_are_not_available_yet(t):
     for argv in (["reshard", "127.0.0.1:1", "--from", "a" * 40, "--to",
