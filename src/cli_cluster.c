@@ -1131,26 +1131,24 @@ interleave(struct cnode *nodes, size_t n, size_t *order)
 }
 
 /* Assigns nodes[order[p..n)] as replicas to the p primaries order[0..p),
- * round robin, each taking the first free node on another host if any. */
-static void
+ * round robin (the nodes left over after n/p - 1 rounds go one more each,
+ * as redis-cli gives them), each taking the first free node on another
+ * host if any. */
+static int
 assign_replicas(struct cnode *nodes, size_t n, const size_t *order,
-    size_t p, long replicas, int *primary_of)
+    size_t p, int *primary_of)
 {
 	size_t	 i, k, left = n - p;
-	long	 r;
 	int	*taken = calloc(n, sizeof(*taken));
 
 	for (i = 0; i < n; i++)
 		primary_of[i] = -1;
 	if (taken == NULL)
-		return;
-	for (r = 0; left > 0; r++) {
+		return -1;
+	while (left > 0) {
 		for (i = 0; i < p && left > 0; i++) {
 			size_t pi = order[i], pick = n;
 
-			/* past the asked count, the rest go round robin */
-			if (r >= replicas && left == 0)
-				break;
 			for (k = p; k < n; k++)
 				if (!taken[order[k]] && strcmp(
 				    nodes[order[k]].host, nodes[pi].host) != 0) {
@@ -1181,6 +1179,7 @@ assign_replicas(struct cnode *nodes, size_t n, const size_t *order,
 		}
 	}
 	free(taken);
+	return 0;
 }
 
 /* The entry of node n in a new map: the address the user gave, and the
@@ -1314,7 +1313,10 @@ cmd_create(struct cl *cl, int argc, char **argv)
 		first = last + 1;
 		cursor += per;
 	}
-	assign_replicas(nodes, n, order, p, a.replicas, primary_of);
+	if (assign_replicas(nodes, n, order, p, primary_of) == -1) {
+		fprintf(stderr, "seen-cli: cluster: %s\n", strerror(ENOMEM));
+		goto out;
+	}
 	/* the map: primaries at 0..p, then the replicas */
 	m.epoch = epoch + 1;
 	for (i = 0; i < n; i++)
