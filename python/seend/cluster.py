@@ -26,7 +26,10 @@ Only keys that a node refused without doing anything are sent again
 sending it to the owner reports a new URL once.  ``CLUSTERDOWN`` (a slot
 no node serves) and every other error are raised as ``seend.Error``,
 never answered "new"; a lost node raises ``seend.ConnectionError`` and
-nothing of it is sent again, as for one ``Client``.
+nothing of it is sent again, as for one ``Client``.  ``ASK`` (a slot on
+its way to another node) is not followed yet: it is raised as
+``seend.Error`` too.  Keys go to primaries only; a replica's address
+serves as a seed.
 """
 import binascii
 import time
@@ -121,8 +124,14 @@ class Cluster(Ring):
 
     A connection per node, opened when a key first goes there.  The slot
     table is read (line ``CLUSTER SLOTS``) before the first request, and
-    again after a redirection.  Errors name the node: ``address`` on
-    ``seend.Error`` and ``seend.ConnectionError``.  Not thread-safe.
+    again after a redirection.  ``seen``, ``check``, ``forget`` and their
+    ``_many`` are ``seend.Ring``'s: answers in the keys' order, an error
+    names its key (``index``) and node (``address``), a lost node raises
+    ``seend.ConnectionError`` naming it with the answers that came
+    (``replies``, ``answers``), and nothing is sent twice.  ``ping``,
+    ``info``, ``filters`` and ``save`` ask every known node (by address);
+    ``node(key)`` is the address of the key's owner, ``slots()`` the
+    table.  Not thread-safe.
     """
 
     def __init__(self, seeds: Sequence[str], token: Optional[str] = None,
@@ -146,7 +155,7 @@ class Cluster(Ring):
         self.clients: List[Client] = []
         self._index: Dict[str, int] = {}
         # slot -> index in clients, _NONE while unknown or unserved
-        self._owner = array("H", [_NONE]) * SLOTS
+        self._slot_owner = array("H", [_NONE]) * SLOTS
         self._table = False              # the table has been read
         self.redirections = 0            # MOVED followed, for the curious
         for s in seeds:
@@ -228,7 +237,7 @@ class Cluster(Ring):
                             % (asked, line))
             j = self._node(addr)
             owner[a:b + 1] = array("H", [j]) * (b - a + 1)
-        self._owner = owner
+        self._slot_owner = owner
         self._table = True
 
     def slots(self) -> Dict[str, List[Tuple[int, int]]]:
@@ -236,7 +245,7 @@ class Cluster(Ring):
         if not self._table:
             self.refresh()
         out: Dict[str, List[Tuple[int, int]]] = {}
-        owner = self._owner
+        owner = self._slot_owner
         a = 0
         while a < SLOTS:
             b = a
@@ -252,7 +261,7 @@ class Cluster(Ring):
         first node, which answers MOVED or CLUSTERDOWN."""
         if not self._table:
             self.refresh()
-        owner = self._owner
+        owner = self._slot_owner
         return [0 if j == _NONE else j
                 for j in map(owner.__getitem__, keyslots(keys))]
 
@@ -350,8 +359,9 @@ class Cluster(Ring):
         return answers  # type: ignore[return-value]
 
     def _sort(self, j: int, lines: List[bytes], idx: List[int],
-              answers: List[Optional[bool]], errors: Dict[int, Tuple[int, str]],
-              nxt: Dict[int, List[int]], hops: List[int]) -> Tuple[int, int]:
+              answers: List[Optional[bool]],
+              errors: Dict[int, Tuple[int, str]], nxt: Dict[int, List[int]],
+              hops: List[int]) -> Tuple[int, int]:
         """
         Node j's reply lines to the keys idx: answers, keys to send again
         (MOVED: to the node named, whose slot is noted in the table;
@@ -374,7 +384,7 @@ class Cluster(Ring):
                 except (Error, ValueError):
                     errors[i] = (j, reason)
                     continue
-                self._owner[int(f[1])] = to
+                self._slot_owner[int(f[1])] = to
                 nxt.setdefault(to, []).append(i)
                 hops[i] += 1
                 moved += 1
