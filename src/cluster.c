@@ -13,8 +13,14 @@
 #include <sys/random.h>
 
 #include "cluster.h"
+#include "cluster_map.h"
 #include "config.h"
+#include "core.h"
 #include "fileio.h"
+#include "log.h"
+#include "peer.h"
+
+int	cluster_routing;
 
 /* CRC16/XMODEM, one byte at a time: crc = (crc << 8) ^ tab[(crc >> 8) ^ b]. */
 static const uint16_t crc16tab[256] = {
@@ -52,12 +58,40 @@ static const uint16_t crc16tab[256] = {
 	0x6e17, 0x7e36, 0x4e55, 0x5e74, 0x2e93, 0x3eb2, 0x0ed1, 0x1ef0,
 };
 
+/*
+ * Slicing by 8: crc8[k][b] is the CRC of byte b followed by k zero bytes
+ * (crc8[0] is crc16tab), so that eight bytes take eight independent loads
+ * instead of a chain of eight; a key is hashed on every request of a node
+ * that holds a map. Made at first use.
+ */
+static uint16_t	crc8[8][256];
+static int	crc8_ready;
+
+static void
+crc8_make(void)
+{
+	for (int b = 0; b < 256; b++) {
+		crc8[0][b] = crc16tab[b];
+		for (int k = 1; k < 8; k++)
+			crc8[k][b] = (uint16_t)(crc8[k - 1][b] << 8) ^
+			    crc16tab[crc8[k - 1][b] >> 8];
+	}
+	crc8_ready = 1;
+}
+
 uint16_t
 cluster_crc16(const void *p, size_t len)
 {
 	const unsigned char	*b = p;
 	uint16_t		 crc = 0;
 
+	if (__builtin_expect(!crc8_ready, 0))
+		crc8_make();
+	/* the register only reaches the first two bytes of eight */
+	for (; len >= 8; b += 8, len -= 8)
+		crc = crc8[7][b[0] ^ (crc >> 8)] ^ crc8[6][b[1] ^ (crc & 0xff)] ^
+		    crc8[5][b[2]] ^ crc8[4][b[3]] ^ crc8[3][b[4]] ^
+		    crc8[2][b[5]] ^ crc8[1][b[6]] ^ crc8[0][b[7]];
 	for (size_t i = 0; i < len; i++)
 		crc = (uint16_t)(crc << 8) ^ crc16tab[((crc >> 8) ^ b[i]) & 0xff];
 	return crc;
@@ -184,6 +218,8 @@ fail:
 	return -1;
 }
 
+static int	map_open(struct cluster *, const char *, char *, size_t);
+
 /* "host:port" or "[v6]:port" (checked by config.c) into c. */
 static void
 set_address(struct cluster *c, const char *addr)
@@ -235,14 +271,138 @@ cluster_open(const struct config *cfg, char *err, size_t errlen)
 		    strcmp(c->host, "::") == 0 || strcmp(c->host, "*") == 0)
 			c->host[0] = '\0';
 	}
+	if (map_open(c, cfg->data_dir, err, errlen) == -1)
+		goto fail;
 	return c;
 fail:
 	free(c);
 	return NULL;
 }
 
+/* m (heap, parsed) becomes the map held, me its index of this node. */
+static void
+hold(struct cluster *c, struct cluster_map *m, int me)
+{
+	struct cluster_map *old = c->map;
+
+	c->map = m;
+	c->owner = m->owner;
+	c->me = (uint16_t)me;
+	cluster_routing = 1;
+	if (old != NULL) {
+		cluster_map_free(old);
+		free(old);
+	}
+}
+
+/*
+ * The map kept in dir, if any, held: a file that does not parse, or a map
+ * that does not name this node, stops the start (as a damaged ID file
+ * does) rather than have the node serve slots it may not own.
+ */
+static int
+map_open(struct cluster *c, const char *dir, char *err, size_t errlen)
+{
+	struct cluster_map	*m;
+	char			 why[512];
+	int			 rc, me;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if ((rc = cluster_map_load(dir, m, why, sizeof(why))) <= 0) {
+		free(m);
+		if (rc == 0)
+			return 0;
+		snprintf(err, errlen, "the cluster map %s/%s cannot be used: "
+		    "%s (fix it, or remove it to make this node a cluster of "
+		    "one until it is given a map)", dir, CLUSTER_MAP_FILE,
+		    why);
+		return -1;
+	}
+	if ((me = cluster_map_find(m, c->myid)) < 0) {
+		snprintf(err, errlen, "the cluster map %s/%s does not name "
+		    "this node %s (a data_dir of another node?): remove it "
+		    "to make this node a cluster of one until it is given a "
+		    "map", dir, CLUSTER_MAP_FILE, c->myid);
+		cluster_map_free(m);
+		free(m);
+		return -1;
+	}
+	hold(c, m, me);
+	return 0;
+}
+
+int
+cluster_take(struct cluster *c, const char *dir, const char *text,
+    size_t len, char *err, size_t errlen)
+{
+	struct cluster_map	*m;
+	char			 why[512];
+	int			 me, cmp;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return CLUSTER_REFUSED;
+	}
+	if (cluster_map_parse(text, len, m, why, sizeof(why)) == -1) {
+		free(m);
+		snprintf(err, errlen, "map refused: %s", why);
+		return CLUSTER_REFUSED;
+	}
+	if ((me = cluster_map_find(m, c->myid)) < 0) {
+		snprintf(err, errlen, "map refused: it does not name this node "
+		    "%s", c->myid);
+		cmp = CLUSTER_REFUSED;
+		goto drop;
+	}
+	if (c->map != NULL && (cmp = cluster_map_compare(m, c->map)) <= 0) {
+		if (cmp < 0)
+			snprintf(err, errlen, "this node holds a newer map "
+			    "(epoch %llu)", (unsigned long long)c->map->epoch);
+		cmp = cmp < 0 ? CLUSTER_STALE : CLUSTER_SAME;
+		goto drop;
+	}
+	/* on disk first: a node that said +OK has it after a crash */
+	if (cluster_map_save(dir, m, why, sizeof(why)) == -1) {
+		snprintf(err, errlen, "map not saved: %s", why);
+		cmp = CLUSTER_REFUSED;
+		goto drop;
+	}
+	hold(c, m, me);
+	return CLUSTER_TAKEN;
+drop:
+	cluster_map_free(m);
+	free(m);
+	return cmp;
+}
+
+int
+cluster_offer(struct core *core, const char *text, size_t len,
+    const char *from, char *err, size_t errlen)
+{
+	struct cluster	*c = core->cluster;
+	int		 rc;
+
+	rc = cluster_take(c, core->cfg->data_dir, text, len, err, errlen);
+	if (rc != CLUSTER_TAKEN)
+		return rc;
+	log_info("cluster: map epoch %llu taken (from %s)",
+	    (unsigned long long)c->map->epoch, from);
+	peer_map_changed(core);
+	return rc;
+}
+
 void
 cluster_free(struct cluster *c)
 {
+	if (c == NULL)
+		return;
+	if (c->map != NULL) {
+		cluster_map_free(c->map);
+		free(c->map);
+	}
 	free(c);
+	cluster_routing = 0;
 }

@@ -7,6 +7,11 @@
  * 16384 slots, and CLUSTER SLOTS, SHARDS, NODES (cmd_cluster.c) list it
  * with its replicas, so that every Redis Cluster client works against one
  * seend. No request pays for it: nothing here runs per SETNX or SEEN.
+ *
+ * Step 2, a map (cluster_map.h): a node that holds one (CLUSTER SETMAP,
+ * kept in data_dir) serves the slots the map gives it and redirects the
+ * others (command.c). Only then does a request pay: one CRC16 and one
+ * load per key, behind cluster_routing.
  */
 #ifndef SEEND_CLUSTER_H
 #define SEEND_CLUSTER_H
@@ -15,6 +20,8 @@
 #include <stdint.h>
 
 struct config;
+struct cluster_map;
+struct core;
 
 #define CLUSTER_SLOTS		16384
 #define CLUSTER_ID_LEN		40	/* hex digits, as Redis's node IDs */
@@ -30,7 +37,25 @@ struct cluster {
 	char		 host[256];
 	unsigned	 port;		/* 0: no TCP listener */
 	int		 announced;	/* host and port are [cluster] announce */
+	/* the map held (cluster_map.h), NULL: none, a cluster of one; its
+	 * owner[] and this node's index in it, for the requests' checks */
+	struct cluster_map *map;
+	const uint16_t	*owner;
+	uint16_t	 me;
 };
+
+/*
+ * Nonzero while a node holds a map: every key of a request is checked
+ * against it (command.c). 0 (cluster mode off, or no map): the requests
+ * pay one predictable branch.
+ */
+extern int	 cluster_routing;
+
+/* What cluster_take did with a map. */
+#define CLUSTER_TAKEN		1	/* newer: saved and held */
+#define CLUSTER_SAME		0	/* the one held: nothing done */
+#define CLUSTER_REFUSED		-1	/* "ERR" why in err */
+#define CLUSTER_STALE		-2	/* this node holds a newer one */
 
 /* CRC16/XMODEM (poly 0x1021, init 0), Redis Cluster's: "123456789" is
  * 0x31c3. */
@@ -50,6 +75,27 @@ unsigned	 cluster_keyslot(const char *key, size_t len);
 struct cluster	*cluster_open(const struct config *cfg, char *err,
 		    size_t errlen);
 void		 cluster_free(struct cluster *);
+/*
+ * CLUSTER SETMAP's map (text, len bytes) offered to c: parsed, checked
+ * to name this node, compared with the one held, and when newer saved in
+ * dir (fsync'd) before it replaces it. Returns CLUSTER_*, with the error's
+ * text (no code) in err.
+ */
+int		 cluster_take(struct cluster *c, const char *dir,
+		    const char *text, size_t len, char *err, size_t errlen);
+/*
+ * cluster_take on core's node, and when taken the log line that says so
+ * (from: who offered it, a client's address or a peer's) and the other
+ * nodes told (peer_map_changed). Returns CLUSTER_*, why in err.
+ */
+int		 cluster_offer(struct core *core, const char *text, size_t len,
+		    const char *from, char *err, size_t errlen);
+/* Whether slot is served here: owned by this node in the map held. */
+static inline int
+cluster_owns(const struct cluster *c, unsigned slot)
+{
+	return c->owner[slot] == c->me;
+}
 /* Whether s (len bytes) is a node ID: 40 lower-case hex digits. */
 int		 cluster_id_valid(const char *s, size_t len);
 

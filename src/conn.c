@@ -135,6 +135,7 @@ conn_new(struct conns *set, int fd, int is_unix, int tls, const char *peer)
 	if (tls) {
 		SSL_set_accept_state(c->ssl);
 		c->type = &conn_type_tls;
+		c->s.tls = 1;
 		c->handshaking = 1;
 		set->handshakes++;
 	}

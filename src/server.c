@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
+#include "cluster_map.h"
 #include "command.h"
 #include "config.h"
 #include "conn.h"
@@ -30,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "peer.h"
 #include "persist.h"
 #include "prebuild.h"
 #include "registry.h"
@@ -565,6 +567,9 @@ server_tick(struct server *srv)
 	keyspace_expire_due(core, filter_now_ms);
 	/* and dumps no client asks for any more */
 	command_tick(core, now);
+	/* the cluster's map passed on to the nodes that lack it */
+	if (core->cluster != NULL)
+		peer_tick(core);
 	conn_sweep(&srv->conns, core->cfg->idle_timeout);
 	role_tick(srv->role);
 	/* INFO's instantaneous_ops_per_sec and used_memory_peak */
@@ -1041,6 +1046,9 @@ server_shutdown(struct server *srv)
 	srv->tcp = srv->unx = srv->tls = NULL;
 	metrics_free(srv->metrics);
 	srv->metrics = NULL;
+	/* the links to the cluster's other nodes */
+	if (srv->core.cluster != NULL)
+		peer_shutdown(&srv->core);
 	/* no more input: the keys acknowledged so far are all we save */
 	conn_stop_reading_all(&srv->conns);
 	if (srv->core.shutdown_asked == CORE_SHUTDOWN_NOSAVE)
@@ -1144,8 +1152,15 @@ server_start(struct server *srv)
 			log_error("cluster: %s", err);
 			return -1;
 		}
-		log_info("cluster mode: node %s, serving every slot",
-		    core->cluster->myid);
+		if (core->cluster->map == NULL)
+			log_info("cluster mode: node %s, serving every slot "
+			    "(no cluster map yet)", core->cluster->myid);
+		else
+			log_info("cluster mode: node %s, cluster map epoch "
+			    "%llu, serving %u slots", core->cluster->myid,
+			    (unsigned long long)core->cluster->map->epoch,
+			    cluster_map_slots_of(core->cluster->map,
+			    core->cluster->me));
 	}
 	/* TLS first: a client that finds the plain port open finds it */
 	if (core->cfg->tls_listen != NULL) {
@@ -1306,6 +1321,8 @@ server_free(struct server *srv)
 	if (srv->ev_stop)
 		event_free(srv->ev_stop);
 	prebuild_free(srv->prebuild);
+	if (srv->core.cluster != NULL)
+		peer_shutdown(&srv->core);
 	cluster_free(srv->core.cluster);
 	srv->core.cluster = NULL;
 	core_free(&srv->core);

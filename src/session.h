@@ -82,6 +82,11 @@ struct session {
 	uint64_t	 psync_offset;
 	/* it has had a key answered new, or another write: WAIT counts */
 	unsigned	 wrote:1;
+	/* cluster mode (issue 33): it came on the TLS port (told the nodes'
+	 * TLS ports), and it sent READONLY (served reads of its primary's
+	 * slots on a replica) */
+	unsigned	 tls:1;
+	unsigned	 readonly:1;
 };
 
 /* Whether s's RESP requests must all take the general path: queued by
