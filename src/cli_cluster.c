@@ -1182,17 +1182,56 @@ assign_replicas(struct cnode *nodes, size_t n, const size_t *order,
 	return 0;
 }
 
-/* The entry of node n in a new map: the address the user gave, and the
- * TLS port its own map (of itself alone) announces. */
-static int
-map_add_cnode(struct cluster_map *m, const struct cnode *n, int primary)
+/*
+ * The plain port a node without a map announces: the "myself" line of its
+ * CLUSTER NODES ("<id> <ip>:<port>@<bus> myself,master ..."), or 0.
+ */
+static unsigned
+announced_port(struct cnode *n)
 {
-	unsigned tls = 0;
+	struct reply	 r;
+	char		*line, *next, *at, *colon;
+	unsigned	 port = 0;
 
-	if (n->has_map && n->map.nnodes == 1)
-		tls = n->map.nodes[0].tls_port;
-	return map_add(m, n->id, n->host, (unsigned)atoi(n->port), tls,
-	    primary);
+	if (node_call(n, &r, 2, "CLUSTER", "NODES") == -1)
+		return 0;
+	for (line = r.type == '$' ? r.str : NULL; line != NULL && port == 0;
+	    line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (strstr(line, " myself") == NULL ||
+		    (at = strchr(line, '@')) == NULL)
+			continue;
+		*at = '\0';
+		if ((colon = strrchr(line, ':')) != NULL)
+			port = (unsigned)strtoul(colon + 1, NULL, 10);
+	}
+	reply_free(&r);
+	return port <= 65535 ? port : 0;
+}
+
+/*
+ * The entry of node n in a new map: the address the user gave, which is
+ * its plain port, or with --tls its TLS port; the other port from its own
+ * map (of itself alone) if it has one, else, for the plain port behind a
+ * TLS one, from what it announces.
+ */
+static int
+map_add_cnode(const struct cl *cl, struct cluster_map *m, struct cnode *n,
+    int primary)
+{
+	unsigned typed = (unsigned)atoi(n->port), port = typed, tls = 0;
+	int	 own = n->has_map && n->map.nnodes == 1;
+
+	if (!cl->defaults->tls)
+		tls = own ? n->map.nodes[0].tls_port : 0;
+	else {
+		tls = typed;
+		port = own ? n->map.nodes[0].port : announced_port(n);
+		if (port == 0)
+			port = typed;
+	}
+	return map_add(m, n->id, n->host, port, tls, primary);
 }
 
 static int
@@ -1324,7 +1363,7 @@ cmd_create(struct cl *cl, int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		size_t ni = order[i];
 
-		if (map_add_cnode(&m, &nodes[ni], primary_of[ni] < 0 ? -1 :
+		if (map_add_cnode(cl, &m, &nodes[ni], primary_of[ni] < 0 ? -1 :
 		    index[primary_of[ni]]) == -1) {
 			fprintf(stderr, "seen-cli: cluster: %s\n",
 			    strerror(ENOMEM));
@@ -1473,7 +1512,7 @@ cmd_add_node(struct cl *cl, int argc, char **argv)
 		    "to another cluster.\n", nn.name);
 		goto out;
 	}
-	if (cluster_map_copy(&m, &v.map) == -1 || map_add_cnode(&m, &nn,
+	if (cluster_map_copy(&m, &v.map) == -1 || map_add_cnode(cl, &m, &nn,
 	    primary) == -1) {
 		fprintf(stderr, "seen-cli: cluster: %s\n", strerror(ENOMEM));
 		goto out;
@@ -1490,8 +1529,10 @@ cmd_add_node(struct cl *cl, int argc, char **argv)
 	if (primary >= 0) {
 		printf(">>> Configure node as replica of %s:%u.\n",
 		    v.map.nodes[primary].host, v.map.nodes[primary].port);
+		/* the port seen-cli reaches it on: the TLS one with --tls,
+		 * as the operator's nodes are reached */
 		if (send_replicaof(cl, &nn, v.map.nodes[primary].host,
-		    v.map.nodes[primary].port) == -1)
+		    connect_port(cl, &v.map.nodes[primary])) == -1)
 			goto out;
 	}
 	printf("[OK] New node added correctly.\n");
@@ -1644,7 +1685,7 @@ cmd_del_node(struct cl *cl, int argc, char **argv)
 		node_setaddr(&r, m.nodes[k].host, m.nodes[k].port,
 		    connect_port(cl, &m.nodes[k]));
 		send_replicaof(cl, &r, m.nodes[m.nodes[k].primary].host,
-		    m.nodes[m.nodes[k].primary].port);
+		    connect_port(cl, &m.nodes[m.nodes[k].primary]));
 		node_free(&r);
 	}
 	/* The deleted node is told it is out, as redis-cli resets it: the

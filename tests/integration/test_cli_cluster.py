@@ -356,6 +356,42 @@ def pipe_and_script_modes_follow_moved_too(t):
 
 
 @test
+def over_tls_the_map_records_both_ports(t):
+    from tlspki import pki
+    p = pki(t)
+    ns = []
+    for i in range(3):
+        tport = free_port()
+        extra = "\n".join(["tls_listen = 127.0.0.1:%d" % tport,
+                           "tls_cert_file = %s" % p.server[0],
+                           "tls_key_file = %s" % p.server[1],
+                           "tls_ca_cert_file = %s" % p.ca,
+                           "tls_auth_clients = no"]) + "\n" + CLUSTER_ON
+        s = Server(t, extra, filters=FILTERS, unix=False, name="n%d" % i)
+        s.tport = tport
+        ns.append(s.start())
+    tls = ["--tls", "--cacert", p.ca]
+    rc, out, err = cli(t, *tls, "cluster", "create",
+                       *["127.0.0.1:%d" % s.tport for s in ns])
+    t.eq(rc, 0, "create over TLS exits 0: %s %s" % (out, err))
+    m = getmap(ns[0])
+    for s in ns:
+        t.contains(m, "node %s 127.0.0.1 %d %d -\n" % (myid(s), s.port,
+                                                       s.tport),
+                   "the map has the plain and the TLS port")
+    rc, out, err = cli(t, *tls, "cluster", "check", "127.0.0.1:%d"
+                       % ns[1].tport)
+    t.eq(rc, 0, "check over TLS exits 0: %s %s" % (out, err))
+    rc, out, err = check(t, ns[2])
+    t.eq(rc, 0, "check without TLS exits 0: %s %s" % (out, err))
+    for i in range(12):
+        rc, out, err = cli(t, *tls, "-p", str(ns[0].tport), "SEEN",
+                           "https://tls.example/%d" % i)
+        t.eq((rc, out, err), (0, "0\n", ""), "SEEN %d over TLS" % i)
+    t.eq(sum(int(resp(s, "DBSIZE")) for s in ns), 12, "12 keys recorded")
+
+
+@test
 def reshard_and_rebalance_are_not_available_yet(t):
     for argv in (["reshard", "127.0.0.1:1", "--from", "a" * 40, "--to",
                   "b" * 40, "--slots", "10", "--yes"],
