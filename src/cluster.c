@@ -15,10 +15,7 @@
 #include "cluster.h"
 #include "cluster_map.h"
 #include "config.h"
-#include "core.h"
 #include "fileio.h"
-#include "log.h"
-#include "peer.h"
 
 int	cluster_routing;
 
@@ -376,22 +373,6 @@ drop:
 	cluster_map_free(m);
 	free(m);
 	return cmp;
-}
-
-int
-cluster_offer(struct core *core, const char *text, size_t len,
-    const char *from, char *err, size_t errlen)
-{
-	struct cluster	*c = core->cluster;
-	int		 rc;
-
-	rc = cluster_take(c, core->cfg->data_dir, text, len, err, errlen);
-	if (rc != CLUSTER_TAKEN)
-		return rc;
-	log_info("cluster: map epoch %llu taken (from %s)",
-	    (unsigned long long)c->map->epoch, from);
-	peer_map_changed(core);
-	return rc;
 }
 
 void

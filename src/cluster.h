@@ -86,7 +86,8 @@ int		 cluster_take(struct cluster *c, const char *dir,
 /*
  * cluster_take on core's node, and when taken the log line that says so
  * (from: who offered it, a client's address or a peer's) and the other
- * nodes told (peer_map_changed). Returns CLUSTER_*, why in err.
+ * nodes told (peer_map_changed). Returns CLUSTER_*, why in err. (The
+ * daemon's, in cmd_cluster.c: it needs the loop that peer.c joins.)
  */
 int		 cluster_offer(struct core *core, const char *text, size_t len,
 		    const char *from, char *err, size_t errlen);

@@ -31,6 +31,8 @@
 #include "cluster_map.h"
 #include "core.h"
 #include "filter.h"
+#include "log.h"
+#include "peer.h"
 #include "registry.h"
 #include "resp.h"
 #include "session.h"
@@ -628,6 +630,22 @@ reply_getmap(const struct cluster *cl, struct result *r)
 	else
 		result_scratch(r, RESULT_ARRAY);
 	free(text);
+}
+
+int
+cluster_offer(struct core *core, const char *text, size_t len,
+    const char *from, char *err, size_t errlen)
+{
+	struct cluster	*c = core->cluster;
+	int		 rc;
+
+	rc = cluster_take(c, core->cfg->data_dir, text, len, err, errlen);
+	if (rc != CLUSTER_TAKEN)
+		return rc;
+	log_info("cluster: map epoch %llu taken (from %s)",
+	    (unsigned long long)c->map->epoch, from);
+	peer_map_changed(core);
+	return rc;
 }
 
 /* CLUSTER SETMAP <map>: see cluster_take. */
