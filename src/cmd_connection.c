@@ -351,12 +351,12 @@ cmd_client(struct session *s, struct op *op, struct result *r)
 }
 
 /* READONLY, READWRITE: what cluster-aware clients send to a node; a
- * standalone seend serves reads and writes alike. */
+ * standalone seend serves reads and writes alike, a replica in a cluster
+ * with a map serves its primary's slots' reads after READONLY. */
 void
 cmd_readonly(struct session *s, struct op *op, struct result *r)
 {
-	(void)s;
-	(void)op;
+	s->readonly = (op->argv[0][4] | 0x20) == 'o';	/* READONLY */
 	result_status(r, "OK");
 }
 

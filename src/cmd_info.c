@@ -477,6 +477,10 @@ sec_stats(struct core *core)
 	if (core->cfg->tls_listen != NULL || st->tls_handshake_failures > 0)
 		buf_printf(&result_buf, "tls_handshake_failures %llu\r\n",
 		    (unsigned long long)st->tls_handshake_failures);
+	/* seend's own, in cluster mode: MOVED answers (issue 33) */
+	if (core->cluster != NULL)
+		buf_printf(&result_buf, "cluster_redirections %llu\r\n",
+		    (unsigned long long)st->cluster_redirections);
 }
 
 static void

@@ -20,6 +20,8 @@
 
 #include "acl.h"
 #include "bloom.h"
+#include "cluster.h"
+#include "cluster_map.h"
 #include "command.h"
 #include "config.h"
 #include "session.h"
@@ -570,6 +572,26 @@ channels_refused(const struct op *op, const struct acl_user *u)
 }
 
 /*
+ * seend's CLUSTER SETMAP and GETMAP are not in Redis's COMMAND INFO: their
+ * permission is that of the Redis subcommand of the same categories,
+ * SETSLOT's (@admin @slow @dangerous) and NODES' (@slow), and a refusal
+ * names them (*name). The bit of the twin, or -1.
+ */
+static int
+cluster_sub_twin(int id, const struct op *op, const char **name)
+{
+	if (proto_token_is(op->argv[1], op->argl[1], "SETMAP")) {
+		*name = "cluster|setmap";
+		return acl_catalog_sub(id, "setslot", 7);
+	}
+	if (proto_token_is(op->argv[1], op->argl[1], "GETMAP")) {
+		*name = "cluster|getmap";
+		return acl_catalog_sub(id, "nodes", 5);
+	}
+	return -1;
+}
+
+/*
  * Whether s's user may not run op (the error in r), as Redis's
  * ACLCheckAllPerm: the command's bit (a container's: its subcommand's),
  * then the filters it names, then its channels. Only called while some
@@ -580,6 +602,7 @@ acl_refused(struct session *s, struct op *op, struct result *r)
 {
 	const struct command	*cmd = op->cmd;
 	struct acl_user		*u = session_user(s);
+	const char		*name = NULL;
 	int			 id, k;
 
 	if (s->user == NULL && !cmd->before_auth && acl_default_needs_auth() &&
@@ -600,9 +623,12 @@ acl_refused(struct session *s, struct op *op, struct result *r)
 	if (id >= 0 && op->argc >= 2 && acl_catalog_container(id) &&
 	    (k = acl_catalog_sub(id, op->argv[1], op->argl[1])) >= 0)
 		id = k;
+	else if (cmd->fn == cmd_cluster && op->argc >= 2 &&
+	    (k = cluster_sub_twin(id, op, &name)) >= 0)
+		id = k;
 	if (id < 0 || !acl_user_can(u, id))
-		return acl_refuse(s, op, r, ACL_DENIED_CMD, id >= 0 ?
-		    acl_catalog_name(id) : cmd->lname, 0);
+		return acl_refuse(s, op, r, ACL_DENIED_CMD, name != NULL ? name :
+		    id >= 0 ? acl_catalog_name(id) : cmd->lname, 0);
 	if (!(u->flags & ACL_USER_ALLKEYS) &&
 	    (k = keys_refused(s, op, u, id)) >= 0)
 		return acl_refuse(s, op, r, ACL_DENIED_KEY, NULL, k);
@@ -625,6 +651,106 @@ fast_allowed(const struct session *s, int id)
 		return 0;
 	return acl_user_unrestricted(u) || (id >= 0 && acl_user_can(u, id) &&
 	    acl_user_all_keys(u, ACL_KEY_READ | ACL_KEY_WRITE));
+}
+
+/* ---- cluster mode with a map: the slots this node serves (issue 33) ---- */
+
+/*
+ * The key arguments of op as the cluster places them: the last argument
+ * of a line SEEN, CHECK or FORGET (the URL), else the command table's key
+ * positions (COMMAND INFO's, a container's from its subcommand): the URL
+ * of SETNX, SET, GET, MGET, EXISTS, the filter's name of SADD, BF.*, CF.*,
+ * DEL... 0 with *first.. set, -1 for a command without keys.
+ */
+static int
+cluster_keys(const struct op *op, int *first, int *last, int *step)
+{
+	const struct command	*cmd = op->cmd;
+	int			 id, k;
+
+	if (op->proto == COMMAND_LINE && (cmd->id == CMD_SEEN ||
+	    cmd->id == CMD_CHECK || cmd->fn == cmd_forget)) {
+		*first = *last = op->argc - 1;
+		*step = 1;
+		return 0;
+	}
+	users_catalog();
+	id = acl_ids[cmd - commands];
+	if (id >= 0 && op->argc >= 2 && acl_catalog_container(id) &&
+	    (k = acl_catalog_sub(id, op->argv[1], op->argl[1])) >= 0)
+		id = k;
+	if (acl_catalog_keys(id, first, last, step) < 0)
+		return -1;
+	if (*last < 0)
+		*last += op->argc;
+	if (*last >= op->argc)
+		*last = op->argc - 1;
+	return 0;
+}
+
+/* Whether this node replicates the map's node owner: a replica of it in
+ * the map, or by REPLICAOF (its primary's ID from the handshake). */
+static int
+replica_of(const struct core *core, unsigned owner)
+{
+	const struct cluster		*cl = core->cluster;
+	const struct cluster_map	*m = cl->map;
+
+	return m->nodes[cl->me].primary == (int)owner || (core->repl.replica &&
+	    strcmp(core->repl.primary_id, m->nodes[owner].id) == 0);
+}
+
+/*
+ * Whether op's keys are not served here (the redirection in r), as Redis
+ * Cluster's getNodeByQuery: keys of two slots are CROSSSLOT, a slot
+ * nobody owns CLUSTERDOWN, a slot of another node MOVED to it, but for
+ * the reads of a READONLY session on a replica of its owner. Only called
+ * while this node holds a map (cluster_routing); nothing is touched.
+ */
+static int __attribute__((noinline))
+cluster_refused(struct session *s, struct op *op, struct result *r)
+{
+	const struct cluster	*cl = s->core->cluster;
+	const struct cluster_node *x;
+	int			 line = op->proto == COMMAND_LINE;
+	int			 first, last, step;
+	unsigned		 slot = 0, owner;
+
+	if (cluster_keys(op, &first, &last, &step) == -1 || first >= op->argc)
+		return 0;
+	for (int i = first; i <= last; i += step) {
+		unsigned k = cluster_keyslot(op->argv[i], op->argl[i]);
+
+		if (i > first && k != slot) {
+			result_error(r, line ? "ERR" : "CROSSSLOT", "%sKeys in "
+			    "request don't hash to the same slot", line ?
+			    "CROSSSLOT " : "");
+			return 1;
+		}
+		slot = k;
+	}
+	if ((owner = cl->owner[slot]) == cl->me)
+		return 0;
+	if (owner == CLUSTER_NO_NODE) {
+		result_error(r, line ? "ERR" : "CLUSTERDOWN", "%sHash slot not "
+		    "served", line ? "CLUSTERDOWN " : "");
+		return 1;
+	}
+	if (s->readonly && !op->cmd->write && replica_of(s->core, owner))
+		return 0;
+	x = &cl->map->nodes[owner];
+	s->core->stats.cluster_redirections++;
+	result_error(r, line ? "ERR" : "MOVED", "%s%u %s:%u", line ? "MOVED " :
+	    "", slot, x->host, s->tls && x->tls_port != 0 ? x->tls_port :
+	    x->port);
+	return 1;
+}
+
+/* Whether the fast paths may answer key here: this node owns its slot. */
+static inline int
+cluster_serves(const struct session *s, const char *key, size_t len)
+{
+	return cluster_owns(s->core->cluster, cluster_keyslot(key, len));
 }
 
 /*
@@ -709,6 +835,9 @@ command_run(struct session *s, struct op *op, struct result *r)
 		}
 		if (__builtin_expect(acl_limits, 0) && acl_refused(s, op, r))
 			return;
+		if (__builtin_expect(cluster_routing, 0) &&
+		    cluster_refused(s, op, r))
+			return;
 		if (cmd->write && s->core->repl.replica) {
 			result_error(r, "ERR", "%s", READONLY_TEXT);
 			return;
@@ -739,6 +868,11 @@ command_run(struct session *s, struct op *op, struct result *r)
 	}
 	/* users: one predictable branch while no user has limits */
 	if (__builtin_expect(acl_limits, 0) && acl_refused(s, op, r)) {
+		refused(s);
+		return;
+	}
+	/* cluster mode with a map: one predictable branch otherwise */
+	if (__builtin_expect(cluster_routing, 0) && cluster_refused(s, op, r)) {
 		refused(s);
 		return;
 	}
@@ -1252,6 +1386,10 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 		    (f = registry_route(reg, key, (size_t)klen)) == NULL ||
 		    f->nmerged > 0)
 			break;	/* not simple, or an error to explain */
+		/* a key of a slot served elsewhere: redirected there */
+		if (__builtin_expect(cluster_routing, 0) &&
+		    !cluster_serves(s, key, (size_t)klen))
+			break;
 		q[n].f = f;
 		uniform &= f == q[0].f;
 		q[n].h = filter_hash(f, key, (size_t)klen);
@@ -1300,9 +1438,20 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 				break;
 			if (cmd != RESP_HOT_SETNX)
 				f = registry_find(reg, name, namel);
+			/* a filter of a slot served elsewhere: redirected
+			 * (the requests that repeat it, too) */
+			if (__builtin_expect(cluster_routing, 0) &&
+			    cmd != RESP_HOT_SETNX &&
+			    !cluster_serves(s, name, namel))
+				break;
 		}
-		if (cmd == RESP_HOT_SETNX)
+		if (cmd == RESP_HOT_SETNX) {
+			/* a URL of a slot served elsewhere: redirected */
+			if (__builtin_expect(cluster_routing, 0) &&
+			    !cluster_serves(s, key, keyl))
+				break;
 			f = registry_route(reg, key, keyl);
+		}
 		if (f == NULL || f->nmerged > 0 ||
 		    (cmd == RESP_HOT_BFADD && filter_is_cuckoo(f)))
 			break;	/* the general path explains, creates, asks

@@ -57,6 +57,8 @@ struct stats {
 	/* TLS connections closed before or in their handshake: plaintext
 	 * on tls_listen, TLS on listen, a certificate refused, too slow */
 	uint64_t	tls_handshake_failures;
+	/* cluster mode with a map: requests answered MOVED (issue 33) */
+	uint64_t	cluster_redirections;
 
 	/* gauges: conn.c keeps these two current */
 	unsigned	clients;	/* connected now */
