@@ -13,10 +13,14 @@ covered; fix pushes the newest map to the nodes that hold an older one
 and covers uncovered slots. To hold a disagreement still while check
 looks at it, those tests give the nodes an auth_token and no
 primary_token: the nodes cannot pass a map on to each other (peer.c logs
-in as a replica does), only seen-cli -a can.
+in as a replica does), only seen-cli -a can. Over --tls the map gets
+each node's plain and TLS ports; on a terminal create asks first.
 """
+import os
 import re
+import select
 import subprocess
+import time
 
 from seendtest import *
 
@@ -389,6 +393,53 @@ def over_tls_the_map_records_both_ports(t):
                            "https://tls.example/%d" % i)
         t.eq((rc, out, err), (0, "0\n", ""), "SEEN %d over TLS" % i)
     t.eq(sum(int(resp(s, "DBSIZE")) for s in ns), 12, "12 keys recorded")
+
+
+def on_terminal(t, args, answer):
+    """seen-cli with a pseudo-terminal for stdin and stdout: waits for the
+    question, types answer; returns the exit status and the output."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([SEEN_CLI] + args, stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True)
+    os.close(slave)
+    buf, asked = b"", False
+    deadline = time.time() + 60 * SLOW
+    try:
+        while time.time() < deadline:
+            r, _, _ = select.select([master], [], [], 0.1)
+            chunk = b""
+            if r:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:     # EIO: the child closed its end
+                    chunk = b""
+                buf += chunk
+            if not asked and b"(type 'yes' to accept): " in buf:
+                os.write(master, answer.encode())
+                asked = True
+            if not chunk and proc.poll() is not None:
+                return proc.returncode, buf.decode(errors="replace")
+        raise Failed("seen-cli did not exit; terminal: %r" % buf[-500:])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+@test
+def create_asks_on_a_terminal(t):
+    ns = nodes(t, 3)
+    args = ["cluster", "create"] + [addr(s) for s in ns]
+    rc, out = on_terminal(t, args, "no\n")
+    t.eq(rc, 1, "create answered no exits 1: %r" % out)
+    t.contains(out, "Can I set the above configuration? (type 'yes' to "
+               "accept): ")
+    t.ok(all(getmap(s) is None for s in ns), "nothing was pushed")
+    rc, out = on_terminal(t, args, "yes\n")
+    t.eq(rc, 0, "create answered yes exits 0: %r" % out)
+    t.contains(out, "[OK] All 16384 slots covered.")
+    t.eq(epoch(getmap(ns[2])), 1, "the map was pushed")
 
 
 @test
