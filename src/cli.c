@@ -604,10 +604,10 @@ pipe_redirect(struct cli *c, struct pipe_state *ps, const struct slot *s,
 {
 	struct redir	*r;
 	char		 host[256], port[8], *req, *line;
-	size_t		 len, rlen, flen = c->filter ? strlen(c->filter) + 1 :
-			    0;
+	size_t		 len, rlen, flen;
 	int		 ask, hops, rc = -1;
 
+	flen = c->filter != NULL ? strlen(c->filter) + 1 : 0;
 	if ((req = malloc(strlen(ps->verb) + 1 + flen + 3 * s->len + 16)) ==
 	    NULL)
 		return -1;
