@@ -584,14 +584,15 @@ process_input(struct conn *c)
 		buf_shrink(&c->in, KEEP_BYTES);
 }
 
-/* A TLS failure: counted, logged at most once a second, closed. */
+/* A line about a TLS client, at most one a second (a flood of failed
+ * handshakes must not flood the log): the others are counted and said
+ * with the next. */
 static void
-tls_failed(struct conn *c, const char *why)
+tls_note(struct conn *c, const char *why)
 {
 	struct conns	*set = c->set;
 	time_t		 now = time(NULL);
 
-	set->core->stats.tls_handshake_failures++;
 	if (now != set->tls_log_last) {
 		if (set->tls_log_suppressed > 0)
 			log_info("TLS: client %s: %s (%lu more since the last "
@@ -603,6 +604,14 @@ tls_failed(struct conn *c, const char *why)
 		set->tls_log_suppressed = 0;
 	} else
 		set->tls_log_suppressed++;
+}
+
+/* A TLS failure: counted, logged (tls_note), closed. */
+static void
+tls_failed(struct conn *c, const char *why)
+{
+	c->set->core->stats.tls_handshake_failures++;
+	tls_note(c, why);
 	conn_close(c, why);
 }
 
@@ -1210,9 +1219,9 @@ tls_io_result(struct conn *c, int r, int reading)
 			errno = ECONNRESET;
 		return -1;
 	default:
-		log_debug("client %llu (%s): TLS: %s",
-		    (unsigned long long)c->s.id, c->s.peer,
-		    tls_error_string(buf, sizeof(buf)));
+		/* a record that does not decrypt, an alert: the connection
+		 * is closed for it, and the log says why */
+		tls_note(c, tls_error_string(buf, sizeof(buf)));
 		errno = EPROTO;
 		return -1;
 	}
