@@ -17,7 +17,16 @@ damaged ID file stops the start, left as it is. redis-py's RedisCluster
 URLs (each new exactly once) and read them back, redis-py also from the
 replica with read_from_replicas. With cluster mode off, CLUSTER answers as
 a standalone redis-server does. The line protocol has CLUSTER INFO,
-KEYSLOT and MYID.
+KEYSLOT, MYID and SLOTS.
+
+Step 2, a node given a map (CLUSTER SETMAP; the other nodes named in the
+maps here need not exist): SETMAP's refusals (a map that does not parse,
+does not name this node, or is older than the one held), the map kept in
+data_dir across restarts and a damaged one refused at the start, CLUSTER
+SLOTS/SHARDS/NODES/INFO from the map, and requests for keys of slots
+this node does not serve answered MOVED, CLUSTERDOWN or CROSSSLOT on both
+protocols, pipelines of owned and other keys answered in order, without
+memory growing.
 """
 import json
 import os
@@ -395,8 +404,9 @@ def line_protocol_cluster_info_keyslot_myid(t):
         t.ok("cluster_state ok" in lines and "cluster_known_nodes 1" in lines
              and "cluster_size 1" in lines,
              "CLUSTER INFO's name value lines: %r" % lines)
-        t.ok(c.cmd("CLUSTER SLOTS").startswith("ERR "),
-             "SLOTS is RESP's")
+        c.send(b"CLUSTER SLOTS\n")
+        t.eq(c.lines_until_end(), ["0 16383 127.0.0.1:%d" % s.port],
+             "line CLUSTER SLOTS without a map: this node owns all")
         c.close()
 
 
@@ -475,6 +485,345 @@ def ioredis_cluster_and_node_redis_create_cluster_record_urls(t):
                  % (client, resp))
             t.eq(out["got"], k, "%s RESP%d: GETs answered 1"
                  % (client, resp))
+
+
+# ---- step 2: a node given a map ----
+
+OTHER = "b" * 40        # a node named in the maps that need not exist
+OTHER_REPLICA = "c" * 40
+
+
+def cluster_map(epoch, nodes, slots):
+    """The canonical text of a map: nodes [(id, host, port, tls_port,
+    primary-or-None)], slots {id: "a-b c ..."}."""
+    lines = ["seend-cluster-map 1", "epoch %d" % epoch]
+    for i, h, p, tp, pr in sorted(nodes):
+        lines.append("node %s %s %d %d %s" % (i, h, p, tp, pr or "-"))
+    for i, _, _, _, _ in sorted(nodes):
+        if i in slots:
+            lines.append("slots %s %s" % (i, slots[i]))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def myid(s):
+    return RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1].decode()
+
+
+def half_map(s, me, epoch=5, last_other=16383):
+    """me owns 0-8191, OTHER (127.0.0.2:7001, a replica 127.0.0.3:7002)
+    8192-last_other."""
+    return cluster_map(epoch, [(me, "127.0.0.1", s.port, 0, None),
+                               (OTHER, "127.0.0.2", 7001, 7101, None),
+                               (OTHER_REPLICA, "127.0.0.3", 7002, 0, OTHER)],
+                       {me: "0-8191", OTHER: "8192-%d" % last_other})
+
+
+def keys_in(c, pred, prefix, count=1):
+    """count keys (bytes) whose slot satisfies pred."""
+    out = []
+    i = 0
+    while len(out) < count:
+        k = b"%s-%d" % (prefix, i)
+        if pred(int(c.cmd("CLUSTER", "KEYSLOT", k)[1:-2])):
+            out.append(k)
+        i += 1
+    return out
+
+
+@test
+def setmap_refusals_getmap_and_the_map_kept_across_restarts(t):
+    s = seend_one(t)
+    me = myid(s)
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$-1\r\n", "GETMAP without a map")
+    c3 = RespBytes(s.port, resp3=True)
+    t.eq(c3.cmd("CLUSTER", "GETMAP"), b"_\r\n", "GETMAP without a map, RESP3")
+    c3.close()
+    t.eq(c.cmd("CLUSTER", "SETMAP"), b"-ERR wrong number of arguments for "
+         b"'cluster|setmap' command\r\n", "SETMAP's arity")
+    got = c.cmd("CLUSTER", "SETMAP", "seend-cluster-map 1\nepoch x\n")
+    t.ok(got.startswith(b"-ERR map refused: line 2: "), "a map that does not "
+         "parse: %r" % got)
+    m = half_map(s, me)
+    foreign = m.replace(me.encode(), b"d" * 40)
+    t.eq(c.cmd("CLUSTER", "SETMAP", foreign), b"-ERR map refused: it does "
+         b"not name this node %s\r\n" % me.encode(), "a map without this node")
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$-1\r\n", "refused maps are not held")
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "a map taken")
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$%d\r\n%s\r\n" % (len(m), m),
+         "GETMAP: the canonical text")
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "the same map again")
+    t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me, epoch=4)),
+         b"-STALEMAP this node holds a newer map (epoch 5)\r\n", "an older map")
+    path = os.path.join(s.data_dir, "cluster-map")
+    with open(path, "rb") as f:
+        t.eq(f.read(), m, "data_dir/cluster-map")
+    t.ok(wait_until(lambda: "cluster: map epoch 5 taken (from 127.0.0.1:"
+                    in s.read_log()), "the log says it was taken")
+    c.close()
+    t.eq(s.stop(), 0, "exit status")
+    s.start()
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$%d\r\n%s\r\n" % (len(m), m),
+         "the map after a restart")
+    t.contains(c.cmd("CLUSTER", "INFO"), b"cluster_my_epoch:5\r\n",
+               "its epoch after a restart")
+    c.close()
+    # SIGHUP does not touch it
+    s.send_signal(signal.SIGHUP)
+    t.ok(wait_until(lambda: "reload" in s.read_log()), "reloaded")
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$%d\r\n%s\r\n" % (len(m), m),
+         "the map after SIGHUP")
+    c.close()
+    s.kill9()
+    s.start()
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$%d\r\n%s\r\n" % (len(m), m),
+         "the map after kill -9")
+    m6 = half_map(s, me, epoch=6, last_other=16000)
+    t.eq(c.cmd("CLUSTER", "SETMAP", m6), b"+OK\r\n", "a newer map")
+    c.close()
+    t.eq(s.stop(), 0, "exit status")
+    with open(path, "rb") as f:
+        t.eq(f.read(), m6, "the newer map kept")
+    # a damaged map, and one of another node, stop the start
+    with open(path, "wb") as f:
+        f.write(m6[:-20])
+    t.ok(s.start(expect_fail=True) != 0, "a damaged map stops the start")
+    t.contains(s.read_log(), "cluster-map cannot be used", "the log says why")
+    with open(path, "wb") as f:
+        f.write(foreign)
+    t.ok(s.start(expect_fail=True) != 0,
+         "a map that does not name this node stops the start")
+    t.contains(s.read_log(), "does not name this node %s" % me,
+               "the log says why")
+    os.unlink(path)
+    s.start()
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$-1\r\n", "no map: a cluster of one")
+    c.close()
+    t.eq(s.stop(), 0, "exit status")
+    # cluster mode off: SETMAP and GETMAP answer as any CLUSTER does
+    s.write_config("", FILTERS)
+    s.start()
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), DISABLED, "SETMAP, cluster mode off")
+    t.eq(c.cmd("CLUSTER", "GETMAP"), DISABLED, "GETMAP, cluster mode off")
+    c.close()
+    t.eq(s.stop(), 0, "exit status")
+
+
+@test
+def replies_come_from_the_map(t):
+    with seend_one(t) as s:
+        me = myid(s)
+        c = Resp(s.port)
+        m = half_map(s, me, epoch=7, last_other=16000)
+        t.eq(c.cmd("CLUSTER", "SETMAP", m), "OK", "SETMAP")
+        mine = [b"127.0.0.1", s.port, me.encode(), []]
+        other = [b"127.0.0.2", 7001, OTHER.encode(), []]
+        rep = [b"127.0.0.3", 7002, OTHER_REPLICA.encode(), []]
+        t.eq(c.cmd("CLUSTER", "SLOTS"),
+             [[0, 8191, mine], [8192, 16000, other, rep]], "CLUSTER SLOTS")
+        shards = c.cmd("CLUSTER", "SHARDS")
+        t.eq(len(shards), 2, "two shards: %r" % shards)
+        byid = {sh[3][0][1]: sh for sh in shards}
+        t.eq(byid[me.encode()][1], [0, 8191], "this node's slots")
+        t.eq(byid[OTHER.encode()][1], [8192, 16000], "the other's slots")
+        t.eq([n[1] for n in byid[OTHER.encode()][3]],
+             [OTHER.encode(), OTHER_REPLICA.encode()], "the other's nodes")
+        t.eq(byid[OTHER.encode()][3][1][9], b"replica", "its replica's role")
+        nodes = c.cmd("CLUSTER", "NODES").decode().splitlines()
+        t.eq(sorted(nodes), sorted([
+            "%s 127.0.0.1:%d@0 myself,master - 0 0 7 connected 0-8191"
+            % (me, s.port),
+            "%s 127.0.0.2:7001@0 master - 0 0 7 connected 8192-16000"
+            % OTHER,
+            "%s 127.0.0.3:7002@0 slave %s 0 0 7 connected"
+            % (OTHER_REPLICA, OTHER)]), "CLUSTER NODES")
+        info = c.cmd("CLUSTER", "INFO").decode()
+        for f in ("cluster_state:fail", "cluster_slots_assigned:16001",
+                  "cluster_slots_ok:16001", "cluster_known_nodes:3",
+                  "cluster_size:2", "cluster_current_epoch:7",
+                  "cluster_my_epoch:7"):
+            t.contains(info, f + "\r\n", "CLUSTER INFO")
+        l = s.client()
+        l.send(b"CLUSTER SLOTS\n")
+        t.eq(l.lines_until_end(), ["0 8191 127.0.0.1:%d" % s.port,
+                                   "8192 16000 127.0.0.2:7001 127.0.0.3:7002"],
+             "line CLUSTER SLOTS")
+        l.send(b"CLUSTER INFO\n")
+        t.ok("cluster_state fail" in l.lines_until_end(), "line CLUSTER INFO")
+        # every slot owned: ok
+        t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me, epoch=8)), "OK",
+             "SETMAP")
+        t.contains(c.cmd("CLUSTER", "INFO").decode(), "cluster_state:ok\r\n",
+                   "CLUSTER INFO with every slot owned")
+        l.close()
+        c.close()
+
+
+@test
+def keys_of_other_slots_are_redirected_on_both_protocols(t):
+    with seend_one(t) as s:
+        me = myid(s)
+        c = RespBytes(s.port)
+        t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me, last_other=16382)),
+             b"+OK\r\n", "SETMAP")
+        mine = keys_in(c, lambda x: x < 8192, b"https://a.example", 3)
+        other = keys_in(c, lambda x: 8192 <= x < 16383, b"https://b.example",
+                        3)
+        nobody = keys_in(c, lambda x: x == 16383, b"https://c.example")[0]
+        slot = int(c.cmd("CLUSTER", "KEYSLOT", other[0])[1:-2])
+        moved = b"MOVED %d 127.0.0.2:7001" % slot
+        t.eq(c.cmd("SETNX", mine[0], "1"), b":1\r\n", "an owned key is served")
+        t.eq(c.cmd("SETNX", other[0], "1"), b"-%s\r\n" % moved, "SETNX: MOVED")
+        t.eq(c.cmd("GET", other[0]), b"-%s\r\n" % moved, "GET: MOVED")
+        t.eq(c.cmd("EXISTS", nobody), b"-CLUSTERDOWN Hash slot not served\r\n",
+             "a slot nobody owns")
+        t.eq(c.cmd("MGET", mine[0], other[0]), b"-CROSSSLOT Keys in request "
+             b"don't hash to the same slot\r\n", "keys of two slots")
+        t.eq(c.cmd("MGET", b"{x}a", b"{x}b"), c.cmd("MGET", b"{x}b", b"{x}a"),
+             "a hash tag puts keys in one slot")
+        # a filter's name is its key
+        fname = keys_in(c, lambda x: 8192 <= x < 16383, b"f")[0]
+        fslot = int(c.cmd("CLUSTER", "KEYSLOT", fname)[1:-2])
+        t.eq(c.cmd("SADD", fname, mine[0]), b"-MOVED %d 127.0.0.2:7001\r\n"
+             % fslot, "SADD: its filter's name is the key")
+        t.eq(c.cmd("BF.ADD", fname, mine[0]), b"-MOVED %d 127.0.0.2:7001\r\n"
+             % fslot, "BF.ADD")
+        t.eq(c.cmd("KEYS", "*").startswith(b"*"), True, "KEYS has no key")
+        # MULTI: a redirected command aborts EXEC, as Redis's
+        t.eq(c.cmd("MULTI"), b"+OK\r\n", "MULTI")
+        t.eq(c.cmd("SETNX", other[1], "1")[:7], b"-MOVED ", "MOVED in MULTI")
+        t.eq(c.cmd("EXEC")[:10], b"-EXECABORT", "EXEC aborted")
+        # the line protocol
+        l = s.client()
+        t.eq(l.cmd("SEEN " + mine[1].decode()), "0", "line SEEN, owned")
+        t.eq(l.cmd("SEEN " + other[0].decode()), "ERR " + moved.decode(),
+             "line SEEN: ERR MOVED")
+        t.eq(l.cmd("CHECK default " + other[0].decode()),
+             "ERR " + moved.decode(), "line CHECK <filter> <key>: the URL")
+        t.eq(l.cmd("CHECK " + nobody.decode()),
+             "ERR CLUSTERDOWN Hash slot not served", "line CLUSTERDOWN")
+        # redis-cli
+        cli = shutil.which("redis-cli")
+        t.ok(cli is not None, "redis-cli is installed")
+        out = subprocess.run([cli, "-p", str(s.port), "SETNX", other[2], "1"],
+                             capture_output=True, timeout=30 * SLOW)
+        t.contains(out.stdout, b"MOVED %d 127.0.0.2:7001" % int(
+            c.cmd("CLUSTER", "KEYSLOT", other[2])[1:-2]), "redis-cli")
+        # pipelines of owned and other keys, answered in order, the owned
+        # ones recorded once
+        rnd = random.Random(2)
+        keys = [rnd.choice([mine, other])[rnd.randrange(3)] + b"/%d" % i
+                for i in range(2000)]
+        slots = [int(x[1:-2]) for x in c.pipeline(
+            [(b"CLUSTER", b"KEYSLOT", k) for k in keys])]
+        want = [b":1\r\n" if sl < 8192 else b"-MOVED %d 127.0.0.2:7001\r\n"
+                % sl if sl < 16383 else b"-CLUSTERDOWN Hash slot not served\r\n"
+                for sl in slots]
+        t.eq(c.pipeline([(b"SETNX", k, b"1") for k in keys]), want,
+             "a SETNX pipeline of owned and other keys")
+        want = [b":0\r\n" if w == b":1\r\n" else w for w in want]
+        t.eq(c.pipeline([(b"SETNX", k, b"1") for k in keys]), want,
+             "again: the owned ones seen")
+        lwant = [b"1" if w == b":0\r\n" else b"ERR " + w[1:-2] for w in want]
+        l.send(b"".join(b"SEEN %s\n" % k for k in keys))
+        got = [l.line().encode() for _ in keys]
+        t.eq(got, lwant, "a line SEEN pipeline of owned and other keys")
+        fmine = keys_in(c, lambda x: x < 8192, b"f")[0]
+        t.eq(c.cmd("BF.RESERVE", fmine, "0.01", "1000"), b"+OK\r\n",
+             "a filter of an owned slot")
+        sadds = []
+        for i in range(300):
+            sadds.append((b"SADD", fmine if i % 3 else fname, b"u%d" % i))
+        got = c.pipeline(sadds)
+        t.eq(got, [b":1\r\n" if i % 3 else b"-MOVED %d 127.0.0.2:7001\r\n"
+                   % fslot for i in range(300)], "an SADD pipeline")
+        info = c.cmd("INFO", "stats")
+        t.ok(re.search(rb"cluster_redirections[: ](\d+)", info) is not None,
+             "INFO stats counts redirections: %r" % info[-300:])
+        l.close()
+        c.close()
+
+
+@test
+def a_replica_in_the_map_serves_reads_after_readonly(t):
+    with seend_one(t) as s:
+        me = myid(s)
+        c = RespBytes(s.port)
+        m = cluster_map(3, [(me, "127.0.0.1", s.port, 0, OTHER),
+                            (OTHER, "127.0.0.2", 7001, 7101, None)],
+                        {OTHER: "0-16383"})
+        t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "SETMAP")
+        k = b"https://r.example/1"
+        slot = int(c.cmd("CLUSTER", "KEYSLOT", k)[1:-2])
+        moved = b"-MOVED %d 127.0.0.2:7001\r\n" % slot
+        t.eq(c.cmd("GET", k), moved, "a read without READONLY: MOVED")
+        t.eq(c.cmd("READONLY"), b"+OK\r\n", "READONLY")
+        t.eq(c.cmd("GET", k), b"$-1\r\n", "a read after READONLY: served")
+        t.eq(c.cmd("EXISTS", k), b":0\r\n", "EXISTS after READONLY")
+        t.eq(c.cmd("SETNX", k, "1"), moved, "a write: MOVED still")
+        t.eq(c.cmd("READWRITE"), b"+OK\r\n", "READWRITE")
+        t.eq(c.cmd("GET", k), moved, "a read after READWRITE: MOVED")
+        c.close()
+
+
+@test
+def setmap_needs_admin_and_dangerous_as_redis_cluster_admin_commands(t):
+    users = t.path("users.acl")
+    with open(users, "w") as f:
+        f.write("user default on nopass ~* &* +@all\n"
+                "user ops on >opspass ~* &* +@all -@dangerous\n"
+                "user admin on >adminpass ~* &* +@admin\n")
+    s = Server(t, "users_file = %s\n" % users + CLUSTER_ON, filters=FILTERS,
+               unix=False).start()
+    me = myid(s)
+    m = half_map(s, me)
+    c = RespBytes(s.port)
+    t.eq(c.cmd("AUTH", "ops", "opspass"), b"+OK\r\n", "AUTH ops")
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), b"-NOPERM this user has no "
+         b"permissions to run the 'cluster|setmap' command\r\n",
+         "SETMAP is @dangerous")
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$-1\r\n", "GETMAP is not")
+    t.eq(c.cmd("AUTH", "admin", "adminpass"), b"+OK\r\n", "AUTH admin")
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "SETMAP is @admin")
+    c.close()
+    t.eq(s.stop(), 0, "exit status")
+
+
+@test
+def memory_stays_flat_while_a_client_is_moved_100k_times(t):
+    with seend_one(t) as s:
+        me = myid(s)
+        c = RespBytes(s.port)
+        t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me)), b"+OK\r\n", "SETMAP")
+        other = keys_in(c, lambda x: x >= 8192, b"https://m.example", 50)
+        batch = b"".join(enc(b"SETNX", k, b"1") for k in other) + b"".join(
+            b"SEEN %s\r\n" % k for k in other)
+        total = n(100000)
+        rounds = max(total // (2 * len(other)), 1)
+        rss = []
+        for i in range(rounds):
+            c.s.sendall(batch)
+            for _ in range(len(other)):
+                got = c.reply()
+                if not got.startswith(b"-MOVED "):
+                    raise Failed("not MOVED: %r" % got)
+            for _ in range(len(other)):
+                got = c._line()
+                if not got.startswith(b"ERR MOVED "):
+                    raise Failed("not ERR MOVED: %r" % got)
+            if i == rounds // 10:
+                rss.append(s.rss_kib())
+        rss.append(s.rss_kib())
+        t.ok(rss[-1] - rss[0] < 2048, "RSS %r KiB" % rss)
+        info = c.cmd("INFO", "stats")
+        t.contains(info, b"cluster_redirections:%d" % (rounds * 2 * len(other)),
+                   "every one counted")
+        c.close()
 
 
 if __name__ == "__main__":
