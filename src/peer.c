@@ -94,12 +94,15 @@ struct peer {
 	unsigned long	 unlogged;	/* failures not logged since */
 };
 
-/* A name being looked up: evdns calls back even after a cancel, later,
- * so the lookup outlives a peer that is dropped meanwhile (p = NULL). */
+/*
+ * A name being looked up. A peer dropped meanwhile leaves it to finish
+ * (p = NULL) rather than cancel it: evdns answers a cancel later, from
+ * the loop, through the resolver, which peer_shutdown may have freed by
+ * then. Freeing the resolver answers every lookup left with an error,
+ * without it.
+ */
 struct peer_lookup {
-	struct peer		*p;
-	struct evdns_getaddrinfo_request *req;
-	struct peer_lookup	*next;
+	struct peer		*p;	/* NULL: nobody waits for it */
 };
 
 struct peers {
@@ -107,7 +110,6 @@ struct peers {
 	struct event_base	*base;
 	struct event		*kick;		/* work due in the loop */
 	struct evdns_base	*dns;		/* made at the first name */
-	struct peer_lookup	*lookups;	/* in flight */
 	struct peer_text	*text;		/* NULL: no map held */
 	struct peer		**v;		/* ascending by id */
 	size_t			 n;
@@ -244,13 +246,8 @@ static void
 peer_close(struct peer *p)
 {
 	if (p->lookup != NULL) {
-		struct evdns_getaddrinfo_request *req = p->lookup->req;
-
 		p->lookup->p = NULL;	/* its callback frees it */
-		p->lookup->req = NULL;
 		p->lookup = NULL;
-		if (req != NULL)
-			evdns_getaddrinfo_cancel(req);
 	}
 	if (p->bev != NULL) {
 		bufferevent_free(p->bev);
@@ -574,25 +571,14 @@ peer_connect(struct peer *p, const struct evutil_addrinfo *ai)
 static void
 on_lookup(int rc, struct evutil_addrinfo *ai, void *arg)
 {
-	struct peer_lookup	*l = arg, **lp;
+	struct peer_lookup	*l = arg;
 	struct peer		*p = l->p;
 
-	if (P == NULL) {	/* after peer_shutdown */
-		free(l);
+	free(l);
+	if (p == NULL) {	/* dropped meanwhile, or peer_shutdown */
 		if (ai != NULL)
 			evutil_freeaddrinfo(ai);
 		return;
-	}
-	for (lp = &P->lookups; *lp != NULL; lp = &(*lp)->next)
-		if (*lp == l) {
-			*lp = l->next;
-			break;
-		}
-	free(l);
-	if (p == NULL || rc == EVUTIL_EAI_CANCEL) {
-		if (ai != NULL)
-			evutil_freeaddrinfo(ai);
-		return;		/* dropped meanwhile */
 	}
 	p->lookup = NULL;
 	if (rc != 0 || ai == NULL) {
@@ -614,8 +600,7 @@ static void
 peer_resolve(struct peer *p, const struct evutil_addrinfo *hints,
     const char *port)
 {
-	struct peer_lookup			*l;
-	struct evdns_getaddrinfo_request	*req;
+	struct peer_lookup *l;
 
 	if (P->dns == NULL && (P->dns = evdns_base_new(P->base,
 	    EVDNS_BASE_INITIALIZE_NAMESERVERS |
@@ -628,15 +613,10 @@ peer_resolve(struct peer *p, const struct evutil_addrinfo *hints,
 		return;
 	}
 	l->p = p;
-	l->next = P->lookups;
-	P->lookups = l;
 	p->lookup = l;
 	p->phase = PP_RESOLVING;
-	/* NULL when it called back already (an answer from the hosts
-	 * file, an error): l is gone then */
-	req = evdns_getaddrinfo(P->dns, p->host, port, hints, on_lookup, l);
-	if (req != NULL)
-		l->req = req;
+	/* it may call back before it returns (the hosts file, an error) */
+	(void)evdns_getaddrinfo(P->dns, p->host, port, hints, on_lookup, l);
 }
 
 static void
@@ -908,17 +888,11 @@ peer_shutdown(struct core *core)
 	free(P->v);
 	text_unref(P->text);
 	event_free(P->kick);
-	/*
-	 * Lookups still in flight were cancelled (peer_close), but evdns
-	 * calls back later, from the loop, and frees them then: the
-	 * resolver is freed only when none is left, else it would free
-	 * what those callbacks use.
-	 */
-	if (P->dns != NULL && P->lookups == NULL)
-		evdns_base_free(P->dns, 0);
-	else if (P->dns != NULL)
-		log_debug("cluster: %s", "a name lookup was still in flight "
-		    "at shutdown");
+	/* lookups still in flight (the peers left them) fail: their
+	 * callbacks run from the loop, which turns on until the daemon's
+	 * last snapshots are written (server_shutdown) */
+	if (P->dns != NULL)
+		evdns_base_free(P->dns, 1);
 	free(P);
 	P = NULL;
 }
