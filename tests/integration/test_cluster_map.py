@@ -686,6 +686,8 @@ def a_client_at_the_wrong_node_gets_moved_every_time_rss_flat(t):
          "line SEEN on the wrong node")
     t.eq(c.info("default")["count"], "0", "the wrong node recorded nothing")
     c.close()
+    diag("the wrong node's RSS: %r KiB, every %d redirections"
+         % (rss, chunk))
     if not WRAPPER and len(rss) > 2:
         t.ok(rss[-1] - rss[0] < 4096, "RSS grew from %d to %d KiB over %d "
              "redirections" % (rss[0], rss[-1], len(keys)))
