@@ -594,16 +594,35 @@ key_tls_handshake_timeout(struct parser *p, const char *key, const char *v)
 		p->cfg->tls_handshake_timeout = (unsigned)n;
 }
 
+/* An on/off key: 1, 0, or -1 after saying why. */
+static int
+get_switch(struct parser *p, const char *key, const char *v)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
+		return 1;
+	if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
+		return 0;
+	perror_at(p, p->lineno, "%s: \"%s\" is not one of on, off", key,
+	    SHOW(v));
+	return -1;
+}
+
 static void
 key_tls_replication(struct parser *p, const char *key, const char *v)
 {
-	if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
-		p->cfg->tls_replication = 1;
-	else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
-		p->cfg->tls_replication = 0;
-	else
-		perror_at(p, p->lineno, "%s: \"%s\" is not one of on, off",
-		    key, SHOW(v));
+	int on = get_switch(p, key, v);
+
+	if (on >= 0)
+		p->cfg->tls_replication = on;
+}
+
+static void
+key_metrics_tls(struct parser *p, const char *key, const char *v)
+{
+	int on = get_switch(p, key, v);
+
+	if (on >= 0)
+		p->cfg->metrics_tls = on;
 }
 
 void
@@ -623,17 +642,23 @@ static void
 check_tls(struct parser *p)
 {
 	const struct config *c = p->cfg;
-	int line = p->server_keys[SK_TLS_LISTEN];
+	/* the server's certificate serves tls_listen and metrics_tls */
+	int tls_port = c->tls_listen != NULL;
+	const char *who = tls_port ? "tls_listen" : "metrics_tls";
+	int serves = tls_port || c->metrics_tls;
+	int line = p->server_keys[tls_port ? SK_TLS_LISTEN : SK_METRICS_TLS];
 
-	if (c->tls_listen != NULL && (c->tls_cert_file == NULL ||
-	    c->tls_key_file == NULL))
-		perror_at(p, line, "tls_listen needs tls_cert_file and "
-		    "tls_key_file");
-	else if (c->tls_listen != NULL && c->tls_ca_cert_file == NULL &&
+	if (c->metrics_tls && c->metrics_listen == NULL)
+		perror_at(p, p->server_keys[SK_METRICS_TLS], "metrics_tls "
+		    "needs metrics_listen, the endpoint it serves over TLS");
+	if (serves && (c->tls_cert_file == NULL || c->tls_key_file == NULL))
+		perror_at(p, line, "%s needs tls_cert_file and tls_key_file",
+		    who);
+	else if (serves && c->tls_ca_cert_file == NULL &&
 	    c->tls_auth_clients != TLS_AUTH_NO)
-		perror_at(p, line, "tls_listen with tls_auth_clients = %s "
+		perror_at(p, line, "%s with tls_auth_clients = %s "
 		    "needs tls_ca_cert_file, the CA client certificates are "
-		    "verified against (or set tls_auth_clients = no)",
+		    "verified against (or set tls_auth_clients = no)", who,
 		    c->tls_auth_clients == TLS_AUTH_YES ? "yes" : "optional");
 	if (c->tls_replication && c->tls_ca_cert_file == NULL)
 		perror_at(p, p->server_keys[SK_TLS_REPLICATION],
@@ -692,6 +717,7 @@ const struct key_def server_keys[SK_COUNT] = {
 	[SK_TLS_HANDSHAKE_TIMEOUT] = { "tls_handshake_timeout",
 	    key_tls_handshake_timeout, 0 },
 	[SK_TLS_REPLICATION] = { "tls_replication", key_tls_replication, 0 },
+	[SK_METRICS_TLS] = { "metrics_tls", key_metrics_tls, 0 },
 };
 
 /* ---- [cluster] keys (issue 33) ---- */

@@ -94,6 +94,7 @@ struct config {
 	char		*tls_ciphersuites;	/* NULL: OpenSSL's */
 	unsigned	 tls_handshake_timeout;	/* seconds, default 10 */
 	int		 tls_replication;	/* to the primary's tls port */
+	int		 metrics_tls;		/* metrics_listen over TLS */
 	/* [cluster] (issue 33), read at start: a reload keeps the running
 	 * values */
 	int		 cluster_enabled;	/* default off */

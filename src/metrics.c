@@ -23,12 +23,14 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 
 #include "acl.h"
 #include "command.h"
@@ -57,6 +59,9 @@ struct metrics {
 	struct event			*ev_retry;
 	time_t				 warned;	/* last accept warning */
 	char				*spec;
+	/* metrics_tls: where the server keeps its TLS context (a reload
+	 * that rotates the certificate replaces it there); NULL: plain */
+	SSL_CTX *const			*tls;
 	struct metrics			*next;
 };
 
@@ -587,6 +592,34 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 	evtimer_add(m->ev_retry, &tv);
 }
 
+/*
+ * metrics_tls: each connection evhttp accepts is wrapped in an OpenSSL
+ * bufferevent of the server's current context, so a scrape is served
+ * with the certificate (and client certificate rule) of tls_listen.
+ * NULL (out of memory) makes evhttp drop the connection.
+ */
+static struct bufferevent *
+tls_bev(struct event_base *base, void *arg)
+{
+	struct metrics	*m = arg;
+	SSL		*ssl;
+	struct bufferevent *bev;
+
+	if (*m->tls == NULL || (ssl = SSL_new(*m->tls)) == NULL)
+		return NULL;
+	bev = bufferevent_openssl_socket_new(base, -1, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		SSL_free(ssl);
+	else
+		/* without it, libevent 2.1.12 over OpenSSL 3 dropped about
+		 * half of the scrapes right after the handshake (curl: "Empty
+		 * reply from server"): a read that finds nothing yet is taken
+		 * for an error, not for "wait" */
+		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
 static int
 split_spec(const char *spec, char *host, size_t hlen, unsigned *port)
 {
@@ -624,7 +657,7 @@ split_spec(const char *spec, char *host, size_t hlen, unsigned *port)
 
 struct metrics *
 metrics_open(struct event_base *base, struct core *core,
-    const char *spec)
+    const char *spec, SSL_CTX *const *tls)
 {
 	struct metrics	*m;
 	char		 host[256];
@@ -644,6 +677,8 @@ metrics_open(struct event_base *base, struct core *core,
 		return NULL;
 	}
 	m->core = core;
+	if ((m->tls = tls) != NULL)
+		evhttp_set_bevcb(m->http, tls_bev, m);
 	/* every method reaches on_request, which answers 405 itself (evhttp
 	 * would answer 501 for the ones it was not told about) */
 	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
@@ -667,7 +702,8 @@ metrics_open(struct event_base *base, struct core *core,
 	    on_accept_error);
 	m->next = live;
 	live = m;
-	log_info("metrics on http://%s/metrics", spec);
+	log_info("metrics on %s://%s/metrics", tls != NULL ? "https" : "http",
+	    spec);
 	return m;
 }
 

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <openssl/types.h>
+
 struct core;
 struct event_base;
 struct filter;
@@ -45,11 +47,13 @@ void		 metrics_filter_figures(const struct filter *,
 		    struct filter_figures *);
 
 /*
- * Listens on spec ("host:port" or "[v6]:port") and serves srv's figures.
- * Returns NULL after logging why (the address cannot be bound).
+ * Listens on spec ("host:port" or "[v6]:port") and serves srv's figures,
+ * over TLS (metrics_tls) with the context *tls holds when each client
+ * comes, if tls is not NULL. Returns NULL after logging why (the address
+ * cannot be bound).
  */
 struct metrics	*metrics_open(struct event_base *, struct core *,
-		    const char *spec);
+		    const char *spec, SSL_CTX *const *tls);
 void		 metrics_free(struct metrics *);
 /* The address it listens on, as configured. */
 const char	*metrics_spec(const struct metrics *);

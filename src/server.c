@@ -299,7 +299,7 @@ tls_prepare(struct server *srv, const struct config *cfg, SSL_CTX **ctx)
 	char			 err[512];
 
 	*ctx = NULL;
-	if (cfg->tls_listen == NULL)
+	if (cfg->tls_listen == NULL && !cfg->metrics_tls)
 		return 0;
 	config_tls_settings(cfg, &t);
 	if ((*ctx = tls_server_ctx_new(&t, err, sizeof(err))) != NULL)
@@ -695,11 +695,14 @@ swap_metrics(struct server *srv, const struct config *ncfg,
     struct metrics **nmet)
 {
 	*nmet = srv->metrics;
-	if (!str_differs(srv->core.cfg->metrics_listen, ncfg->metrics_listen))
+	if (!str_differs(srv->core.cfg->metrics_listen,
+	    ncfg->metrics_listen) && srv->core.cfg->metrics_tls ==
+	    ncfg->metrics_tls)
 		return 0;
 	*nmet = NULL;
-	if (ncfg->metrics_listen != NULL && (*nmet = metrics_open(srv->base, &srv->core,
-	    ncfg->metrics_listen)) == NULL)
+	if (ncfg->metrics_listen != NULL && (*nmet = metrics_open(srv->base,
+	    &srv->core, ncfg->metrics_listen, ncfg->metrics_tls ?
+	    &srv->conns.tls_ctx : NULL)) == NULL)
 		return -1;
 	return 0;
 }
@@ -1163,12 +1166,14 @@ server_start(struct server *srv)
 			    core->cluster->me));
 	}
 	/* TLS first: a client that finds the plain port open finds it */
-	if (core->cfg->tls_listen != NULL) {
+	if (core->cfg->tls_listen != NULL || core->cfg->metrics_tls) {
 		SSL_CTX *ctx;
 
 		if (tls_prepare(srv, core->cfg, &ctx) == -1)
 			return -1;
 		tls_commit(srv, ctx, core->cfg);
+	}
+	if (core->cfg->tls_listen != NULL) {
 		if ((srv->tls = listener_open_tls(srv,
 		    core->cfg->tls_listen)) == NULL)
 			return -1;
@@ -1186,7 +1191,8 @@ server_start(struct server *srv)
 		return -1;
 	}
 	if (core->cfg->metrics_listen != NULL && (srv->metrics =
-	    metrics_open(srv->base, core, core->cfg->metrics_listen)) == NULL)
+	    metrics_open(srv->base, core, core->cfg->metrics_listen,
+	    core->cfg->metrics_tls ? &srv->conns.tls_ctx : NULL)) == NULL)
 		return -1;
 	srv->ev_tick = event_new(srv->base, -1, EV_PERSIST, on_tick, srv);
 	if (srv->ev_tick == NULL || event_add(srv->ev_tick, &one) == -1)

@@ -136,6 +136,27 @@ def wait_until(pred, timeout=5.0, step=0.02):
         time.sleep(step)
     return pred()
 
+# Prometheus (Debian's), for the tests that scrape with the real thing.
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def prom_query(pport, q):
+    """The value of PromQL q on the Prometheus at 127.0.0.1:pport, or
+    None (no answer, no series)."""
+    import json
+    import urllib.parse
+    import urllib.request
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (
+        pport, urllib.parse.urlencode({"query": q}))
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            data = json.loads(r.read().decode())
+    except (OSError, ValueError):
+        return None
+    res = data.get("data", {}).get("result", [])
+    return float(res[0]["value"][1]) if res else None
+
+
 
 DEFAULT_FILTERS = """
 [filter.default]

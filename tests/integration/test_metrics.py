@@ -21,7 +21,6 @@ error_rate = 0.01
 prefixes = https://news.
 """
 
-PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
 
@@ -223,18 +222,6 @@ def port_open(port):
             return True
     except OSError:
         return False
-
-
-def prom_query(pport, q):
-    url = "http://127.0.0.1:%d/api/v1/query?%s" % (
-        pport, urllib.parse.urlencode({"query": q}))
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            data = json.loads(r.read().decode())
-    except (OSError, ValueError):
-        return None
-    res = data.get("data", {}).get("result", [])
-    return float(res[0]["value"][1]) if res else None
 
 
 @test

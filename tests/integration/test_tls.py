@@ -24,6 +24,9 @@ import socket
 import ssl
 import subprocess
 import threading
+import http.client
+import urllib.error
+import urllib.request
 import time
 
 from seendtest import *
@@ -828,6 +831,116 @@ def three_tls_sentinels_monitor_and_fail_over_tls_only_seends(t):
         x.proc.terminate()
         x.proc.wait(30)
         x.proc = None
+
+
+# ---- the metrics endpoint over TLS ----
+
+def https_get(port, ca, token=None, cert=None):
+    """GET /metrics over TLS: (status, body); status None when no HTTP
+    answer came."""
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.check_hostname = False
+    if cert:
+        ctx.load_cert_chain(*cert)
+    req = urllib.request.Request("https://127.0.0.1:%d/metrics" % port)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=10 * SLOW,
+                                    context=ctx) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except (urllib.error.URLError, OSError):
+        return None, ""
+
+
+@test
+def metrics_tls_serves_scrapes_with_the_servers_certificate(t):
+    p = pki(t)
+    mport = free_port()
+    with tls_server(t, p, auth="optional",
+                    extra="metrics_listen = 127.0.0.1:%d\nmetrics_tls = on\n"
+                    "metrics_token = m3trics\n" % mport) as s:
+        c = tls_connect(s.tport, p.ca, p.client)
+        t.eq(ask(c, b"SEEN https://m.example/1\r\n"), b"0\r\n", "a key")
+        c.close()
+        status, body = https_get(mport, p.ca, "m3trics")
+        t.eq(status, 200, "a scrape over TLS with the token")
+        t.contains(body, 'seend_requests_total{command="seen",answer="new"} 1',
+                   "the figures")
+        t.eq(https_get(mport, p.ca)[0], 401, "no token: 401 as before")
+        t.eq(https_get(mport, p.ca, "m3trics", p.client)[0], 200,
+             "with a client certificate (tls_auth_clients = optional)")
+        t.eq(https_get(mport, p.foreign_ca, "m3trics")[0], None,
+             "a client that trusts another CA does not get an answer")
+        # plain HTTP on the TLS endpoint: no page
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport,
+                                        timeout=5 * SLOW) as r:
+                got = r.status
+        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            got = None
+        t.eq(got, None, "plain HTTP is not served a page")
+        t.ok(s.ready(), "the daemon serves on")
+        # a real Prometheus scrape: https, the CA, the bearer token
+        if not os.access(PROMETHEUS, os.X_OK):
+            raise Failed("%s is missing (tools/install-deps installs it)"
+                         % PROMETHEUS)
+        pport = free_port()
+        conf = t.path("prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("scrape_configs:\n"
+                    "  - job_name: seend\n"
+                    "    scrape_interval: 1s\n"
+                    "    scheme: https\n"
+                    "    authorization:\n"
+                    "      credentials: m3trics\n"
+                    "    tls_config:\n"
+                    "      ca_file: %s\n"
+                    "      insecure_skip_verify: false\n"
+                    "      server_name: localhost\n"
+                    "    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % (p.ca, mport))
+        log = open(t.path("prometheus.log"), "wb")
+        pr = subprocess.Popen([PROMETHEUS, "--config.file=" + conf,
+                               "--storage.tsdb.path=" + t.path("tsdb"),
+                               "--web.listen-address=127.0.0.1:%d" % pport,
+                               "--log.level=warn"],
+                              stdout=log, stderr=log, cwd=t.dir)
+        try:
+            q = 'seend_requests_total{command="seen",answer="new"}'
+            if not wait_until(lambda: prom_query(pport, q) == 1.0, 30 * SLOW,
+                              step=0.5):
+                with open(t.path("prometheus.log"), errors="replace") as f:
+                    raise Failed("prometheus never scraped over TLS (%r, up "
+                                 "%r); its log:\n%s" % (
+                                     prom_query(pport, q),
+                                     prom_query(pport, 'up{job="seend"}'),
+                                     f.read()[-3000:]))
+            t.eq(prom_query(pport, 'up{job="seend"}'), 1.0, "target up")
+        finally:
+            pr.send_signal(signal.SIGTERM)
+            try:
+                pr.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pr.kill()
+                pr.wait()
+            log.close()
+
+
+@test
+def metrics_tls_needs_the_certificate_and_the_endpoint(t):
+    s = Server(t, "metrics_listen = 127.0.0.1:%d\nmetrics_tls = on\n"
+               % free_port())
+    t.ok(s.start(expect_fail=True) != 0, "metrics_tls without a certificate")
+    t.contains(s.read_log(), "metrics_tls needs tls_cert_file", "says why")
+    s = Server(t, "metrics_tls = on\n", name="s2")
+    t.ok(s.start(expect_fail=True) != 0, "metrics_tls without metrics_listen")
+    t.contains(s.read_log(), "metrics_tls needs metrics_listen", "says why")
+    s = Server(t, "metrics_tls = sometimes\n", name="s3")
+    t.ok(s.start(expect_fail=True) != 0, "a bad value")
+    t.contains(s.read_log(), "metrics_tls", "names the key")
 
 
 # ---- the config ----
