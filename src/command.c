@@ -1412,6 +1412,8 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 	struct filter	*f = NULL;
 	enum resp_hot	 cmd = RESP_HOT_NONE;
 	int		 n, uniform = 1, bools = -1;
+	/* cluster mode with a map: each key's slot is checked */
+	const int	 routing = cluster_routing;
 
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
@@ -1440,22 +1442,21 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 				f = registry_find(reg, name, namel);
 			/* a filter of a slot served elsewhere: redirected
 			 * (the requests that repeat it, too) */
-			if (__builtin_expect(cluster_routing, 0) &&
+			if (__builtin_expect(routing, 0) &&
 			    cmd != RESP_HOT_SETNX &&
 			    !cluster_serves(s, name, namel))
 				break;
 		}
-		if (cmd == RESP_HOT_SETNX) {
-			/* a URL of a slot served elsewhere: redirected */
-			if (__builtin_expect(cluster_routing, 0) &&
-			    !cluster_serves(s, key, keyl))
-				break;
+		if (cmd == RESP_HOT_SETNX)
 			f = registry_route(reg, key, keyl);
-		}
 		if (f == NULL || f->nmerged > 0 ||
 		    (cmd == RESP_HOT_BFADD && filter_is_cuckoo(f)))
 			break;	/* the general path explains, creates, asks
 				 * merged slices or answers WRONGTYPE */
+		/* a URL of a slot served elsewhere: redirected */
+		if (__builtin_expect(routing, 0) && cmd == RESP_HOT_SETNX &&
+		    !cluster_serves(s, key, keyl))
+			break;
 		q[n].f = f;
 		q[n].check = 0;
 		uniform &= f == q[0].f;
