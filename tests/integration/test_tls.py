@@ -612,11 +612,18 @@ def repl_lines(p, role, primary_tport=None, ca=None, extra=""):
 
 
 @test
-def a_replica_syncs_over_tls_and_follows_writes(t):
+def a_replica_syncs_over_tls_as_a_user_and_follows_writes(t):
     import repltest
     p = pki(t)
+    # the primary has users: the link logs in as README's replica user,
+    # over TLS, as a Redis replica does with masteruser and tls-replication
+    users = t.path("users.acl")
+    with open(users, "w") as f:
+        f.write("user default on nopass ~* &* +@all\n"
+                "user repl on >replpass +psync +replconf +ping\n")
     prim = tls_server(t, p, name="p", filters=repltest.FILTERS,
-                      extra=repl_lines(p, "primary"))
+                      extra=repl_lines(p, "primary",
+                                       extra="users_file = %s\n" % users))
     with prim:
         urls = [repltest.url("before", i) for i in range(20000)]
         cl = prim.client()
@@ -624,7 +631,9 @@ def a_replica_syncs_over_tls_and_follows_writes(t):
         t.eq([cl.line() for _ in urls].count("0"), len(urls), "recorded")
         cl.close()
         rep = tls_server(t, p, name="r", filters=repltest.FILTERS,
-                         extra=repl_lines(p, "replica", prim.tport))
+                         extra=repl_lines(p, "replica", prim.tport,
+                                          extra="primary_user = repl\n"
+                                          "primary_token = replpass\n"))
         with rep:
             repltest.wait_info(t, rep, lambda i: i.get("master_link_status")
                                == "up", timeout=20, what="link up")
@@ -645,6 +654,17 @@ def a_replica_syncs_over_tls_and_follows_writes(t):
             t.contains(rep.read_log(), "replication", "logged")
             log = prim.read_log()
             t.ok("TLSv1.3" in log, "the link is TLS: %s" % log[-2000:])
+        # the same replica with a wrong password: refused over TLS too
+        bad = tls_server(t, p, name="r2", filters=repltest.FILTERS,
+                         extra=repl_lines(p, "replica", prim.tport,
+                                          extra="primary_user = repl\n"
+                                          "primary_token = wrong\n"))
+        with bad:
+            repltest.wait_info(t, bad, lambda i: "WRONGPASS" in
+                               i.get("master_link_error", ""), timeout=20,
+                               what="the refused login said")
+            t.eq(repltest.info(bad).get("master_link_status"), "down",
+                 "a refused login keeps the link down")
 
 
 @test
@@ -710,7 +730,7 @@ class TlsSentinel:
     """A redis-sentinel on a TLS port only, talking TLS to the instances
     (tls-replication yes) with a certificate of our CA."""
 
-    def __init__(self, t, p, i, master_port):
+    def __init__(self, t, p, i, master_port, auth=None):
         self.p = p
         self.port = free_port()
         self.dir = t.path("sentinel%d" % i)
@@ -729,6 +749,9 @@ class TlsSentinel:
                     % (self.port, self.dir, os.path.join(self.dir, "log"),
                        crt, key, p.ca, master_port, int(2000 * SLOW),
                        int(6000 * SLOW)))
+            if auth:
+                f.write("sentinel auth-user mymaster %s\n"
+                        "sentinel auth-pass mymaster %s\n" % auth)
         self.proc = subprocess.Popen([SENTINEL, conf],
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.STDOUT)
@@ -785,16 +808,39 @@ def sentinels_see(x, primary, replica):
         [str(replica.port)]
 
 
+def readme_user(name):
+    """README's ACL line for user name (the least it needs)."""
+    with open(os.path.join(SRCDIR, "README.md")) as f:
+        for line in f:
+            if line.startswith("user %s " % name):
+                return line
+    raise Failed("README has no line for user %s" % name)
+
+
 @test
 def three_tls_sentinels_monitor_and_fail_over_tls_only_seends(t):
     t.ok(SENTINEL is not None, "redis-sentinel is installed")
     p = pki(t)
-    prim = TlsOnly(t, p, "p").start()
+    # users as README names them: the replica's link logs in as repl,
+    # the Sentinels as sentinel, with exactly README's lines; the test's
+    # own clients are the default user, who may not promote or reconfigure
+    # anything (so a failover shows that the Sentinels' login worked)
+    users = t.path("users.acl")
+    with open(users, "w") as f:
+        f.write("user default on nopass ~* &* +@all -replicaof -slaveof "
+                "-config\n" +
+                readme_user("repl") + readme_user("sentinel"))
+    secret = re.search(r" >(\S+)", readme_user("sentinel")).group(1)
+    repl_secret = re.search(r" >(\S+)", readme_user("repl")).group(1)
+    prim = TlsOnly(t, p, "p", extra="users_file = %s\n" % users).start()
     rep = TlsOnly(t, p, "r", extra="replicaof = 127.0.0.1:%d\n"
-                  "tls_replication = on\n" % prim.port).start()
+                  "tls_replication = on\nusers_file = %s\n"
+                  "primary_user = repl\nprimary_token = %s\n"
+                  % (prim.port, users, repl_secret)).start()
     t.ok(wait_until(lambda: rep.info().get("role") == "slave" and
                     "TLSv1" in prim.read_log(), 20), "the replica's link")
-    xs = [TlsSentinel(t, p, i, prim.port) for i in range(3)]
+    xs = [TlsSentinel(t, p, i, prim.port, auth=("sentinel", secret))
+          for i in range(3)]
 
     def view():
         return "\n".join("sentinel %d: %r %r\n%s" % (x.port, x.master(),
