@@ -240,7 +240,7 @@ class Client:
     reads the slot table before the first request, False never follows
     (a redirection is an ``Error``).  Following, ``seen``, ``check``,
     ``forget`` and their ``_many`` send each key to the node that owns its
-    slot (one connection per node, answers in the keys' order, see
+    slot (a connection per node, answers in the keys' order, see
     ``seend.cluster``), and ``cluster`` is then the ``seend.Cluster``
     doing it; ``ping``, ``info``, ``filters`` and ``save`` still ask the
     node at ``address``.
@@ -299,9 +299,7 @@ class Client:
         """Closes the connection (a cluster's: every node's); the next
         call opens what it needs again."""
         if self.cluster is not None:
-            for c in self.cluster.clients:
-                if c is not self:
-                    c.close()
+            self.cluster.close()
         self._close()
 
     def _close(self) -> None:
@@ -527,16 +525,18 @@ class Client:
                 assert self.cluster is not None
                 out.extend(self.cluster._resume(
                     prefix, part, data.split(b"\r\n")[:-1],
-                    self.cluster._adopt(self), start, out))
+                    self.cluster._node(self.address), start, out))
         return out
 
     def _join_cluster(self) -> None:
-        """Makes the Cluster that routes this client's keys, with this
-        connection as its node's."""
+        """Makes the Cluster that routes this client's keys, seeded with
+        its address.  The Cluster has connections of its own, this one's
+        among them: a node lost in a batch is closed there, and this
+        client's connection stays for ping, info and the rest."""
         self.cluster = Cluster([self.address], token=self.token,
                                timeout=self.timeout,
                                connect_retry=self.connect_retry,
-                               ssl_context=self.ssl_context, seed=self)
+                               ssl_context=self.ssl_context)
 
     @staticmethod
     def _payload(prefix: bytes, keys: Sequence[Key]) -> bytes:

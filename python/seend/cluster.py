@@ -119,8 +119,7 @@ class Cluster(Ring):
     ``seend.cluster.Cluster(["10.0.0.1:6874", "10.0.0.2:6874"])``.
 
     ``token``, ``timeout``, ``connect_retry`` and ``ssl_context`` are
-    ``seend.Client``'s, for every node.  ``seed``: a ``Client`` to use as
-    the connection to its own address (the one that met the cluster).
+    ``seend.Client``'s, for every node.
 
     A connection per node, opened when a key first goes there.  The slot
     table is read (line ``CLUSTER SLOTS``) before the first request, and
@@ -136,8 +135,7 @@ class Cluster(Ring):
 
     def __init__(self, seeds: Sequence[str], token: Optional[str] = None,
                  timeout: float = 10.0, connect_retry: float = 0.0,
-                 ssl_context: Optional[object] = None,
-                 seed: Optional[Client] = None) -> None:
+                 ssl_context: Optional[object] = None) -> None:
         # Ring's I/O (_exchange_all, _lost, ...) is reused: it needs
         # clients, addresses and timeout; the ketama ring is not built
         if isinstance(seeds, (str, bytes)) or not seeds:
@@ -159,10 +157,7 @@ class Cluster(Ring):
         self._table = False              # the table has been read
         self.redirections = 0            # MOVED followed, for the curious
         for s in seeds:
-            if seed is not None and s == seed.address:
-                self._adopt(seed)
-            else:
-                self._node(s)
+            self._node(s)
 
     def _adopt(self, c: Client) -> int:
         """Takes c as the connection to its address."""

@@ -62,10 +62,11 @@ class Nodes:
     """Three seend primaries in cluster mode, the map (epoch, ranges)
     pushed to each."""
 
-    def __init__(self, t, unix=False):
+    def __init__(self, t, unix=False, name="n"):
         self.t = t
         self.servers = [Server(t, CLUSTER_ON, filters=FILTERS, unix=unix,
-                               name="n%d" % i).start() for i in range(3)]
+                               name="%s%d" % (name, i)).start()
+                        for i in range(3)]
         self.ids = [val(ask(s, "CLUSTER", "MYID")).decode()
                     for s in self.servers]
         self.push(1, THIRDS)
@@ -260,9 +261,17 @@ def clusterdown_raises_and_the_other_keys_are_answered(t):
 
 @test
 def a_lost_node_raises_naming_it_and_nothing_is_resent(t):
-    nodes = Nodes(t)
+    # another node than the seed, and the seed itself
+    lost_mid_batch(t, 0, True)
+    lost_mid_batch(t, 2, None)
+
+
+def lost_mid_batch(t, seed, follow):
+    """Node 2 dies with a batch in flight through a client seeded with
+    node seed."""
+    nodes = Nodes(t, name="seed%d-" % seed)
     keys = urls(30000, "lost")
-    c = seend.Client(nodes.addr(0), cluster=True)
+    c = seend.Client(nodes.addr(seed), cluster=follow)
     same(t, c.seen_many(keys[:100]), [False] * 100, "before")
     lost = nodes.servers[2]
     # a node that dies with the batch in flight
