@@ -32,6 +32,7 @@ its way to another node) is not followed yet: it is raised as
 serves as a seed.
 """
 import binascii
+import ssl
 import time
 from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -135,7 +136,7 @@ class Cluster(Ring):
 
     def __init__(self, seeds: Sequence[str], token: Optional[str] = None,
                  timeout: float = 10.0, connect_retry: float = 0.0,
-                 ssl_context: Optional[object] = None) -> None:
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
         # Ring's I/O (_exchange_all, _lost, ...) is reused: it needs
         # clients, addresses and timeout; the ketama ring is not built
         if isinstance(seeds, (str, bytes)) or not seeds:

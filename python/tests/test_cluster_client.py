@@ -5,7 +5,8 @@ The client follows ERR MOVED from any node, reads the slot table, sends
 each key to its owner and keeps the keys' order; cluster=True reads the
 table first, cluster=False never follows; a map that moves slots is
 followed; CLUSTERDOWN, a lost node and bad keys raise, nothing is ever
-answered "new" in their place or sent twice.  The slot of a key is
+answered "new" in their place or sent twice.  Over TLS the client goes
+to the nodes' TLS ports, as the nodes name them.  The slot of a key is
 CLUSTER KEYSLOT's.  TRYAGAIN and nodes that redirect forever are played
 by a fake node.
 """
@@ -14,7 +15,9 @@ import signal
 import socket
 import threading
 
-from pyseend import Failed, Server, address, run, test, wait_until
+from pyseend import (Failed, Server, address, free_port, run, test,
+                     wait_until)
+from tlspki import pki
 
 import seend
 from seend.cluster import SLOTS, keyslot, keyslots
@@ -62,11 +65,17 @@ class Nodes:
     """Three seend primaries in cluster mode, the map (epoch, ranges)
     pushed to each."""
 
-    def __init__(self, t, unix=False, name="n"):
+    def __init__(self, t, unix=False, name="n", tls=None):
         self.t = t
-        self.servers = [Server(t, CLUSTER_ON, filters=FILTERS, unix=unix,
-                               name="%s%d" % (name, i)).start()
-                        for i in range(3)]
+        self.tports = [free_port() if tls else 0 for _ in range(3)]
+        # TLS lines in [server], before the [cluster] section
+        self.servers = [Server(t, (
+            "" if not tls else "tls_listen = 127.0.0.1:%d\n"
+            "tls_cert_file = %s\ntls_key_file = %s\ntls_ca_cert_file = %s\n"
+            "tls_auth_clients = no\n" % (tp, tls.server[0], tls.server[1],
+                                          tls.ca)) + CLUSTER_ON,
+            filters=FILTERS, unix=unix, name="%s%d" % (name, i)).start()
+                        for i, tp in enumerate(self.tports)]
         self.ids = [val(ask(s, "CLUSTER", "MYID")).decode()
                     for s in self.servers]
         self.push(1, THIRDS)
@@ -75,8 +84,9 @@ class Nodes:
         lines = ["seend-cluster-map 1", "epoch %d" % epoch]
         order = sorted(range(3), key=lambda i: self.ids[i])
         for i in order:
-            lines.append("node %s 127.0.0.1 %d 0 -"
-                         % (self.ids[i], self.servers[i].port))
+            lines.append("node %s 127.0.0.1 %d %d -"
+                         % (self.ids[i], self.servers[i].port,
+                            self.tports[i]))
         for i in order:
             if ranges[i]:
                 lines.append("slots %s %s" % (self.ids[i], " ".join(
@@ -212,6 +222,26 @@ def a_seed_on_a_unix_socket_follows_to_the_tcp_nodes(t):
     same(t, c.check_many(keys), [True] * len(keys), "check_many")
     t.eq(sum(nodes.count(i) for i in range(3)), len(keys), "counts")
     c.close()
+
+
+@test
+def over_tls_the_client_follows_to_the_tls_ports(t):
+    p = pki(t)
+    nodes = Nodes(t, tls=p)
+    keys = urls(5000, "tls")
+    ctx = seend.ssl_context(cafile=p.ca)
+    for follow in (None, True):
+        c = seend.Client("127.0.0.1:%d" % nodes.tports[0], ssl_context=ctx,
+                         cluster=follow)
+        same(t, c.seen_many(keys), [follow is True] * len(keys),
+             "seen_many over TLS")
+        t.eq(sorted(c.cluster.slots()), sorted(
+            "127.0.0.1:%d" % tp for tp in nodes.tports),
+            "the table names the TLS ports")
+        t.ok(all(x.ssl_context is ctx for x in c.cluster.clients),
+             "every node's connection is TLS")
+        c.close()
+    t.eq(sum(nodes.count(i) for i in range(3)), len(keys), "counts")
 
 
 @test
