@@ -795,6 +795,55 @@ def setmap_needs_admin_and_dangerous_as_redis_cluster_admin_commands(t):
 
 
 @test
+def a_client_on_the_tls_port_is_told_tls_ports(t):
+    import ssl
+    from tlspki import pki
+    p = pki(t)
+    tport = free_port()
+    s = Server(t, "tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
+               "tls_key_file = %s\ntls_ca_cert_file = %s\n"
+               "tls_auth_clients = no\n" % ((tport,) + p.server + (p.ca,))
+               + CLUSTER_ON, filters=FILTERS, unix=False).start()
+    me = myid(s)
+    m = cluster_map(9, [(me, "127.0.0.1", s.port, tport, None),
+                        (OTHER, "127.0.0.2", 7001, 7101, None),
+                        (OTHER_REPLICA, "127.0.0.3", 7002, 0, OTHER)],
+                    {me: "0-8191", OTHER: "8192-16383"})
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "SETMAP")
+    k = keys_in(c, lambda x: x >= 8192, b"https://t.example")[0]
+    slot = int(c.cmd("CLUSTER", "KEYSLOT", k)[1:-2])
+    t.eq(c.cmd("SETNX", k, "1"), b"-MOVED %d 127.0.0.2:7001\r\n" % slot,
+         "plain TCP: the port")
+    plain_slots = c.cmd("CLUSTER", "SLOTS")
+    c.close()
+    ctx = ssl.create_default_context(cafile=p.ca)
+    ctx.check_hostname = False
+    raw = socket.create_connection(("127.0.0.1", tport), 10 * SLOW)
+    x = ctx.wrap_socket(raw)
+
+    def ask(data, end):
+        x.sendall(data)
+        got = b""
+        while not got.endswith(end):
+            b = x.recv(65536)
+            if not b:
+                break
+            got += b
+        return got
+    t.eq(ask(enc(b"SETNX", k, b"1"), b"\r\n"),
+         b"-MOVED %d 127.0.0.2:7101\r\n" % slot, "TLS: the TLS port")
+    want = plain_slots.replace(b":%d\r\n" % s.port, b":%d\r\n" % tport)
+    want = want.replace(b":7001\r\n", b":7101\r\n")
+    t.eq(ask(enc(b"CLUSTER", b"SLOTS"), want[-20:]), want,
+         "TLS: CLUSTER SLOTS names TLS ports, the port where none")
+    t.eq(ask(b"SEEN %s\r\n" % k, b"\r\n"),
+         b"ERR MOVED %d 127.0.0.2:7101\r\n" % slot, "TLS, line protocol")
+    x.close()
+    t.eq(s.stop(), 0, "exit status")
+
+
+@test
 def memory_stays_flat_while_a_client_is_moved_100k_times(t):
     with seend_one(t) as s:
         me = myid(s)
