@@ -20,6 +20,7 @@
 #include "handler.h"
 #include "keyspace.h"
 #include "log.h"
+#include "peer.h"
 #include "persist.h"
 #include "registry.h"
 #include "resp.h"
@@ -477,10 +478,13 @@ sec_stats(struct core *core)
 	if (core->cfg->tls_listen != NULL || st->tls_handshake_failures > 0)
 		buf_printf(&result_buf, "tls_handshake_failures %llu\r\n",
 		    (unsigned long long)st->tls_handshake_failures);
-	/* seend's own, in cluster mode: MOVED answers (issue 33) */
+	/* seend's own, in cluster mode: MOVED answers, and the nodes of the
+	 * map not yet known to hold this node's (issue 33) */
 	if (core->cluster != NULL)
-		buf_printf(&result_buf, "cluster_redirections %llu\r\n",
-		    (unsigned long long)st->cluster_redirections);
+		buf_printf(&result_buf, "cluster_redirections %llu\r\n"
+		    "cluster_peers_behind %zu\r\n",
+		    (unsigned long long)st->cluster_redirections,
+		    peer_behind(core));
 }
 
 static void

@@ -655,6 +655,10 @@ def replies_come_from_the_map(t):
              "line CLUSTER SLOTS")
         l.send(b"CLUSTER INFO\n")
         t.ok("cluster_state fail" in l.lines_until_end(), "line CLUSTER INFO")
+        # the two other nodes do not exist: they never get it
+        t.ok(wait_until(lambda: b"cluster_peers_behind:2\r\n" in
+                        c.cmd("INFO", "stats")),
+             "INFO stats: two nodes behind: %r" % c.cmd("INFO", "stats"))
         # every slot owned: ok
         t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me, epoch=8)), "OK",
              "SETMAP")
