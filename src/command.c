@@ -638,19 +638,32 @@ acl_refused(struct session *s, struct op *op, struct result *r)
 	return 0;
 }
 
+/* What the fast paths may answer for a session (fast_allowed). */
+enum fast {
+	FAST_NONE,		/* nothing: the general path checks, explains */
+	FAST_EACH_FILTER,	/* on the filters its key patterns allow */
+	FAST_ANY_FILTER,	/* on every filter */
+};
+
 /*
- * Whether the fast paths may answer command id for s without looking at
- * its keys: its user has no limits, or may run id on every filter.
+ * Whether the fast paths may answer command id for s: its user has no
+ * limits or may run id on every filter (FAST_ANY_FILTER), or may run id
+ * on some filters (FAST_EACH_FILTER: fast_filter checks each filter a
+ * batch meets, once, so that a crawler kept to ~crawl* keeps the batch).
  */
-static int
+static enum fast
 fast_allowed(const struct session *s, int id)
 {
 	const struct acl_user *u = session_user(s);
 
 	if (s->user == NULL && acl_default_needs_auth())
-		return 0;
-	return acl_user_unrestricted(u) || (id >= 0 && acl_user_can(u, id) &&
-	    acl_user_all_keys(u, ACL_KEY_READ | ACL_KEY_WRITE));
+		return FAST_NONE;
+	if (acl_user_unrestricted(u))
+		return FAST_ANY_FILTER;
+	if (id < 0 || !acl_user_can(u, id))
+		return FAST_NONE;
+	return acl_user_all_keys(u, ACL_KEY_READ | ACL_KEY_WRITE) ?
+	    FAST_ANY_FILTER : FAST_EACH_FILTER;
 }
 
 /* ---- cluster mode with a map: the slots this node serves (issue 33) ---- */
@@ -1357,6 +1370,25 @@ answer_batch(struct session *s, struct buf *in, struct buf *ob,
 	return n;
 }
 
+/*
+ * FAST_EACH_FILTER: whether s's user may read and write filter f (SEEN,
+ * SETNX, SADD and BF.ADD write, CHECK reads; a user allowed less goes the
+ * general way, which refuses with Redis's words). *ok remembers the last
+ * filter allowed, so that a batch of one filter checks it once.
+ */
+static inline int
+fast_filter(const struct session *s, const struct filter *f,
+    const struct filter **ok)
+{
+	if (f == *ok)
+		return 1;
+	if (!acl_user_key(session_user(s), f->name, f->namelen,
+	    ACL_KEY_READ | ACL_KEY_WRITE))
+		return 0;
+	*ok = f;
+	return 1;
+}
+
 int
 command_run_simple(struct session *s, struct buf *in, struct buf *out,
     int max)
@@ -1367,11 +1399,17 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 	size_t		 left = buf_used(in), off = 0, next, maxl;
 	long		 klen;
 	int		 n, uniform = 1;
+	enum fast	 fast = FAST_ANY_FILTER;
+	const struct filter *ok = NULL;
 
-	/* a user with limits: the general path checks each request */
-	if (__builtin_expect(acl_limits, 0) && (!fast_allowed(s, id_seen) ||
-	    !fast_allowed(s, id_check)))
-		return 0;
+	/* a user with limits: what it may not run the general path checks */
+	if (__builtin_expect(acl_limits, 0)) {
+		enum fast fs = fast_allowed(s, id_seen);
+		enum fast fc = fast_allowed(s, id_check);
+
+		if ((fast = fs < fc ? fs : fc) == FAST_NONE)
+			return 0;
+	}
 	maxl = s->core->cfg->max_line;
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
@@ -1386,6 +1424,9 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 		    (f = registry_route(reg, key, (size_t)klen)) == NULL ||
 		    f->nmerged > 0)
 			break;	/* not simple, or an error to explain */
+		if (__builtin_expect(fast == FAST_EACH_FILTER, 0) &&
+		    !fast_filter(s, f, &ok))
+			break;	/* refused, with Redis's words */
 		/* a key of a slot served elsewhere: redirected there */
 		if (__builtin_expect(cluster_routing, 0) &&
 		    !cluster_serves(s, key, (size_t)klen))
@@ -1414,6 +1455,8 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 	int		 n, uniform = 1, bools = -1;
 	/* cluster mode with a map: each key's slot is checked */
 	const int	 routing = cluster_routing;
+	enum fast	 fast = FAST_ANY_FILTER;
+	const struct filter *ok = NULL;
 
 	if (max > COMMAND_SIMPLE_BATCH)
 		max = COMMAND_SIMPLE_BATCH;
@@ -1429,8 +1472,9 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 			/* a user with limits: only what it may run on
 			 * every filter; the general path checks the rest */
 			if (__builtin_expect(acl_limits, 0) &&
-			    !fast_allowed(s, cmd == RESP_HOT_SETNX ? id_setnx :
-			    cmd == RESP_HOT_SADD ? id_sadd : id_bfadd))
+			    (fast = fast_allowed(s, cmd == RESP_HOT_SETNX ?
+			    id_setnx : cmd == RESP_HOT_SADD ? id_sadd :
+			    id_bfadd)) == FAST_NONE)
 				break;
 			/* one batch, one kind of answer: in RESP3 BF.ADD's
 			 * are booleans, SETNX's and SADD's integers */
@@ -1453,6 +1497,9 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 		    (cmd == RESP_HOT_BFADD && filter_is_cuckoo(f)))
 			break;	/* the general path explains, creates, asks
 				 * merged slices or answers WRONGTYPE */
+		if (__builtin_expect(fast == FAST_EACH_FILTER, 0) &&
+		    !fast_filter(s, f, &ok))
+			break;	/* refused, with Redis's words */
 		/* a URL of a slot served elsewhere: redirected */
 		if (__builtin_expect(routing, 0) && cmd == RESP_HOT_SETNX &&
 		    !cluster_serves(s, key, keyl))
