@@ -16,6 +16,7 @@
 #include "cluster_map.h"
 #include "config.h"
 #include "fileio.h"
+#include "log.h"
 
 int	cluster_routing;
 
@@ -519,4 +520,16 @@ cluster_free(struct cluster *c)
 	}
 	free(c);
 	cluster_routing = 0;
+}
+
+int
+cluster_offer(struct cluster *c, const char *dir, const char *text,
+    size_t len, const char *from, char *err, size_t errlen)
+{
+	int rc = cluster_take(c, dir, text, len, err, errlen);
+
+	if (rc == CLUSTER_TAKEN)
+		log_info("cluster: map epoch %llu taken (from %s)",
+		    (unsigned long long)c->map->epoch, from);
+	return rc;
 }

@@ -19,12 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster_map.h"	/* CLUSTER_SLOTS, CLUSTER_ID_LEN */
+
 struct config;
 struct cluster_map;
 struct core;
 
-#define CLUSTER_SLOTS		16384
-#define CLUSTER_ID_LEN		40	/* hex digits, as Redis's node IDs */
 /* The node ID's file in data_dir: the ID and a newline. */
 #define CLUSTER_ID_FILE		"cluster-node-id"
 
@@ -84,13 +84,14 @@ void		 cluster_free(struct cluster *);
 int		 cluster_take(struct cluster *c, const char *dir,
 		    const char *text, size_t len, char *err, size_t errlen);
 /*
- * cluster_take on core's node, and when taken the log line that says so
- * (from: who offered it, a client's address or a peer's) and the other
- * nodes told (peer_map_changed). Returns CLUSTER_*, why in err. (The
- * daemon's, in cmd_cluster.c: it needs the loop that peer.c joins.)
+ * cluster_take, and when taken the log line that says so (from: who
+ * offered it, a client's address or a peer's). Returns CLUSTER_*, why in
+ * err. The caller tells the other nodes of a map taken (peer.c's
+ * peer_map_changed: the daemon's loop, above this file).
  */
-int		 cluster_offer(struct core *core, const char *text, size_t len,
-		    const char *from, char *err, size_t errlen);
+int		 cluster_offer(struct cluster *c, const char *dir,
+		    const char *text, size_t len, const char *from, char *err,
+		    size_t errlen);
 /* Whether slot is served here: owned by this node in the map held. */
 static inline int
 cluster_owns(const struct cluster *c, unsigned slot)

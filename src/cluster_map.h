@@ -39,7 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
+#define CLUSTER_SLOTS		16384	/* as Redis Cluster's */
+#define CLUSTER_ID_LEN		40	/* hex digits, as Redis's node IDs */
 
 #define CLUSTER_MAP_FILE	"cluster-map"
 #define CLUSTER_MAP_MAGIC	"seend-cluster-map 1"

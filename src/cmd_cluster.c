@@ -632,31 +632,18 @@ reply_getmap(const struct cluster *cl, struct result *r)
 	free(text);
 }
 
-int
-cluster_offer(struct core *core, const char *text, size_t len,
-    const char *from, char *err, size_t errlen)
-{
-	struct cluster	*c = core->cluster;
-	int		 rc;
-
-	rc = cluster_take(c, core->cfg->data_dir, text, len, err, errlen);
-	if (rc != CLUSTER_TAKEN)
-		return rc;
-	log_info("cluster: map epoch %llu taken (from %s)",
-	    (unsigned long long)c->map->epoch, from);
-	peer_map_changed(core);
-	return rc;
-}
-
 /* CLUSTER SETMAP <map>: see cluster_take. */
 static void
 setmap(struct session *s, struct op *op, struct result *r)
 {
 	char err[700];
 
-	switch (cluster_offer(s->core, op->argv[2], op->argl[2], s->peer, err,
-	    sizeof(err))) {
+	switch (cluster_offer(s->core->cluster, s->core->cfg->data_dir,
+	    op->argv[2], op->argl[2], s->peer, err, sizeof(err))) {
 	case CLUSTER_TAKEN:
+		peer_map_changed(s->core);
+		result_status(r, "OK");
+		break;
 	case CLUSTER_SAME:
 		result_status(r, "OK");
 		break;

@@ -40,7 +40,6 @@
 #include "core.h"
 #include "log.h"
 #include "peer.h"
-#include "server.h"
 #include "tls.h"
 
 #define PEER_ACTIVE_MAX		8	/* connections at once */
@@ -126,7 +125,7 @@ struct peers {
 /* One daemon per process: peer.h's calls carry only the core. */
 static struct peers	*P;
 
-static void	peer_start(struct peer *);
+static void	peer_begin(struct peer *);
 static void	kick(void);
 
 /* ---- the node's map (cluster.h) ---- */
@@ -365,8 +364,11 @@ take_body(struct peer *p, const char *text, size_t len)
 	int		 rc;
 
 	snprintf(from, sizeof(from), "peer %s:%u", p->host, p->port);
-	/* taken: cluster_offer logs it and calls peer_map_changed */
-	rc = cluster_offer(P->core, text, len, from, err, sizeof(err));
+	/* taken: cluster_offer logs it; the others are told in turn */
+	rc = cluster_offer(P->core->cluster, P->core->cfg->data_dir, text,
+	    len, from, err, sizeof(err));
+	if (rc == CLUSTER_TAKEN)
+		peer_map_changed(P->core);
 	if (rc == CLUSTER_REFUSED) {
 		char why[400];
 
@@ -620,7 +622,7 @@ peer_resolve(struct peer *p, const struct evutil_addrinfo *hints,
 }
 
 static void
-peer_start(struct peer *p)
+peer_begin(struct peer *p)
 {
 	struct evutil_addrinfo	 hints, *ai = NULL;
 	char			 port[16];
@@ -778,7 +780,7 @@ start_due(void)
 		if (p->phase != PP_IDLE || !owed(p) || p->retry_at > now)
 			continue;
 		P->next = (i + 1) % P->n;
-		peer_start(p);
+		peer_begin(p);
 	}
 }
 
@@ -802,34 +804,32 @@ kick(void)
 		event_active(P->kick, EV_TIMEOUT, 0);
 }
 
-/*
- * The state, at the first call: the core is the server's (server.h's
- * struct server holds it), whose loop the connections join. NULL when
- * cluster mode is off or memory is short.
- */
+/* The state peer_start made for core, or NULL (cluster mode off, not
+ * started, or memory short). */
 static struct peers *
 peers_of(struct core *core)
 {
-	struct server *srv;
-
-	if (P != NULL)
-		return P->core == core ? P : NULL;
-	if (core->cluster == NULL || core->stopping)
-		return NULL;
-	srv = (struct server *)(void *)((char *)core -
-	    offsetof(struct server, core));
-	if ((P = calloc(1, sizeof(*P))) == NULL)
-		return NULL;
-	P->core = core;
-	P->base = srv->base;
-	if ((P->kick = event_new(P->base, -1, 0, on_kick, NULL)) == NULL) {
-		free(P);
-		P = NULL;
-	}
-	return P;
+	return P != NULL && P->core == core ? P : NULL;
 }
 
 /* ---- peer.h ---- */
+
+int
+peer_start(struct core *core, struct event_base *base)
+{
+	if (P != NULL || core->cluster == NULL)
+		return 0;
+	if ((P = calloc(1, sizeof(*P))) == NULL)
+		return -1;
+	P->core = core;
+	P->base = base;
+	if ((P->kick = event_new(P->base, -1, 0, on_kick, NULL)) == NULL) {
+		free(P);
+		P = NULL;
+		return -1;
+	}
+	return 0;
+}
 
 void
 peer_map_changed(struct core *core)

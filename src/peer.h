@@ -10,8 +10,7 @@
  * most says why), at most 8 connections at a time.
  *
  * These are called only by the daemon (server.c, and cmd_cluster.c's
- * cluster_offer): the core is the server's, whose event loop the
- * connections join. Nothing happens inside peer_map_changed itself:
+ * SETMAP): peer_start names the loop the connections join. Nothing happens inside peer_map_changed itself:
  * the work runs from the loop, so it may be called while a request or a
  * peer's reply is being handled.
  */
@@ -21,6 +20,11 @@
 #include <stddef.h>
 
 struct core;
+struct event_base;
+
+/* The daemon starts in cluster mode: the connections to peers will join
+ * base's loop. 0, or -1 when out of memory. */
+int	peer_start(struct core *core, struct event_base *base);
 
 /* This node took a new map (cluster.c): tell the others. */
 void	peer_map_changed(struct core *core);

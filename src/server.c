@@ -1164,6 +1164,10 @@ server_start(struct server *srv)
 			    (unsigned long long)core->cluster->map->epoch,
 			    cluster_map_slots_of(core->cluster->map,
 			    core->cluster->me));
+		if (peer_start(core, srv->base) == -1) {
+			log_error("cluster: out of memory");
+			return -1;
+		}
 	}
 	/* TLS first: a client that finds the plain port open finds it */
 	if (core->cfg->tls_listen != NULL || core->cfg->metrics_tls) {
