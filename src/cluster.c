@@ -528,8 +528,104 @@ cluster_offer(struct cluster *c, const char *dir, const char *text,
 {
 	int rc = cluster_take(c, dir, text, len, err, errlen);
 
-	if (rc == CLUSTER_TAKEN)
+	if (rc == CLUSTER_TAKEN) {
 		log_info("cluster: map epoch %llu taken (from %s)",
 		    (unsigned long long)c->map->epoch, from);
+		/* a failover in another shard may have won our epoch with a
+		 * map that lacks our promotion: made again, above it */
+		cluster_reconcile(c, dir);
+	}
 	return rc;
+}
+
+/*
+ * The map held with this node promoted in place of its primary p: this
+ * node a primary owning exactly the slots p owns, p and p's other
+ * replicas its replicas, the epoch one above. 0 with *m made, -1 when out
+ * of memory.
+ */
+static int
+promote(const struct cluster *c, int p, struct cluster_map *m,
+    unsigned *nslots)
+{
+	int	 me = c->me;
+
+	if (cluster_map_copy(m, c->map) == -1)
+		return -1;
+	m->epoch = c->map->epoch + 1;
+	for (size_t i = 0; i < m->nnodes; i++)
+		if ((int)i == p || m->nodes[i].primary == p)
+			m->nodes[i].primary = me;
+	m->nodes[me].primary = -1;
+	*nslots = 0;
+	for (size_t s = 0; s < CLUSTER_SLOTS; s++)
+		if (m->owner[s] == p) {
+			m->owner[s] = (uint16_t)me;
+			(*nslots)++;
+		}
+	return 0;
+}
+
+int
+cluster_reconcile(struct cluster *c, const char *dir)
+{
+	struct cluster_map	 m;
+	char			*text, err[600], from[CLUSTER_ID_LEN + 1];
+	size_t			 len;
+	unsigned		 n;
+	int			 p, rc;
+
+	if (c->promoted_from[0] == '\0' || c->map == NULL)
+		return CLUSTER_SAME;
+	/* only the slots of the primary it was promoted from, and only
+	 * while the map held still names that node its primary */
+	p = c->map->nodes[c->me].primary;
+	if (p < 0 || strcmp(c->map->nodes[p].id, c->promoted_from) != 0)
+		return CLUSTER_SAME;
+	if (c->map->epoch >= INT64_MAX) {
+		log_error("cluster: promoted, but the map's epoch is at its "
+		    "maximum: the map keeps %s the primary", c->promoted_from);
+		return CLUSTER_REFUSED;
+	}
+	if (promote(c, p, &m, &n) == -1)
+		goto nomem;
+	text = cluster_map_format(&m, &len);
+	cluster_map_free(&m);
+	if (text == NULL)
+		goto nomem;
+	memcpy(from, c->promoted_from, sizeof(from));
+	rc = cluster_take(c, dir, text, len, err, sizeof(err));
+	free(text);
+	if (rc == CLUSTER_TAKEN)
+		log_info("cluster: promoted: took %u slots of %s (map epoch "
+		    "%llu)", n, from, (unsigned long long)c->map->epoch);
+	else {
+		log_error("cluster: promoted, but the map that says so was "
+		    "not taken: %s", err);
+		rc = CLUSTER_REFUSED;
+	}
+	return rc;
+nomem:
+	log_error("cluster: promoted, but no map could be made: out of "
+	    "memory (tried again in a second)");
+	return CLUSTER_REFUSED;
+}
+
+int
+cluster_became_primary(struct cluster *c, const char *dir)
+{
+	int p;
+
+	c->promoted_from[0] = '\0';
+	if (c->map == NULL || (p = c->map->nodes[c->me].primary) < 0)
+		return CLUSTER_SAME;
+	memcpy(c->promoted_from, c->map->nodes[p].id,
+	    sizeof(c->promoted_from));
+	return cluster_reconcile(c, dir);
+}
+
+void
+cluster_became_replica(struct cluster *c)
+{
+	c->promoted_from[0] = '\0';
 }

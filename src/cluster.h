@@ -42,6 +42,10 @@ struct cluster {
 	struct cluster_map *map;
 	const uint16_t	*owner;
 	uint16_t	 me;
+	/* the primary (node ID) this node was a replica of in the map held
+	 * when it became a primary by role (Sentinel's REPLICAOF NO ONE);
+	 * "": not promoted since its start or its last move to a replica */
+	char		 promoted_from[CLUSTER_ID_LEN + 1];
 };
 
 /*
@@ -85,13 +89,37 @@ int		 cluster_take(struct cluster *c, const char *dir,
 		    const char *text, size_t len, char *err, size_t errlen);
 /*
  * cluster_take, and when taken the log line that says so (from: who
- * offered it, a client's address or a peer's). Returns CLUSTER_*, why in
+ * offered it, a client's address or a peer's), then cluster_reconcile (a
+ * promotion the map lacks is made again on it). Returns CLUSTER_*, why in
  * err. The caller tells the other nodes of a map taken (peer.c's
  * peer_map_changed: the daemon's loop, above this file).
  */
 int		 cluster_offer(struct cluster *c, const char *dir,
 		    const char *text, size_t len, const char *from, char *err,
 		    size_t errlen);
+/*
+ * Failover (step 5): Redis Sentinel promotes a replica by REPLICAOF NO ONE;
+ * the promoted node, still a replica of P in the map, makes the map that
+ * says so: itself a primary owning P's slots, P and P's other replicas its
+ * replicas, epoch + 1. role.c calls these where the node's role changes,
+ * and the caller tells the peers when a map was taken (peer_map_changed).
+ *
+ * cluster_became_primary: the node was a replica and is a primary now;
+ * returns cluster_reconcile's answer.
+ */
+int		 cluster_became_primary(struct cluster *c, const char *dir);
+/* The node became a replica (Sentinel demoted it): it promotes nothing. */
+void		 cluster_became_replica(struct cluster *c);
+/*
+ * When the node was promoted and the map held still lists it as a replica
+ * of the primary it was promoted from (a map of another change won over
+ * its own), the promotion made again on that map and taken: CLUSTER_TAKEN,
+ * and one log line; CLUSTER_SAME when there is nothing to do, else
+ * CLUSTER_REFUSED (logged). Run when a map is taken (cluster_offer) and
+ * once a second, never per request. A node listed as a primary that is a
+ * replica by role does nothing: the promoted node's map reaches it.
+ */
+int		 cluster_reconcile(struct cluster *c, const char *dir);
 /* Whether slot is served here: owned by this node in the map held. */
 static inline int
 cluster_owns(const struct cluster *c, unsigned slot)

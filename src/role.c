@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include "backlog.h"
+#include "cluster.h"
 #include "command.h"
 #include "config.h"
 #include "core.h"
 #include "fileio.h"
 #include "journal.h"
 #include "log.h"
+#include "peer.h"
 #include "primary.h"
 #include "replica.h"
 #include "role.h"
@@ -140,6 +142,8 @@ become(struct role *ro, const char *host, unsigned port)
 			replica_resume(ro->replica, r->replid, r->offset);
 		log_info("replication: a replica of %s:%u", host, port);
 		replica_start(ro->replica);
+		if (ro->core->cluster != NULL)
+			cluster_became_replica(ro->core->cluster);
 		return;
 	}
 	if (!r->replica)
@@ -155,6 +159,12 @@ become(struct role *ro, const char *host, unsigned port)
 	primary_keep_stream(ro->primary);
 	log_info("replication: a primary now (replication id %s, offset "
 	    "%llu)", r->replid, (unsigned long long)r->offset);
+	/* in a cluster, Sentinel's promotion: this node takes its old
+	 * primary's slots in the map, and the others are told */
+	if (ro->core->cluster != NULL &&
+	    cluster_became_primary(ro->core->cluster,
+	    ro->core->cfg->data_dir) == CLUSTER_TAKEN)
+		peer_map_changed(ro->core);
 }
 
 struct role *

@@ -568,8 +568,13 @@ server_tick(struct server *srv)
 	/* and dumps no client asks for any more */
 	command_tick(core, now);
 	/* the cluster's map passed on to the nodes that lack it */
-	if (core->cluster != NULL)
+	if (core->cluster != NULL) {
+		/* a promotion (failover) the map held lacks: made again */
+		if (cluster_reconcile(core->cluster, core->cfg->data_dir) ==
+		    CLUSTER_TAKEN)
+			peer_map_changed(core);
 		peer_tick(core);
+	}
 	conn_sweep(&srv->conns, core->cfg->idle_timeout);
 	role_tick(srv->role);
 	/* INFO's instantaneous_ops_per_sec and used_memory_peak */
