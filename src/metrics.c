@@ -607,16 +607,16 @@ tls_bev(struct event_base *base, void *arg)
 
 	if (*m->tls == NULL || (ssl = SSL_new(*m->tls)) == NULL)
 		return NULL;
+	/* the context reads ahead for conn.c, which takes what OpenSSL
+	 * holds; libevent 2.1's bufferevent does not look there: a request
+	 * read ahead with the handshake's last records waited until evhttp's
+	 * timeout, or the connection was dropped (about half the scrapes,
+	 * more with client certificates asked for) */
+	SSL_set_read_ahead(ssl, 0);
 	bev = bufferevent_openssl_socket_new(base, -1, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		SSL_free(ssl);
-	else
-		/* without it, libevent 2.1.12 over OpenSSL 3 dropped about
-		 * half of the scrapes right after the handshake (curl: "Empty
-		 * reply from server"): a read that finds nothing yet is taken
-		 * for an error, not for "wait" */
-		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
 	return bev;
 }
 

@@ -156,6 +156,51 @@ def prom_query(pport, q):
     res = data.get("data", {}).get("result", [])
     return float(res[0]["value"][1]) if res else None
 
+class Prometheus:
+    """A real Prometheus (Debian's) scraping with the scrape_configs
+    text given, its web API on a free port: with Prometheus(t, yml) as
+    p: p.query(promql). Its log is kept in the test's directory."""
+
+    def __init__(self, t, scrape_configs):
+        if not os.access(PROMETHEUS, os.X_OK):
+            raise Failed("%s is missing (tools/install-deps installs it)"
+                         % PROMETHEUS)
+        self.t = t
+        self.port = free_port()
+        self.conf = t.path("prometheus.yml")
+        with open(self.conf, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n" +
+                    scrape_configs)
+        self.logpath = t.path("prometheus.log")
+        self.proc = None
+
+    def __enter__(self):
+        self.logf = open(self.logpath, "wb")
+        self.proc = subprocess.Popen(
+            [PROMETHEUS, "--config.file=" + self.conf,
+             "--storage.tsdb.path=" + self.t.path("tsdb"),
+             "--web.listen-address=127.0.0.1:%d" % self.port,
+             "--log.level=warn"],
+            stdout=self.logf, stderr=self.logf, cwd=self.t.dir)
+        return self
+
+    def query(self, q):
+        return prom_query(self.port, q)
+
+    def log(self):
+        with open(self.logpath, errors="replace") as f:
+            return f.read()[-3000:]
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.logf.close()
+
+
 
 
 DEFAULT_FILTERS = """

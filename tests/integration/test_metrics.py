@@ -1,7 +1,5 @@
 """metrics_listen: GET /metrics in Prometheus' text format, checked against
 INFO, by promtool, and by a real Prometheus server scraping it."""
-import json
-import os
 import re
 import shutil
 import signal
@@ -226,46 +224,20 @@ def port_open(port):
 
 @test
 def prometheus_scrapes_seend(t):
-    if not os.access(PROMETHEUS, os.X_OK):
-        raise Failed("%s is missing (tools/install-deps installs it)"
-                     % PROMETHEUS)
     with metrics_server(t) as s:
         traffic(s).close()
-        pport = free_port()
-        conf = t.path("prometheus.yml")
-        with open(conf, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n"
-                    "scrape_configs:\n"
-                    "  - job_name: seend\n"
-                    "    scrape_interval: 1s\n"
-                    "    static_configs:\n"
-                    "      - targets: ['127.0.0.1:%d']\n" % s.mport)
-        log = open(t.path("prometheus.log"), "wb")
-        p = subprocess.Popen([PROMETHEUS, "--config.file=" + conf,
-                              "--storage.tsdb.path=" + t.path("tsdb"),
-                              "--web.listen-address=127.0.0.1:%d" % pport,
-                              "--log.level=warn"],
-                             stdout=log, stderr=log, cwd=t.dir)
-        try:
+        with Prometheus(t, "  - job_name: seend\n"
+                        "    scrape_interval: 1s\n"
+                        "    static_configs:\n"
+                        "      - targets: ['127.0.0.1:%d']\n"
+                        % s.mport) as pr:
             q = 'seend_requests_total{command="seen",answer="new"}'
-            ok = wait_until(lambda: prom_query(pport, q) == 57.0, 30,
-                            step=0.5)
-            if not ok:
-                with open(t.path("prometheus.log"), errors="replace") as f:
-                    raise Failed("prometheus never saw 57 new keys (%r); "
-                                 "its log:\n%s" % (prom_query(pport, q),
-                                                   f.read()[-3000:]))
-            t.eq(prom_query(pport, 'seend_filter_keys{filter="news"}'), 7.0,
+            if not wait_until(lambda: pr.query(q) == 57.0, 30, step=0.5):
+                raise Failed("prometheus never saw 57 new keys (%r); "
+                             "its log:\n%s" % (pr.query(q), pr.log()))
+            t.eq(pr.query('seend_filter_keys{filter="news"}'), 7.0,
                  "news keys as Prometheus stored them")
-            t.eq(prom_query(pport, 'up{job="seend"}'), 1.0, "target up")
-        finally:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            log.close()
+            t.eq(pr.query('up{job="seend"}'), 1.0, "target up")
 
 
 if __name__ == "__main__":

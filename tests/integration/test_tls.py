@@ -930,49 +930,25 @@ def metrics_tls_serves_scrapes_with_the_servers_certificate(t):
         t.eq(got, None, "plain HTTP is not served a page")
         t.ok(s.ready(), "the daemon serves on")
         # a real Prometheus scrape: https, the CA, the bearer token
-        if not os.access(PROMETHEUS, os.X_OK):
-            raise Failed("%s is missing (tools/install-deps installs it)"
-                         % PROMETHEUS)
-        pport = free_port()
-        conf = t.path("prometheus.yml")
-        with open(conf, "w") as f:
-            f.write("scrape_configs:\n"
-                    "  - job_name: seend\n"
-                    "    scrape_interval: 1s\n"
-                    "    scheme: https\n"
-                    "    authorization:\n"
-                    "      credentials: m3trics\n"
-                    "    tls_config:\n"
-                    "      ca_file: %s\n"
-                    "      insecure_skip_verify: false\n"
-                    "      server_name: localhost\n"
-                    "    static_configs:\n"
-                    "      - targets: ['127.0.0.1:%d']\n" % (p.ca, mport))
-        log = open(t.path("prometheus.log"), "wb")
-        pr = subprocess.Popen([PROMETHEUS, "--config.file=" + conf,
-                               "--storage.tsdb.path=" + t.path("tsdb"),
-                               "--web.listen-address=127.0.0.1:%d" % pport,
-                               "--log.level=warn"],
-                              stdout=log, stderr=log, cwd=t.dir)
-        try:
+        with Prometheus(t, "  - job_name: seend\n"
+                        "    scrape_interval: 1s\n"
+                        "    scheme: https\n"
+                        "    authorization:\n"
+                        "      credentials: m3trics\n"
+                        "    tls_config:\n"
+                        "      ca_file: %s\n"
+                        "      server_name: localhost\n"
+                        "    static_configs:\n"
+                        "      - targets: ['127.0.0.1:%d']\n"
+                        % (p.ca, mport)) as pr:
             q = 'seend_requests_total{command="seen",answer="new"}'
-            if not wait_until(lambda: prom_query(pport, q) == 1.0, 30 * SLOW,
+            if not wait_until(lambda: pr.query(q) == 1.0, 30 * SLOW,
                               step=0.5):
-                with open(t.path("prometheus.log"), errors="replace") as f:
-                    raise Failed("prometheus never scraped over TLS (%r, up "
-                                 "%r); its log:\n%s" % (
-                                     prom_query(pport, q),
-                                     prom_query(pport, 'up{job="seend"}'),
-                                     f.read()[-3000:]))
-            t.eq(prom_query(pport, 'up{job="seend"}'), 1.0, "target up")
-        finally:
-            pr.send_signal(signal.SIGTERM)
-            try:
-                pr.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pr.kill()
-                pr.wait()
-            log.close()
+                raise Failed("prometheus never scraped over TLS (%r, up "
+                             "%r); its log:\n%s" % (
+                                 pr.query(q), pr.query('up{job="seend"}'),
+                                 pr.log()))
+            t.eq(pr.query('up{job="seend"}'), 1.0, "target up")
 
 
 @test
