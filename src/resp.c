@@ -173,6 +173,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 	size_t		 pos, eol, body, max_request = lim->max_request;
 	size_t		 max_bulk = lim->max_bulk;
 	long long	 n, l, i;
+	long long	 big = -1;	/* the argument that may take max_bulk */
 	int		 num = 0;
 
 	req->argc = 0;
@@ -221,7 +222,7 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 			break;
 		}
 		if (!num || l < 0 || (unsigned long long)l >
-		    (i == 3 ? max_bulk : lim->max_bulk))
+		    (i == big ? max_bulk : lim->max_bulk))
 			return fail(req, "invalid bulk length");
 		if (l > RESP_UNAUTH_BULK && lim->unauth)
 			return fail(req, "unauthenticated bulk length");
@@ -240,10 +241,19 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 			req->argv[i] = p + body;
 			req->argl[i] = (size_t)l;
 		}
-		/* a dump's chunk is one argument bigger than any key */
+		/* a dump's chunk is one argument bigger than any key, and
+		 * so is the map of a cluster of many nodes (CLUSTER SETMAP:
+		 * cluster_map.c refuses one of more than 1 MiB) */
 		if (i == 0 && n == 4 && lim->max_chunk > 0 && l == 12 &&
 		    (strncasecmp(p + body, "BF.LOADCHUNK", 12) == 0 ||
-		    strncasecmp(p + body, "CF.LOADCHUNK", 12) == 0)) {
+		    strncasecmp(p + body, "CF.LOADCHUNK", 12) == 0))
+			big = 3;
+		else if (i == 1 && n == 3 && lim->max_chunk > 0 && l == 6 &&
+		    strncasecmp(p + body, "SETMAP", 6) == 0 &&
+		    req->argl[0] == 7 &&
+		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0)
+			big = 2;
+		if (big >= 0 && big > i && max_bulk == lim->max_bulk) {
 			max_bulk = lim->max_chunk;
 			max_request = lim->max_request + lim->max_chunk;
 		}

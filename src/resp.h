@@ -44,9 +44,10 @@ struct resp_limits {
 	size_t	 max_request;	/* bytes a whole request may take */
 	int	 max_args;	/* argv/argl slots the caller gives (>= 1) */
 	int	 unauth;	/* not yet authenticated: Redis's tighter bounds */
-	/* BF.LOADCHUNK's data (its 4th and last argument) may take up to
-	 * this many bytes instead of max_bulk, and its request as much more
-	 * than max_request (0: no exemption) */
+	/* BF.LOADCHUNK's data (its 4th and last argument) and CLUSTER
+	 * SETMAP's map (its 3rd) may take up to this many bytes instead of
+	 * max_bulk, and their request as much more than max_request (0: no
+	 * exemption) */
 	size_t	 max_chunk;
 };
 

@@ -531,6 +531,33 @@ def keys_in(c, pred, prefix, count=1):
 
 
 @test
+def a_map_of_many_nodes_passes_max_line(t):
+    # 800 nodes: about 50 KB of map, past max_line (its argument may take
+    # as much as a dump's chunk); more than 1 MiB is refused by the map's
+    # own bound, and the connection goes on
+    s = Server(t, "max_line = 16384\n" + CLUSTER_ON, filters=FILTERS,
+               unix=False).start()
+    me = myid(s)
+    nodes = [(me, "127.0.0.1", s.port, 0, None)]
+    nodes += [("%040x" % (i + 1), "127.0.0.1", 1 + i, 0, None)
+              for i in range(799)]
+    m = cluster_map(9, nodes, {me: "0-16383"})
+    t.ok(len(m) > 3 * 16384, "the map is %d bytes" % len(m))
+    c = RespBytes(s.port)
+    t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "taken")
+    t.eq(c.cmd("CLUSTER", "GETMAP"), b"$%d\r\n%s\r\n" % (len(m), m),
+         "held whole")
+    huge = m + b"x" * (1 << 20)
+    got = c.cmd("CLUSTER", "SETMAP", huge)
+    t.ok(got.startswith(b"-ERR map refused"), "over 1 MiB: %r" % got[:80])
+    t.eq(c.cmd("PING"), b"+PONG\r\n", "the connection goes on")
+    # the exemption is SETMAP's map only: another argument that long
+    got = c.cmd("CLUSTER", "KEYSLOT", b"k" * 20000)
+    t.ok(got.startswith(b"-ERR Protocol error"), "a long key: %r" % got[:80])
+    c.close()
+
+
+@test
 def setmap_refusals_getmap_and_the_map_kept_across_restarts(t):
     s = seend_one(t)
     me = myid(s)
