@@ -72,6 +72,7 @@ struct view {
 	unsigned	 assigned;	/* slots owned */
 	size_t		 size;		/* primaries owning a slot */
 	uint64_t	 epoch;
+	char		 tls_host[256];	/* this node's, for a TLS client */
 };
 
 /*
@@ -109,15 +110,70 @@ shard_nodes(const struct core *core, struct node *nodes)
 	return n;
 }
 
+/*
+ * "host:port" or "[v6]:port" (config.c checked it): the port, the host
+ * in host (hostlen bytes with its NUL; "" for a wildcard, which is no
+ * address to give a client). 0 when addr is NULL.
+ */
+static unsigned
+split_address(const char *addr, char *host, size_t hostlen)
+{
+	const char	*colon;
+	size_t		 n;
+
+	host[0] = '\0';
+	if (addr == NULL || (colon = strrchr(addr, ':')) == NULL)
+		return 0;
+	n = (size_t)(colon - addr);
+	if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
+		addr++;
+		n -= 2;
+	}
+	if (n >= hostlen)
+		n = hostlen - 1;
+	memcpy(host, addr, n);
+	host[n] = '\0';
+	if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ||
+	    strcmp(host, "*") == 0)
+		host[0] = '\0';
+	return (unsigned)strtoul(colon + 1, NULL, 10);
+}
+
+/*
+ * This node as a client on its TLS port is told it, without a map (a
+ * map names its nodes' TLS ports): [cluster] tls_announce, else the
+ * announced host with tls_listen's port, as Redis's tls-cluster gives a
+ * TLS client TLS ports. Nothing changes when neither is set.
+ */
+static void
+tls_myself(const struct core *core, struct node *me, struct view *v)
+{
+	const struct config	*cfg = core->cfg;
+	unsigned		 port;
+
+	if (cfg->cluster_tls_announce != NULL) {
+		if ((port = split_address(cfg->cluster_tls_announce,
+		    v->tls_host, sizeof(v->tls_host))) == 0)
+			return;
+		me->host = v->tls_host;
+	} else if ((port = split_address(cfg->tls_listen, v->tls_host,
+	    sizeof(v->tls_host))) == 0)
+		return;
+	me->port = port;
+}
+
 /* Without a map, step 1's cluster of one: this node's shard owns all. */
 static int
-view_one(const struct core *core, struct view *v)
+view_one(const struct core *core, int tls, struct view *v)
 {
 	if ((v->nodes = calloc(2 + core->repl.nreplicas,
 	    sizeof(*v->nodes))) == NULL ||
 	    (v->ranges = calloc(1, sizeof(*v->ranges))) == NULL)
 		return -1;
 	v->nnodes = shard_nodes(core, v->nodes);
+	for (size_t i = 0; tls && i < v->nnodes; i++)
+		if (v->nodes[i].myself)
+			tls_myself(core, &v->nodes[i], v);
 	v->ranges[0] = (struct range){ 0, CLUSTER_SLOTS - 1, 0 };
 	v->nranges = 1;
 	v->assigned = CLUSTER_SLOTS;
@@ -198,7 +254,7 @@ view_make(const struct core *core, int tls, struct view *v)
 {
 	memset(v, 0, sizeof(*v));
 	if ((core->cluster->map != NULL ? view_map(core, tls, v) :
-	    view_one(core, v)) == 0)
+	    view_one(core, tls, v)) == 0)
 		return 0;
 	free(v->nodes);
 	free(v->ranges);

@@ -752,9 +752,28 @@ key_cluster_announce(struct parser *p, const char *key, const char *v)
 	set_string(p, &p->cfg->cluster_announce, v);
 }
 
+/* What TLS clients are told, as announce for the others; empty: the
+ * announced host with tls_listen's port. */
+static void
+key_cluster_tls_announce(struct parser *p, const char *key, const char *v)
+{
+	const char *why;
+
+	if (*v == '\0') {
+		set_string(p, &p->cfg->cluster_tls_announce, NULL);
+		return;
+	}
+	if ((why = check_listen(v)) != NULL) {
+		perror_at(p, p->lineno, "%s: \"%s\" %s", key, SHOW(v), why);
+		return;
+	}
+	set_string(p, &p->cfg->cluster_tls_announce, v);
+}
+
 const struct key_def cluster_keys[CK_COUNT] = {
 	[CK_ENABLED] = { "enabled", key_cluster_enabled, 0 },
 	[CK_ANNOUNCE] = { "announce", key_cluster_announce, 0 },
+	[CK_TLS_ANNOUNCE] = { "tls_announce", key_cluster_tls_announce, 0 },
 };
 
 /* ---- loading ---- */
@@ -899,6 +918,7 @@ config_free(struct config *cfg)
 	free(cfg->replicaof);
 	free(cfg->tls_listen);
 	free(cfg->cluster_announce);
+	free(cfg->cluster_tls_announce);
 	free(cfg->tls_cert_file);
 	free(cfg->tls_key_file);
 	free(cfg->tls_ca_cert_file);

@@ -99,6 +99,7 @@ struct config {
 	 * values */
 	int		 cluster_enabled;	/* default off */
 	char		*cluster_announce;	/* host:port; NULL: listen's */
+	char		*cluster_tls_announce;	/* host:port; NULL: tls_listen's */
 };
 
 /* The most filters max_filters allows (config-file ones are fewer:

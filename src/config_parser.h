@@ -79,6 +79,7 @@ enum server_key {
 enum cluster_key {
 	CK_ENABLED,
 	CK_ANNOUNCE,
+	CK_TLS_ANNOUNCE,
 	CK_COUNT
 };
 

@@ -875,6 +875,59 @@ def a_client_on_the_tls_port_is_told_tls_ports(t):
 
 
 @test
+def a_cluster_of_one_tells_tls_clients_its_tls_port(t):
+    # no map: a TLS client is told tls_listen's port (or tls_announce), so
+    # that a Redis Cluster client over TLS reaches the node it was given
+    import ssl
+    from redis.cluster import RedisCluster
+    from tlspki import pki
+    p = pki(t)
+    tport = free_port()
+    tls = ("tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
+           "tls_key_file = %s\ntls_ca_cert_file = %s\n"
+           "tls_auth_clients = no\n" % ((tport,) + p.server + (p.ca,)))
+    s = Server(t, tls + CLUSTER_ON, filters=FILTERS, unix=False).start()
+    ctx = ssl.create_default_context(cafile=p.ca)
+    ctx.check_hostname = False
+
+    def slots_over_tls():
+        x = ctx.wrap_socket(socket.create_connection(("127.0.0.1", tport),
+                                                     10 * SLOW))
+        x.sendall(enc(b"CLUSTER", b"SLOTS"))
+        got = b""
+        while got.count(b"\r\n") < 7:
+            b = x.recv(65536)
+            if not b:
+                break
+            got += b
+        x.close()
+        return got
+    plain = RespBytes(s.port).cmd("CLUSTER", "SLOTS")
+    t.contains(plain, b":%d\r\n" % s.port, "plain TCP: the port")
+    over_tls = slots_over_tls()
+    t.eq(over_tls, plain.replace(b":%d\r\n" % s.port, b":%d\r\n" % tport),
+         "TLS: the TLS port, all else the same")
+    rc = RedisCluster(host="127.0.0.1", port=tport, ssl=True,
+                      ssl_ca_certs=p.ca, ssl_cert_reqs="required",
+                      ssl_check_hostname=False, socket_timeout=10 * SLOW)
+    urls = ["https://tls-one.example/%d" % i for i in range(300)]
+    t.eq([rc.setnx(u, 1) for u in urls], [True] * 300,
+         "redis-py RedisCluster over TLS records")
+    t.eq([rc.exists(u) for u in urls[:50]], [1] * 50, "and reads them back")
+    rc.close()
+    t.eq(s.stop(), 0, "exit status")
+    # tls_announce: what TLS clients are told, as announce for the others
+    aport = free_port()
+    s = Server(t, tls + CLUSTER_ON + "tls_announce = 127.0.0.9:%d\n" % aport,
+               filters=FILTERS, unix=False, name="s2").start()
+    plain = RespBytes(s.port).cmd("CLUSTER", "SLOTS")
+    t.eq(slots_over_tls(), plain.replace(
+        b"$9\r\n127.0.0.1\r\n:%d\r\n" % s.port,
+        b"$9\r\n127.0.0.9\r\n:%d\r\n" % aport), "tls_announce")
+    t.eq(s.stop(), 0, "exit status")
+
+
+@test
 def memory_stays_flat_while_a_client_is_moved_100k_times(t):
     with seend_one(t) as s:
         me = myid(s)
