@@ -419,6 +419,7 @@ hold(struct cluster *c, struct cluster_map *m, int me)
 	c->map = m;
 	c->owner = m->owner;
 	c->me = (uint16_t)me;
+	c->removed = 0;
 	cluster_routing = 1;
 	if (old != NULL) {
 		cluster_map_free(old);
@@ -485,6 +486,11 @@ cluster_take(struct cluster *c, const char *dir, const char *text,
 	if ((me = cluster_map_find(m, c->myid)) < 0) {
 		snprintf(err, errlen, "map refused: it does not name this node "
 		    "%s", c->myid);
+		/* its old map would have it take its primary's slots */
+		if (c->map != NULL && m->epoch > c->map->epoch) {
+			c->removed = 1;
+			c->promoted_from[0] = '\0';
+		}
 		cmp = CLUSTER_REFUSED;
 		goto drop;
 	}
@@ -575,7 +581,7 @@ cluster_reconcile(struct cluster *c, const char *dir)
 	unsigned		 n;
 	int			 p, rc;
 
-	if (c->promoted_from[0] == '\0' || c->map == NULL)
+	if (c->promoted_from[0] == '\0' || c->map == NULL || c->removed)
 		return CLUSTER_SAME;
 	/* only the slots of the primary it was promoted from, and only
 	 * while the map held still names that node its primary */
@@ -617,7 +623,8 @@ cluster_became_primary(struct cluster *c, const char *dir)
 	int p;
 
 	c->promoted_from[0] = '\0';
-	if (c->map == NULL || (p = c->map->nodes[c->me].primary) < 0)
+	if (c->map == NULL || c->removed ||
+	    (p = c->map->nodes[c->me].primary) < 0)
 		return CLUSTER_SAME;
 	memcpy(c->promoted_from, c->map->nodes[p].id,
 	    sizeof(c->promoted_from));

@@ -46,6 +46,10 @@ struct cluster {
 	 * when it became a primary by role (Sentinel's REPLICAOF NO ONE);
 	 * "": not promoted since its start or its last move to a replica */
 	char		 promoted_from[CLUSTER_ID_LEN + 1];
+	/* a newer map that does not name this node was offered: it was
+	 * removed (seen-cli cluster del-node, which then sends a replica
+	 * REPLICAOF NO ONE) and promotes nothing until a map names it */
+	int		 removed;
 };
 
 /*

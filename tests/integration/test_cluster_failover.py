@@ -178,6 +178,26 @@ def test_replicaof_no_one_takes_the_primary_s_slots_in_the_map(t):
     t.ok(wait_until(lambda: role(r0) == "slave", 10), "r0 a replica")
     t.eq(ask(p0, "CLUSTER", "SETMAP", cl.text(5)), "OK", "SETMAP on p0")
     cl.wait_agree(cl.text(5), cl.all())
+    # a replica removed from the cluster (seen-cli cluster del-node: the
+    # new map, refused since it does not name the node, then REPLICAOF NO
+    # ONE) takes nothing: its old map would give it its primary's slots
+    r1 = cl.replicas[1]
+    rest = [s for s in cl.all() if s is not r1]
+    nodes = [(cl.ids[p.name], p.port, None) for p in cl.primaries] + \
+        [(cl.ids[r.name], r.port, cl.ids[p.name])
+         for p, r in zip(cl.primaries, cl.replicas) if r is not r1]
+    without = map_text(6, nodes, dict((cl.ids[p.name], [rg]) for p, rg in
+                                      zip(cl.primaries, RANGES)))
+    for s in rest:
+        t.eq(ask(s, "CLUSTER", "SETMAP", without), "OK", "SETMAP")
+    t.ok(str(ask(r1, "CLUSTER", "SETMAP", without)).startswith(
+        "ERR map refused: it does not name this node"), "r1 refuses it")
+    t.eq(ask(r1, "REPLICAOF", "NO", "ONE"), "OK", "REPLICAOF NO ONE on r1")
+    t.ok(wait_until(lambda: role(r1) == "master", 10), "r1 a primary")
+    # the promotion is made when the role changes, before r1 answers again
+    t.eq(getmap(r1), cl.text(5), "r1 keeps its old map")
+    cl.wait_agree(without, rest)
+    t.ok("promoted" not in r1.read_log(), "r1 promoted nothing")
     stop_all(t, *cl.all())
 
 
@@ -391,8 +411,12 @@ def test_sentinel_fails_a_shard_over_and_the_map_follows(t):
     # the old primary back with its data_dir: Sentinel makes it r0's
     # replica, and the map lists it so
     p0.start()
-    ok = wait_until(lambda: (ask(p0, "ROLE") or [None])[0] == b"slave" and
-                    ask(p0, "ROLE")[2] == r0.port, 60)
+    def follows(s, p):
+        got = ask(s, "ROLE")
+        return (isinstance(got, list) and len(got) > 2 and
+                got[0] == b"slave" and got[2] == p.port)
+
+    ok = wait_until(lambda: follows(p0, r0), 60)
     t.ok(ok, "Sentinel makes p0 a replica of r0: ROLE %r\n%s" % (
         ask(p0, "ROLE"), "\n".join(x.log() for x in sentinels)))
 
