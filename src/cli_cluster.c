@@ -1183,31 +1183,23 @@ assign_replicas(struct cnode *nodes, size_t n, const size_t *order,
 }
 
 /*
- * The plain port a node without a map announces: the "myself" line of its
- * CLUSTER NODES ("<id> <ip>:<port>@<bus> myself,master ..."), or 0.
+ * The plain port of a node without a map, reached over TLS: INFO's
+ * tcp_port (its listen port). Not its CLUSTER NODES line: that names the
+ * TLS port to a TLS client, as Redis's tls-cluster does. 0 if none.
  */
 static unsigned
 announced_port(struct cnode *n)
 {
 	struct reply	 r;
-	char		*line, *next, *at, *colon;
-	unsigned	 port = 0;
+	const char	*at;
+	unsigned long	 port = 0;
 
-	if (node_call(n, &r, 2, "CLUSTER", "NODES") == -1)
+	if (node_call(n, &r, 2, "INFO", "server") == -1)
 		return 0;
-	for (line = r.type == '$' ? r.str : NULL; line != NULL && port == 0;
-	    line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
-		if (strstr(line, " myself") == NULL ||
-		    (at = strchr(line, '@')) == NULL)
-			continue;
-		*at = '\0';
-		if ((colon = strrchr(line, ':')) != NULL)
-			port = (unsigned)strtoul(colon + 1, NULL, 10);
-	}
+	if (r.type == '$' && (at = strstr(r.str, "\ntcp_port:")) != NULL)
+		port = strtoul(at + 10, NULL, 10);
 	reply_free(&r);
-	return port <= 65535 ? port : 0;
+	return port <= 65535 ? (unsigned)port : 0;
 }
 
 /*
