@@ -31,6 +31,7 @@ lengthens waits: what a test asserts must hold with its own margins on an
 idle machine and a loaded one alike.
 """
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -122,7 +123,37 @@ def system_module(name):
         raise
 
 
+_handed_out = set()
+
+
+def _port_floor():
+    """The first port of the kernel's ephemeral range (32768 by default)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
+    """A TCP port free on 127.0.0.1 now, for a server the test starts.
+    Below the kernel's ephemeral range: a port bind(0) hands out is one
+    that any outgoing connection may take as its source port before the
+    daemon binds it (a valgrind'd daemon binds late), which made "Address
+    already in use" now and then. Never the same twice in one test run."""
+    hi = min(_port_floor(), 32768) - 1
+    lo = max(1024, hi - 12000)
+    for _ in range(2000):
+        port = random.randrange(lo, hi)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
