@@ -241,6 +241,20 @@ error_rate = 0.001
 """
 
 
+def check_subsequence(t, got, want, what):
+    """got must be want with a few lines left out (Bloom false positives):
+    same order, nothing extra, nothing twice, under 0.5% missing."""
+    wantset = set(want)
+    extra = [g for g in got if g not in wantset]
+    t.eq(extra[:5], [], "%s: lines that are not first occurrences" % what)
+    t.eq(len(got), len(set(got)), "%s: a line printed twice" % what)
+    gotset = set(got)
+    t.eq(got, [w for w in want if w in gotset], "%s: input order" % what)
+    missing = len(want) - len(got)
+    t.ok(missing < 0.005 * len(want), "%s: %d of %d first occurrences "
+         "missing" % (what, missing, len(want)))
+
+
 class Server:
     """
     A seend process with its own config and data_dir under the test's

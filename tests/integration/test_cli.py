@@ -169,20 +169,6 @@ def first_occurrences(urls):
     return list(dict.fromkeys(urls))
 
 
-def check_subsequence(t, got, want, what):
-    """got must be want with a few lines left out (Bloom false positives):
-    same order, nothing extra, nothing twice, under 0.5% missing."""
-    wantset = set(want)
-    extra = [g for g in got if g not in wantset]
-    t.eq(extra[:5], [], "%s: lines that are not first occurrences" % what)
-    t.eq(len(got), len(set(got)), "%s: a line printed twice" % what)
-    gotset = set(got)
-    t.eq(got, [w for w in want if w in gotset], "%s: input order" % what)
-    missing = len(want) - len(got)
-    t.ok(missing < 0.005 * len(want), "%s: %d of %d first occurrences "
-         "missing" % (what, missing, len(want)))
-
-
 @test
 def pipe_new_prints_first_occurrences_in_order_then_nothing_and_check_records_nothing(t):
     urls = url_stream(20000, 0.15, 1)
