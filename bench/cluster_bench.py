@@ -1,0 +1,2 @@
+#!/usr/bin/python3
+"""Three seend nodes behind redis-py RedisCluster and behind twemproxy (filled in next)."""

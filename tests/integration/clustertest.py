@@ -1,0 +1,1 @@
+"""Set-up shared by the cluster tests (filled in next)."""

@@ -1,0 +1,2 @@
+// The runner shared by cluster.mjs and cluster-map.mjs (filled in next).
+export {};
