@@ -6,7 +6,8 @@ a test: it prints figures.
 
     /usr/bin/python3 bench/cluster_bench.py [--build DIR] [-n REQUESTS]
         [--clients 4] [--pipeline 1000] [--repeat 3] [--redis]
-        [--only cluster,proxy,redis] [--keep DIR]
+        [--client redis-py,redis-benchmark] [--rb-conns 12]
+        [--rb-pipeline 64] [--only cluster,proxy,redis] [--keep DIR]
 
 --build (default: the current directory) must hold src/seend and
 src/seen-cli; nothing is built. Each seend gets a temporary config (listen
@@ -41,8 +42,20 @@ each sending its share of REQUESTS in pipelines of --pipeline):
    one cluster by "redis-cli --cluster create" (no replicas), driven as 1.
    A reference: a Redis key per URL costs memory (about 130 bytes each).
 
-The set-ups run interleaved (cluster, proxy, redis, then again) --repeat
-times, every run with fresh URLs; each figure is the median of the runs.
+The clients (--client): redis-py as above, written as a crawler would
+write it, and slow (Python spends 10-20 us a request, so it, not a node or
+the proxy, sets requests/s); and redis-benchmark (C), one process with
+--rb-conns connections --rb-pipeline deep, with "--cluster" against a
+cluster (its connections spread over the nodes, "{tag}" in the key made a
+hash tag of the connection's node), plainly against the proxy: fast
+enough to show what one proxy can forward. Its URLs are
+"https://www.host-{tag}.example/<run>/item/<random of 10^9>?...", about
+the same length; a run of 10^6 repeats about 500 of them, which cost a
+node what a new one does.
+
+The set-ups run interleaved (cluster, proxy, redis for each client, then
+again) --repeat times, every run with fresh URLs; each figure is the
+median of the runs.
 Per run: requests/s over the wall time from the moment every client is
 connected and released at once to the last client's end; CPU time
 (utime + stime of every thread, /proc/PID/stat) per request of the three
@@ -50,7 +63,9 @@ nodes together, of nutcracker, and of the client processes (their own
 process_time over the timed part, summed), in ns; the share of one CPU
 the proxy used (proxy CPU / wall: at 100 % one proxy is the cap). Each run
 also counts the replies that were not "new" (Bloom false positives, at
-most about error_rate) and errors (any is reported and fails the run).
+most about error_rate; redis-py only) and errors, and checks that the
+nodes' INFO total_commands_processed grew by the requests sent (no MOVED
+or retry along the way); an error or a miscount ends the benchmark.
 """
 import argparse
 import multiprocessing
@@ -155,6 +170,7 @@ class Setup:
         self.nodes = []     # Popen of each node
         self.proxy = None   # Popen of nutcracker
         self.port = 0       # where clients connect
+        self.ports = []     # each node's
 
     def procs(self):
         return self.nodes + ([self.proxy] if self.proxy else [])
@@ -222,7 +238,7 @@ def seend_cluster(a, d):
     except BaseException:
         s.stop()
         raise
-    s.port = ports[0]
+    s.port, s.ports = ports[0], ports
     return s
 
 
@@ -235,6 +251,7 @@ def seend_proxy(a, d):
             p, port = start_seend(a, d, "p%d" % (i + 1), False)
             s.nodes.append(p)
             ports.append(port)
+        s.ports = ports
         exe = shutil.which("nutcracker") or "/usr/sbin/nutcracker"
         s.port, stats = free_port(), free_port()
         conf = os.path.join(d, "nutcracker.yml")
@@ -289,7 +306,7 @@ def redis_cluster(a, d):
     except BaseException:
         s.stop()
         raise
-    s.port = ports[0]
+    s.port, s.ports = ports[0], ports
     return s
 
 
@@ -338,8 +355,78 @@ def client(kind, port, urls, pipeline, ready, go, out):
         out.put((0, 0, 0, 0.0, 0.0, "%s: %s" % (type(e).__name__, e)))
 
 
-def run(a, s, tag):
-    """One timed run of a.n fresh URLs through set-up s."""
+def commands(s):
+    """Commands the nodes of s have processed so far (INFO stats), less
+    the INFO calls themselves."""
+    import redis
+    n = 0
+    for port in s.ports:
+        r = redis.Redis(port=port, socket_timeout=10)
+        try:
+            n += int(r.info("stats")["total_commands_processed"])
+        finally:
+            r.close()
+    return n
+
+
+def run_benchmark(a, s, tag):
+    """One run of redis-benchmark (-n a.n, --rb-conns connections,
+    --rb-pipeline deep) through set-up s: in cluster mode its connections
+    are spread over the nodes, and "{tag}" in the key becomes a hash tag
+    of the connection's node; through the proxy the key is hashed whole.
+    __rand_int__ draws from 10^9, so a run repeats about n^2 / 2e9 URLs
+    (500 of 10^6): they cost the node what a new one does."""
+    import resource
+    argv = ["redis-benchmark", "-p", str(s.port), "-n", str(a.n),
+            "-c", str(a.rb_conns), "-P", str(a.rb_pipeline),
+            "-r", "1000000000", "-q"]
+    if s.kind == "cluster":
+        argv.append("--cluster")
+    argv += ["SETNX", "https://www.host-{tag}.example/%s/item/__rand_int__"
+             "?page=1&sort=recent" % tag, "1"]
+    cmds0 = commands(s)
+    nodes0 = sum(cpu_ticks(p.pid) for p in s.nodes)
+    proxy0 = cpu_ticks(s.proxy.pid) if s.proxy else 0
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    rb = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                       stdin=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    nodes1 = sum(cpu_ticks(p.pid) for p in s.nodes)
+    proxy1 = cpu_ticks(s.proxy.pid) if s.proxy else 0
+    cmds = commands(s) - cmds0 - len(s.ports)
+    if rb.returncode != 0:
+        sys.exit("%s: redis-benchmark: %s %s" % (s.name, rb.stdout[-1000:],
+                                                 rb.stderr[-1000:]))
+    out = rb.stdout.replace("\r", "\n")
+    if "rror" in out + rb.stderr:
+        sys.exit("%s: redis-benchmark: %s %s" % (s.name, out[-1000:],
+                                                 rb.stderr[-1000:]))
+    # its own rate leaves out its start (CONFIG GET, CLUSTER NODES)
+    last = [l for l in out.splitlines() if "requests per second" in l]
+    rate = float(last[-1].split(":")[-1].split()[0]) if last else a.n / wall
+    # every request reached a node once (MOVED, retries would add more):
+    # the nodes' count is the check that the run did what it says
+    if not a.n <= cmds <= a.n * 1.01 + 1000:
+        sys.exit("%s: the nodes processed %d commands for %d requests"
+                 % (s.name, cmds, a.n))
+    ns = 1e9 / TICKS / a.n
+    return {"rate": rate, "wall": wall,
+            "nodes": (nodes1 - nodes0) * ns,
+            "proxy": (proxy1 - proxy0) * ns if s.proxy else None,
+            "proxy_pct": (proxy1 - proxy0) / TICKS / (a.n / rate) * 100
+            if s.proxy else None,
+            "client": (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime -
+                       ru0.ru_stime) * 1e9 / a.n,
+            "old": None}
+
+
+def run(a, s, tag, how):
+    """One timed run of a.n fresh URLs through set-up s, by the client
+    processes of redis-py (how "redis-py") or by redis-benchmark."""
+    if how == "redis-benchmark":
+        return run_benchmark(a, s, tag)
     ctx = multiprocessing.get_context("fork")
     ready, go, out = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
     share = [a.n // a.clients + (i < a.n % a.clients)
@@ -351,6 +438,7 @@ def run(a, s, tag):
         w.start()
     for _ in workers:
         ready.acquire()
+    cmds0 = commands(s)
     nodes0 = sum(cpu_ticks(p.pid) for p in s.nodes)
     proxy0 = cpu_ticks(s.proxy.pid) if s.proxy else 0
     t0 = time.monotonic()
@@ -361,6 +449,7 @@ def run(a, s, tag):
     proxy1 = cpu_ticks(s.proxy.pid) if s.proxy else 0
     for w in workers:
         w.join()
+    cmds = commands(s) - cmds0 - len(s.ports)
     bad = [x[5] for x in res if x[5]]
     if bad:
         sys.exit("%s: a client failed: %s" % (s.name, bad[0]))
@@ -369,6 +458,9 @@ def run(a, s, tag):
         sys.exit("%s: %d errors in %d replies" % (s.name, err, a.n))
     if new + old != a.n:
         sys.exit("%s: %d replies for %d requests" % (s.name, new + old, a.n))
+    if cmds != a.n:
+        sys.exit("%s: the nodes processed %d commands for %d requests"
+                 % (s.name, cmds, a.n))
     ns = 1e9 / TICKS / a.n
     return {"rate": a.n / wall, "wall": wall,
             "nodes": (nodes1 - nodes0) * ns,
@@ -401,6 +493,12 @@ def main():
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--pipeline", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--client", default="redis-py,redis-benchmark",
+                    help="comma list of redis-py, redis-benchmark")
+    ap.add_argument("--rb-conns", type=int, default=12,
+                    help="redis-benchmark's connections (default 12)")
+    ap.add_argument("--rb-pipeline", type=int, default=64,
+                    help="redis-benchmark's pipeline depth (default 64)")
     ap.add_argument("--redis", action="store_true",
                     help="also a redis-server 7 cluster, as a reference")
     ap.add_argument("--only", default="",
@@ -421,22 +519,31 @@ def main():
     for w in which:
         if w not in makers:
             sys.exit("--only: unknown %r" % w)
+    hows = a.client.split(",")
+    for h in hows:
+        if h not in ("redis-py", "redis-benchmark"):
+            sys.exit("--client: unknown %r" % h)
+        if not shutil.which(h if h != "redis-py" else "true"):
+            sys.exit("--client: no %s" % h)
     d = a.keep or tempfile.mkdtemp(prefix="cluster_bench-")
     os.makedirs(d, exist_ok=True)
     setups = []
     log("machine: %s" % machine())
-    log("load at start: %.2f %.2f %.2f" % os.getloadavg())
+    load_start = os.getloadavg()
+    log("load at start: %.2f %.2f %.2f" % load_start)
     try:
         for w in which:
             setups.append(makers[w](a, d))
-        res = {s.name: [] for s in setups}
+        res = {(s.name, h): [] for s in setups for h in hows}
         for rep in range(a.repeat):
-            for s in setups:
-                r = run(a, s, "r%d%s" % (rep, s.name.split()[-1][:3]))
-                res[s.name].append(r)
-                log("%-21s run %d: %8.0f req/s  nodes %6.0f ns  proxy %s  "
-                    "client %6.0f ns  load %.2f" % (
-                        s.name, rep + 1, r["rate"], r["nodes"],
+            for h in hows:
+                for s in setups:
+                    r = run(a, s, "r%d%s%s" % (rep, s.name.split()[-1][:3],
+                                               h[-3:]), h)
+                    res[(s.name, h)].append(r)
+                    log("%-21s %-15s run %d: %8.0f req/s  nodes %6.0f ns  "
+                        "proxy %s  client %6.0f ns  load %.2f" % (
+                        s.name, h, rep + 1, r["rate"], r["nodes"],
                         "%6.0f ns" % r["proxy"] if r["proxy"] is not None
                         else "     -   ", r["client"], os.getloadavg()[0]))
     finally:
@@ -446,28 +553,34 @@ def main():
             shutil.rmtree(d, ignore_errors=True)
     load_end = os.getloadavg()
     med = statistics.median
-    print("three nodes, SETNX of fresh ~80-byte URLs: %d requests a run, "
-          "%d client processes, pipelines of %d; median of %d runs"
-          % (a.n, a.clients, a.pipeline, a.repeat))
-    print("machine: %s; load at end %.2f %.2f %.2f"
-          % ((machine(),) + load_end))
-    print("%-21s %11s %10s %10s %10s %11s %8s" % (
-        "set-up", "requests/s", "nodes ns", "proxy ns", "proxy CPU",
-        "clients ns", "not new"))
-    for s in setups:
-        rs = res[s.name]
-        px = [r["proxy"] for r in rs if r["proxy"] is not None]
-        pp = [r["proxy_pct"] for r in rs if r["proxy_pct"] is not None]
-        print("%-21s %11.0f %10.0f %10s %10s %11.0f %8d" % (
-            s.name, med(r["rate"] for r in rs), med(r["nodes"] for r in rs),
-            "%.0f" % med(px) if px else "-",
-            "%.0f %%" % med(pp) if pp else "-",
-            med(r["client"] for r in rs), sum(r["old"] for r in rs)))
-    print("(ns: CPU time per request, utime + stime; nodes: the three "
-          "servers together; proxy CPU: nutcracker's share of one CPU over "
-          "the run; not new: Bloom false positives over all runs, of %d "
-          "fresh URLs)" % (a.n * a.repeat))
-
+    print("three nodes on one machine, SETNX <fresh ~80-byte URL> 1, %d "
+          "requests a run, median of %d runs" % (a.n, a.repeat))
+    print("redis-py: %d client processes, pipelines of %d; redis-benchmark:"
+          " -c %d -P %d" % (a.clients, a.pipeline, a.rb_conns,
+                            a.rb_pipeline))
+    print("machine: %s; load at start %.2f %.2f %.2f, at end %.2f %.2f %.2f"
+          % ((machine(),) + load_start + load_end))
+    print("%-21s %-15s %11s %9s %9s %9s %10s %8s" % (
+        "set-up", "client", "requests/s", "nodes ns", "proxy ns",
+        "proxy CPU", "client ns", "not new"))
+    for h in hows:
+        for s in setups:
+            rs = res[(s.name, h)]
+            px = [r["proxy"] for r in rs if r["proxy"] is not None]
+            pp = [r["proxy_pct"] for r in rs if r["proxy_pct"] is not None]
+            old = [r["old"] for r in rs if r["old"] is not None]
+            print("%-21s %-15s %11.0f %9.0f %9s %9s %10.0f %8s" % (
+                s.name, h, med(r["rate"] for r in rs),
+                med(r["nodes"] for r in rs),
+                "%.0f" % med(px) if px else "-",
+                "%.0f %%" % med(pp) if pp else "-",
+                med(r["client"] for r in rs),
+                "%d" % sum(old) if old else "-"))
+    print("ns: CPU time (utime + stime) per request; nodes: the three "
+          "servers together;\nproxy CPU: nutcracker's use of one CPU over "
+          "the run (100 %% is one proxy's cap);\nnot new: SETNX answered 0"
+          " over all runs (Bloom false positives for seend), of %d fresh "
+          "URLs" % (a.n * a.repeat))
 
 if __name__ == "__main__":
     main()
