@@ -286,67 +286,52 @@ new_id(char out[CLUSTER_ID_LEN + 1])
 		snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
-/* The ID in path: 1 read, 0 no file, -1 a file that holds none (err). */
+/* The ID in dir's CLUSTER_ID_FILE: 1 read, 0 no file, -1 a file that holds
+ * none (err). */
 static int
-read_id(const char *path, char id[CLUSTER_ID_LEN + 1], char *err,
+read_id(const char *dir, char id[CLUSTER_ID_LEN + 1], char *err,
     size_t errlen)
 {
-	char	 line[128];
-	size_t	 n;
-	FILE	*f;
+	char	 e[600], *text;
+	size_t	 len;
+	int	 rc;
 
-	if ((f = fopen(path, "re")) == NULL) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "cannot read the cluster node ID in %s: "
-		    "%s", path, strerror(errno));
+	rc = fileio_read_small(dir, CLUSTER_ID_FILE, 4096, &text, &len, e,
+	    sizeof(e));
+	if (rc == 0)
+		return 0;
+	if (rc == -1) {
+		snprintf(err, errlen, "cannot read the cluster node ID: %s", e);
 		return -1;
 	}
-	if (fgets(line, sizeof(line), f) == NULL)
-		line[0] = '\0';
-	fclose(f);
-	n = strcspn(line, "\r\n");
-	if (!cluster_id_valid(line, n)) {
-		snprintf(err, errlen, "%s holds no cluster node ID (40 "
+	len = strcspn(text, "\r\n");
+	if (!cluster_id_valid(text, len)) {
+		snprintf(err, errlen, "%s/%s holds no cluster node ID (40 "
 		    "lower-case hex digits on its first line): fix it, or "
-		    "remove it to make this node a new one", path);
+		    "remove it to make this node a new one", dir,
+		    CLUSTER_ID_FILE);
+		free(text);
 		return -1;
 	}
-	memcpy(id, line, CLUSTER_ID_LEN);
+	memcpy(id, text, CLUSTER_ID_LEN);
 	id[CLUSTER_ID_LEN] = '\0';
+	free(text);
 	return 1;
 }
 
-/* Writes id to path whole: a temporary file, fsynced, renamed. */
+/* Writes id to dir's CLUSTER_ID_FILE whole. */
 static int
-write_id(const char *dir, const char *path, const char *id, char *err,
-    size_t errlen)
+write_id(const char *dir, const char *id, char *err, size_t errlen)
 {
-	char	 tmp[PATH_MAX], e[600];
-	FILE	*f;
+	char	 line[CLUSTER_ID_LEN + 2], e[600];
 
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, CLUSTER_ID_FILE);
-	if ((f = fopen(tmp, "we")) == NULL)
-		goto fail;
-	if (fprintf(f, "%s\n", id) < 0 || fflush(f) != 0 ||
-	    fsync(fileno(f)) != 0) {
-		int saved = errno;
-
-		fclose(f);
-		unlink(tmp);
-		errno = saved;
-		goto fail;
-	}
-	fclose(f);
-	if (fileio_commit(tmp, path, dir, e, sizeof(e)) == -1) {
+	snprintf(line, sizeof(line), "%s\n", id);
+	if (fileio_write_small(dir, CLUSTER_ID_FILE, line, strlen(line), e,
+	    sizeof(e)) == -1) {
 		snprintf(err, errlen, "cannot keep the cluster node ID: %s", e);
 		return -1;
 	}
 	return 0;
-fail:
-	snprintf(err, errlen, "cannot keep the cluster node ID in %s: %s",
-	    path, strerror(errno));
-	return -1;
 }
 
 static int	map_open(struct cluster *, const char *, char *, size_t);
@@ -376,19 +361,17 @@ struct cluster *
 cluster_open(const struct config *cfg, char *err, size_t errlen)
 {
 	struct cluster	*c;
-	char		 path[PATH_MAX];
 	int		 rc;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, CLUSTER_ID_FILE);
-	if ((rc = read_id(path, c->myid, err, errlen)) == -1)
+	if ((rc = read_id(cfg->data_dir, c->myid, err, errlen)) == -1)
 		goto fail;
 	if (rc == 0) {
 		new_id(c->myid);
-		if (write_id(cfg->data_dir, path, c->myid, err, errlen) == -1)
+		if (write_id(cfg->data_dir, c->myid, err, errlen) == -1)
 			goto fail;
 	}
 	if (cfg->cluster_announce != NULL) {

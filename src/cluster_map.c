@@ -636,97 +636,37 @@ int
 cluster_map_load(const char *dir, struct cluster_map *m, char *err,
     size_t errlen)
 {
-	char	 path[PATH_MAX], why[512], *text;
-	ssize_t	 n;
-	int	 fd;
+	char	 why[512], *text;
+	size_t	 len;
+	int	 rc;
 
 	memset(m, 0, sizeof(*m));
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
-	    CLUSTER_MAP_FILE) >= sizeof(path)) {
-		snprintf(err, errlen, "%s/%s: path too long", dir,
-		    CLUSTER_MAP_FILE);
-		return -1;
-	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	/* one byte more than a map may hold tells a longer file apart */
-	if ((text = malloc(CLUSTER_MAP_MAX_TEXT + 1)) == NULL) {
-		close(fd);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -1;
-	}
-	n = fileio_read_full(fd, text, CLUSTER_MAP_MAX_TEXT + 1, 0);
-	if (n == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		close(fd);
-		free(text);
-		return -1;
-	}
-	close(fd);
-	if (cluster_map_parse(text, (size_t)n, m, why, sizeof(why)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, why);
-		free(text);
-		return -1;
+	rc = fileio_read_small(dir, CLUSTER_MAP_FILE, CLUSTER_MAP_MAX_TEXT,
+	    &text, &len, err, errlen);
+	if (rc <= 0)
+		return rc;
+	if (cluster_map_parse(text, len, m, why, sizeof(why)) == -1) {
+		snprintf(err, errlen, "%s/%s: %s", dir, CLUSTER_MAP_FILE, why);
+		rc = -1;
 	}
 	free(text);
-	return 1;
+	return rc;
 }
 
 int
 cluster_map_save(const char *dir, const struct cluster_map *m, char *err,
     size_t errlen)
 {
-	char		 tmp[PATH_MAX], final[PATH_MAX], *text;
-	const char	*what = "open";
-	size_t		 len, off = 0;
-	int		 fd, saved;
+	char	*text;
+	size_t	 len;
+	int	 rc;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir,
-	    CLUSTER_MAP_FILE) >= sizeof(tmp) ||
-	    (size_t)snprintf(final, sizeof(final), "%s/%s", dir,
-	    CLUSTER_MAP_FILE) >= sizeof(final)) {
-		snprintf(err, errlen, "%s/%s: path too long", dir,
+	if ((text = cluster_map_format(m, &len)) == NULL) {
+		snprintf(err, errlen, "cannot write %s/%s: out of memory", dir,
 		    CLUSTER_MAP_FILE);
 		return -1;
 	}
-	if ((text = cluster_map_format(m, &len)) == NULL) {
-		snprintf(err, errlen, "cannot write %s: out of memory", final);
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd == -1)
-		goto fail;
-	what = "write";
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w == -1)
-			goto fail;
-		off += (size_t)w;
-	}
-	what = "fsync";
-	if (fsync(fd) == -1)
-		goto fail;
-	what = "close";
-	if (close(fd) == -1) {
-		fd = -1;
-		goto fail;
-	}
+	rc = fileio_write_small(dir, CLUSTER_MAP_FILE, text, len, err, errlen);
 	free(text);
-	return fileio_commit(tmp, final, dir, err, errlen);
-fail:
-	saved = errno;
-	if (fd != -1) {
-		close(fd);
-		unlink(tmp);
-	}
-	free(text);
-	snprintf(err, errlen, "%s %s: %s", what, tmp, strerror(saved));
-	return -1;
+	return rc;
 }

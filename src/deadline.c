@@ -220,89 +220,32 @@ int
 deadline_load(const char *dir, struct deadlines *d, char *err,
     size_t errlen)
 {
-	char		 path[PATH_MAX], *text;
-	struct stat	 st;
-	ssize_t		 got;
-	int		 fd, rc;
+	char	 path[PATH_MAX], *text;
+	size_t	 len;
+	int	 rc;
 
 	deadline_free(d);
-	if (snprintf(path, sizeof(path), "%s/%s", dir, DEADLINE_FILE) >=
-	    (int)sizeof(path)) {
-		snprintf(err, errlen, "%s/%s: path too long", dir,
-		    DEADLINE_FILE);
-		return -1;
-	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > DEADLINE_FILE_MAX) {
-		snprintf(err, errlen, "%s: %s", path, !S_ISREG(st.st_mode) ?
-		    "not a regular file" : "too large for a deadline file");
-		close(fd);
-		return -1;
-	}
-	if ((text = malloc((size_t)st.st_size + 1)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		close(fd);
-		return -1;
-	}
-	got = fileio_read_full(fd, text, (size_t)st.st_size, 0);
-	close(fd);
-	if (got != st.st_size) {
-		snprintf(err, errlen, "%s: %s", path, got == -1 ?
-		    strerror(errno) : "changed while it was read");
-		free(text);
-		return -1;
-	}
-	rc = deadline_parse(text, (size_t)got, path, d, err, errlen);
+	rc = fileio_read_small(dir, DEADLINE_FILE, DEADLINE_FILE_MAX, &text,
+	    &len, err, errlen);
+	if (rc <= 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s", dir, DEADLINE_FILE);
+	rc = deadline_parse(text, len, path, d, err, errlen);
 	free(text);
 	return rc;
-}
-
-/* write(2) until done, through short writes and signals. */
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 int
 deadline_save(const char *dir, const struct deadlines *d, char *err,
     size_t errlen)
 {
-	char		 tmp[PATH_MAX], final[PATH_MAX], *text = NULL;
-	const char	*what;
-	size_t		 len;
-	int		 fd, n, saved;
+	char	 final[PATH_MAX], *text;
+	size_t	 len;
+	int	 rc;
 
-	if (snprintf(tmp, sizeof(tmp), "%s/%s", dir, DEADLINE_TMP) >=
-	    (int)sizeof(tmp) || snprintf(final, sizeof(final), "%s/%s", dir,
-	    DEADLINE_FILE) >= (int)sizeof(final)) {
-		snprintf(err, errlen, "%s/%s: path too long", dir,
-		    DEADLINE_FILE);
-		return -1;
-	}
 	if (d->n == 0) {
 		/* no deadline: no file */
+		snprintf(final, sizeof(final), "%s/%s", dir, DEADLINE_FILE);
 		if (unlink(final) == -1) {
 			if (errno == ENOENT)
 				return 0;
@@ -318,37 +261,11 @@ deadline_save(const char *dir, const struct deadlines *d, char *err,
 		return 0;
 	}
 	if (deadline_format(d, &text, &len) == -1) {
-		snprintf(err, errlen, "%s: out of memory", final);
+		snprintf(err, errlen, "%s/%s: out of memory", dir,
+		    DEADLINE_FILE);
 		return -1;
 	}
-	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640);
-	if (fd == -1) {
-		snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
-		free(text);
-		return -1;
-	}
-	what = "write";
-	if (write_all(fd, text, len) == -1)
-		goto fail;
-	/* the data must be on disk before the name points at it */
-	what = "fsync";
-	if (fsync(fd) == -1)
-		goto fail;
-	what = "close";
-	n = close(fd);
-	fd = -1;
-	if (n == -1)
-		goto fail;
+	rc = fileio_write_small(dir, DEADLINE_FILE, text, len, err, errlen);
 	free(text);
-	text = NULL;
-	return fileio_commit(tmp, final, dir, err, errlen);
-
-fail:
-	saved = errno;
-	if (fd != -1)
-		close(fd);
-	unlink(tmp);
-	free(text);
-	snprintf(err, errlen, "%s %s: %s", what, tmp, strerror(saved));
-	return -1;
+	return rc;
 }

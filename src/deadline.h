@@ -33,6 +33,7 @@
 #include "config.h"
 
 #define DEADLINE_FILE		"deadlines"
+/* where deadline_save writes first (fileio_write_small names it) */
 #define DEADLINE_TMP		".deadlines.tmp"
 #define DEADLINE_HEADER		"seend deadlines 1"
 /* A file larger than this is not a deadline file (10,000 filters take

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -88,4 +89,104 @@ fileio_tmpfile(const char *dir)
 	if ((fd = mkostemp(path, O_CLOEXEC)) != -1)
 		(void)unlink(path);
 	return fd;
+}
+
+int
+fileio_read_small(const char *dir, const char *name, size_t max, char **text,
+    size_t *len, char *err, size_t errlen)
+{
+	char		 path[PATH_MAX], *buf;
+	struct stat	 st;
+	ssize_t		 got;
+	int		 fd;
+
+	*text = NULL;
+	*len = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    sizeof(path)) {
+		snprintf(err, errlen, "%s/%s: path too long", dir, name);
+		return -1;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > max) {
+		snprintf(err, errlen, "%s: %s", path, !S_ISREG(st.st_mode) ?
+		    "not a regular file" : "too large");
+		close(fd);
+		return -1;
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		close(fd);
+		return -1;
+	}
+	/* one byte more than fstat said tells a file that grew apart */
+	got = fileio_read_full(fd, buf, (size_t)st.st_size + 1, 0);
+	close(fd);
+	if (got != st.st_size) {
+		snprintf(err, errlen, "%s: %s", path, got == -1 ?
+		    strerror(errno) : "changed while it was read");
+		free(buf);
+		return -1;
+	}
+	buf[got] = '\0';
+	*text = buf;
+	*len = (size_t)got;
+	return 1;
+}
+
+int
+fileio_write_small(const char *dir, const char *name, const void *text,
+    size_t len, char *err, size_t errlen)
+{
+	char		 tmp[PATH_MAX], final[PATH_MAX];
+	const char	*p = text, *what = "open";
+	ssize_t		 n;
+	int		 fd, saved;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
+	    sizeof(tmp) || (size_t)snprintf(final, sizeof(final), "%s/%s",
+	    dir, name) >= sizeof(final)) {
+		snprintf(err, errlen, "%s/%s: path too long", dir, name);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd == -1)
+		goto fail;
+	what = "write";
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (n == 0) {
+			errno = EIO;
+			goto fail;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	/* the data must be on disk before the name points at it */
+	what = "fsync";
+	if (fsync(fd) == -1)
+		goto fail;
+	what = "close";
+	n = close(fd);
+	fd = -1;
+	if (n == -1)
+		goto fail;
+	return fileio_commit(tmp, final, dir, err, errlen);
+fail:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	snprintf(err, errlen, "%s %s: %s", what, tmp, strerror(saved));
+	return -1;
 }

@@ -100,6 +100,23 @@ int	fileio_commit(const char *tmp, const char *final, const char *dir,
 	    char *err, size_t errlen);
 
 /*
+ * Reads dir/name whole, for the small text files seend keeps beside its
+ * snapshots (the cluster's map and node ID, the filters' deadlines): a
+ * regular file of at most max bytes. Returns 1 with *text (NUL-terminated,
+ * the caller frees it) and *len, 0 if there is no such file, or -1 with
+ * "<path>: why" in err.
+ */
+int	fileio_read_small(const char *dir, const char *name, size_t max,
+	    char **text, size_t *len, char *err, size_t errlen);
+/*
+ * Replaces dir/name with len bytes at text, whole or not at all: written
+ * to dir/.name.tmp, fsynced, then fileio_commit. Returns 0, or -1 with a
+ * message in err.
+ */
+int	fileio_write_small(const char *dir, const char *name, const void *text,
+	    size_t len, char *err, size_t errlen);
+
+/*
  * A file in dir with no name, read-write, gone when closed: O_TMPFILE, or
  * on a file system without it a named one removed at once. -1 with errno.
  */
