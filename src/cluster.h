@@ -65,15 +65,6 @@ extern int	 cluster_routing;
 #define CLUSTER_REFUSED		-1	/* "ERR" why in err */
 #define CLUSTER_STALE		-2	/* this node holds a newer one */
 
-/* CRC16/XMODEM (poly 0x1021, init 0), Redis Cluster's: "123456789" is
- * 0x31c3. */
-uint16_t	 cluster_crc16(const void *, size_t);
-/*
- * The slot of a key, as Redis's keyHashSlot: the CRC16 of the key, or of
- * what is between its first "{" and the first "}" after it when that is
- * not empty, modulo 16384.
- */
-unsigned	 cluster_keyslot(const char *key, size_t len);
 /*
  * The node of this seend: its ID read from data_dir/CLUSTER_ID_FILE, or
  * made (random) and written there at its first start in cluster mode,

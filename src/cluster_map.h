@@ -39,7 +39,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLUSTER_SLOTS		16384	/* as Redis Cluster's */
+#include "keyslot.h"
+
+#define CLUSTER_SLOTS		KEYSLOT_COUNT	/* as Redis Cluster's */
 #define CLUSTER_ID_LEN		40	/* hex digits, as Redis's node IDs */
 
 #define CLUSTER_MAP_FILE	"cluster-map"

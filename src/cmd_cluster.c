@@ -29,6 +29,7 @@
 
 #include "cluster.h"
 #include "cluster_map.h"
+#include "keyslot.h"
 #include "core.h"
 #include "filter.h"
 #include "log.h"
@@ -519,7 +520,7 @@ keys_in_slot(struct session *s, struct op *op, int get, struct result *r)
 	    r)) == -1)
 		return;
 	for (size_t i = 0; i < reg->nfilters; i++)
-		n += cluster_keyslot(reg->filters[i]->name,
+		n += keyslot_of(reg->filters[i]->name,
 		    reg->filters[i]->namelen) == (unsigned)slot;
 	if (!get) {
 		result_int(r, n);
@@ -532,7 +533,7 @@ keys_in_slot(struct session *s, struct op *op, int get, struct result *r)
 	for (size_t i = 0; i < reg->nfilters && n > 0; i++) {
 		const struct filter *f = reg->filters[i];
 
-		if (cluster_keyslot(f->name, f->namelen) != (unsigned)slot)
+		if (keyslot_of(f->name, f->namelen) != (unsigned)slot)
 			continue;
 		resp_add_bulk(b, f->name, f->namelen);
 		n--;
@@ -735,7 +736,7 @@ cluster_line(struct session *s, struct op *op, const struct subcommand *sc,
 		return;
 	}
 	if (sc->sub == SUB_KEYSLOT)
-		result_int(r, cluster_keyslot(op->argv[2], op->argl[2]));
+		result_int(r, keyslot_of(op->argv[2], op->argl[2]));
 	else if (sc->sub == SUB_MYID)
 		result_status(r, cl->myid);
 	else
@@ -781,7 +782,7 @@ cmd_cluster(struct session *s, struct op *op, struct result *r)
 		result_bulk(r, s->core->cluster->myid, CLUSTER_ID_LEN);
 		return;
 	case SUB_KEYSLOT:
-		result_int(r, cluster_keyslot(op->argv[2], op->argl[2]));
+		result_int(r, keyslot_of(op->argv[2], op->argl[2]));
 		return;
 	case SUB_COUNTKEYS:
 	case SUB_GETKEYS:

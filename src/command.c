@@ -22,6 +22,7 @@
 #include "bloom.h"
 #include "cluster.h"
 #include "cluster_map.h"
+#include "keyslot.h"
 #include "command.h"
 #include "config.h"
 #include "session.h"
@@ -732,7 +733,7 @@ cluster_refused(struct session *s, struct op *op, struct result *r)
 	if (cluster_keys(op, &first, &last, &step) == -1 || first >= op->argc)
 		return 0;
 	for (int i = first; i <= last; i += step) {
-		unsigned k = cluster_keyslot(op->argv[i], op->argl[i]);
+		unsigned k = keyslot_of(op->argv[i], op->argl[i]);
 
 		if (i > first && k != slot) {
 			result_error(r, line ? "ERR" : "CROSSSLOT", "%sKeys in "
@@ -763,7 +764,7 @@ cluster_refused(struct session *s, struct op *op, struct result *r)
 static inline int
 cluster_serves(const struct session *s, const char *key, size_t len)
 {
-	return cluster_owns(s->core->cluster, cluster_keyslot(key, len));
+	return cluster_owns(s->core->cluster, keyslot_of(key, len));
 }
 
 /*

@@ -58,15 +58,15 @@ main(void)
 	char		 err[1024], path[600], id[CLUSTER_ID_LEN + 1];
 	FILE		*fp;
 
-	ok(cluster_crc16("123456789", 9) == 0x31c3,
+	ok(keyslot_crc16("123456789", 9) == 0x31c3,
 	    "CRC16/XMODEM of \"123456789\" is 0x31c3");
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
-		ok(cluster_keyslot(slots[i].key, strlen(slots[i].key)) ==
+		ok(keyslot_of(slots[i].key, strlen(slots[i].key)) ==
 		    slots[i].slot, "KEYSLOT \"%s\" is %u (got %u)",
 		    slots[i].key, slots[i].slot,
-		    cluster_keyslot(slots[i].key, strlen(slots[i].key)));
+		    keyslot_of(slots[i].key, strlen(slots[i].key)));
 	/* bytes past a NUL count: the key is what the client sent */
-	ok(cluster_keyslot("a\0b", 3) != cluster_keyslot("a", 1),
+	ok(keyslot_of("a\0b", 3) != keyslot_of("a", 1),
 	    "a key's bytes after a NUL count");
 	ok(cluster_id_valid("0123456789abcdef0123456789abcdef01234567", 40),
 	    "40 lower-case hex digits are a node ID");
