@@ -35,6 +35,12 @@
 /* The layout id stored in snapshots: changing how bits are derived from the
  * hash needs a new id, or old snapshots would answer wrongly. */
 #define BLOOM_LAYOUT_SPLIT512	1
+/* The same blocks laid out slot by slot (a filter partitioned over a
+ * cluster, filter.h): every slice's nblocks a multiple of KEYSLOT_COUNT and
+ * the key's slot in the top KEYSLOT_BITS of its hash, so that the blocks of
+ * slot s are [s * nblocks / 16384, (s + 1) * nblocks / 16384). Its keys'
+ * hashes are not those of a layout 1 filter: the id keeps them apart. */
+#define BLOOM_LAYOUT_SLOTS512	3
 /* Sizing aims below the target so that a measured rate at capacity, which
  * scatters around the expectation, stays at or below error_rate. */
 #define BLOOM_SIZING_MARGIN	0.9

@@ -104,6 +104,8 @@ struct dump_image {
 	uint64_t		 count;		/* sum of the slices' counts */
 	uint64_t		 created;
 	uint32_t		 nslices;
+	/* layout 3 (BLOOM_LAYOUT_SLOTS512): partitioned by slot */
+	int			 slot_major;
 	/* a cuckoo filter's (layout 2): its slices' cuckoo tables */
 	int			 cuckoo;
 	uint32_t		 max_kicks;

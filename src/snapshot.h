@@ -87,6 +87,9 @@ struct snapshot_header {
 	uint64_t	 forgotten;
 	uint64_t	 array_bytes;	/* of all slices, as in the file */
 	uint32_t	 layout;
+	/* layout BLOOM_LAYOUT_SLOTS512: the filter is partitioned by slot
+	 * (every slice's nblocks a multiple of KEYSLOT_COUNT) */
+	int		 slot_major;
 	uint32_t	 nslices;
 	uint32_t	 growth;
 	uint64_t	 expire_ms;
