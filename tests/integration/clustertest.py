@@ -1,1 +1,463 @@
-"""Set-up shared by the cluster tests (filled in next)."""
+#!/usr/bin/python3
+"""
+What the cluster tests share (test_cluster_one.py, test_cluster_map.py,
+test_cluster_failover.py, test_cli_cluster.py and, through pyseend,
+python/tests/test_cluster_client.py): seend nodes in cluster mode, asking
+them for their IDs and maps, maps written by hand in the canonical text of
+src/cluster_map.h, pushing a map and waiting until the nodes hold it,
+three shards of seend nodes, real redis-server nodes in cluster mode to
+compare replies with, Redis Sentinels that watch one name per shard, and
+the Node.js cluster clients (tests/node). Holds no tests itself.
+"""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+from seendtest import *
+from repltest import FILTERS, stop_all
+
+# the Python client's package in the source tree (its keyslot is Redis
+# Cluster's), before any installed one
+PYTHON_DIR = os.path.join(SRCDIR, "python")
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)
+from seend.cluster import keyslot  # noqa: E402
+
+# what makes a seend a cluster node: the [cluster] section's first lines
+# (a config's [server] lines must come before it)
+CLUSTER_ON = "[cluster]\nenabled = on\n"
+# the slots of three primaries as redis-cli --cluster create splits them
+RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
+NODE_DIR = os.path.join(SRCDIR, "tests", "node")
+
+
+def addr(s):
+    """A node's host:port, as seen-cli and seend.Client take it."""
+    return "127.0.0.1:%d" % s.port
+
+
+def tls_lines(p, port):
+    """The [server] lines of a TLS listener on port with tlspki's p's
+    server certificate, client certificates not asked for."""
+    return ("tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
+            "tls_key_file = %s\ntls_ca_cert_file = %s\n"
+            "tls_auth_clients = no\n" % ((port,) + tuple(p.server) + (p.ca,)))
+
+
+def cluster_node(t, name="s", server="", cluster="", tls=None,
+                 filters=FILTERS, unix=False, port=None, start=True):
+    """A seend in cluster mode (Server): server's lines go into [server],
+    cluster's into [cluster] after "enabled = on". tls: a tlspki pki, for
+    a TLS listener on a port of its own, which the node keeps as .tport
+    (0 without TLS). Started unless start=False."""
+    tport = free_port() if tls else 0
+    s = Server(t, server + (tls_lines(tls, tport) if tls else "") +
+               CLUSTER_ON + cluster, filters=filters, unix=unix, port=port,
+               name=name)
+    s.tport = tport
+    return s.start() if start else s
+
+
+# ---- asking a node ----
+
+def ask(s, *words, auth=None, timeout=30):
+    """One command's reply from s as Resp gives it (an error reply is an
+    Err); auth: a token sent with AUTH first."""
+    c = Resp(s.port, timeout=timeout)
+    try:
+        if auth is not None:
+            got = c.cmd("AUTH", auth)
+            if got != "OK":
+                raise Failed("AUTH on %s: %r" % (s.name, got))
+        return c.cmd(*words)
+    finally:
+        c.close()
+
+
+def try_ask(s, *words, timeout=10):
+    """ask, or None when s does not answer (dead, restarting, or our
+    connection killed, as Sentinel's CLIENT KILL does)."""
+    try:
+        return ask(s, *words, timeout=timeout)
+    except (OSError, EOFError):
+        return None
+
+
+def ask_raw(s, *words, timeout=30):
+    """One command's reply from s as the bytes sent (RespBytes), for
+    replies checked byte for byte."""
+    c = RespBytes(s.port, timeout=timeout)
+    try:
+        return c.cmd(*words)
+    finally:
+        c.close()
+
+
+def myid(s, auth=None):
+    """CLUSTER MYID: the node's ID, 40 hex digits, as str."""
+    got = ask(s, "CLUSTER", "MYID", auth=auth)
+    if not isinstance(got, bytes):
+        raise Failed("CLUSTER MYID on %s: %r" % (s.name, got))
+    return got.decode()
+
+
+def setmap(s, text, auth=None):
+    """CLUSTER SETMAP text (str or bytes) on s: the reply's bytes
+    (b"+OK\\r\\n", b"-STALEMAP ...", b"-ERR map refused: ...")."""
+    c = RespBytes(s.port, timeout=30)
+    try:
+        if auth is not None:
+            got = c.cmd("AUTH", auth)
+            if got != b"+OK\r\n":
+                raise Failed("AUTH on %s: %r" % (s.name, got))
+        return c.cmd("CLUSTER", "SETMAP", text)
+    finally:
+        c.close()
+
+
+def getmap(s, auth=None):
+    """CLUSTER GETMAP on s: the map's text (str), None if s holds none.
+    An error reply fails the test."""
+    got = ask(s, "CLUSTER", "GETMAP", auth=auth)
+    if isinstance(got, Err) or not (got is None or isinstance(got, bytes)):
+        raise Failed("CLUSTER GETMAP on %s: %r" % (s.name, got))
+    return None if got is None else got.decode()
+
+
+def try_getmap(s, auth=None):
+    """getmap for a wait: None also while s does not answer, an error
+    reply as its Err."""
+    try:
+        got = ask(s, "CLUSTER", "GETMAP", auth=auth, timeout=10)
+    except (OSError, EOFError):
+        return None
+    return got.decode() if isinstance(got, bytes) else got
+
+
+def replicas_listed(s, n=1):
+    """Whether every range of s's CLUSTER SLOTS lists n replicas after its
+    primary (a replica is listed once past its full sync)."""
+    got = try_ask(s, "CLUSTER", "SLOTS")
+    return isinstance(got, list) and bool(got) and \
+        all(len(x) == 3 + n for x in got)
+
+
+# ---- maps by hand ----
+
+def map_node(nid, port, primary=None, tls_port=0, host="127.0.0.1"):
+    """A node line's fields for map_text: (id, host, port, tls port,
+    primary's ID or None)."""
+    return (nid, host, port, tls_port, primary)
+
+
+def ranges_text(ranges):
+    """[(a, b), ...] as a "slots" line gives them: ascending, merged,
+    a single slot as "a"."""
+    merged = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return " ".join("%d" % a if a == b else "%d-%d" % (a, b)
+                    for a, b in merged)
+
+
+def map_text(epoch, nodes, slots):
+    """The canonical text of a map (src/cluster_map.h), as GETMAP gives
+    it back: nodes [map_node(...)], slots {id: [(a, b), ...]} (a primary
+    without slots may be left out)."""
+    lines = ["seend-cluster-map 1", "epoch %d" % epoch]
+    for nid, host, port, tport, prim in sorted(nodes):
+        lines.append("node %s %s %d %d %s" % (nid, host, port, tport,
+                                              prim or "-"))
+    for nid, _, _, _, _ in sorted(nodes):
+        if slots.get(nid):
+            lines.append("slots %s %s" % (nid, ranges_text(slots[nid])))
+    return "\n".join(lines) + "\n"
+
+
+def wait_map(t, nodes, text, timeout=10):
+    """Waits until every node in nodes holds the map text; fails naming
+    what each holds."""
+    ok = wait_until(lambda: all(try_getmap(s) == text for s in nodes),
+                    timeout, step=0.05)
+    t.ok(ok, "every node holds the map within %ss:\n%s\n%s" % (
+        timeout * SLOW, text, "\n".join(
+            "%s: %r" % (s.name, try_getmap(s)) for s in nodes)))
+
+
+def as_ranges(r):
+    """A shard's slots as Cluster takes them: None, (a, b) or a list of
+    such: a list."""
+    if r is None:
+        return []
+    return [r] if isinstance(r, tuple) else list(r)
+
+
+class Cluster:
+    """Three seend primaries in cluster mode (p0, p1, p2), each with a
+    replica (r0, r1, r2; replicaof) unless replicas=False, their IDs read
+    (ids: name -> ID), and the map of epoch 1 in which primary i owns
+    RANGES[i] pushed to every node unless push=False. filters, unix and tls
+    (a tlspki pki: the map names each node's TLS port) are each node's;
+    prefix goes before the nodes' names (two clusters in one test)."""
+
+    def __init__(self, t, replicas=True, push=True, filters=FILTERS,
+                 unix=False, tls=None, prefix=""):
+        self.t = t
+        self.primaries = [cluster_node(t, "%sp%d" % (prefix, i),
+                                       filters=filters, unix=unix, tls=tls)
+                          for i in range(3)]
+        self.replicas = [cluster_node(t, "%sr%d" % (prefix, i),
+                                      "replicaof = 127.0.0.1:%d\n" % p.port,
+                                      filters=filters, tls=tls)
+                         for i, p in enumerate(self.primaries)] \
+            if replicas else []
+        self.ids = {s.name: myid(s) for s in self.all()}
+        if push:
+            self.push(self.text(1))
+
+    def all(self):
+        return self.primaries + self.replicas
+
+    def shards(self):
+        """(primary, replica or None) per shard, as the nodes started."""
+        return list(zip(self.primaries, self.replicas or
+                        [None] * len(self.primaries)))
+
+    def text(self, epoch, ranges=RANGES, shards=None):
+        """The map of this cluster at epoch: shard i's primary owns
+        ranges[i] (None: nothing; (a, b); or a list of them); shards, a
+        list of (primary, replica or None), says who is whose (by default
+        the nodes as started: a failover swaps a pair)."""
+        nodes, slots = [], {}
+        for (p, r), rg in zip(shards or self.shards(), ranges):
+            pid = self.ids[p.name]
+            nodes.append(map_node(pid, p.port, tls_port=p.tport))
+            if r is not None:
+                nodes.append(map_node(self.ids[r.name], r.port, pid,
+                                      tls_port=r.tport))
+            if as_ranges(rg):
+                slots[pid] = as_ranges(rg)
+        return map_text(epoch, nodes, slots)
+
+    def push(self, text, to=None, timeout=10):
+        """SETMAP of text to every node (or those in to), each answering
+        +OK; then waits until every node holds it."""
+        for s in to or self.all():
+            self.t.eq(setmap(s, text), b"+OK\r\n", "SETMAP on %s" % s.name)
+        self.wait_agree(text, timeout=timeout)
+
+    def wait_agree(self, text, nodes=None, timeout=10):
+        """Waits until every node (or those in nodes) holds the map text."""
+        wait_map(self.t, nodes or self.all(), text, timeout)
+
+    def shard(self, key, ranges=RANGES):
+        """The index of the shard whose primary owns key's slot under
+        ranges, or None."""
+        slot = keyslot(key)
+        for i, rg in enumerate(ranges):
+            if any(a <= slot <= b for a, b in as_ranges(rg)):
+                return i
+        return None
+
+    def owner(self, key, ranges=RANGES):
+        """The primary that owns key's slot under ranges, or None."""
+        i = self.shard(key, ranges)
+        return None if i is None else self.primaries[i]
+
+    def counts(self):
+        """INFO default's count on each primary."""
+        out = []
+        for p in self.primaries:
+            c = p.client(timeout=30)
+            try:
+                out.append(int(c.info("default")["count"]))
+            finally:
+                c.close()
+        return out
+
+    def stop(self):
+        """SIGTERM to every node, replicas first: each exits 0."""
+        stop_all(self.t, *(self.replicas + self.primaries))
+
+
+# ---- real Redis Cluster nodes, to compare replies with ----
+
+class RedisNode:
+    """A redis-server in cluster mode in its own directory under t's; id
+    is its node ID (bytes), bus its cluster bus port."""
+
+    def __init__(self, t, name):
+        exe = shutil.which("redis-server")
+        t.ok(exe is not None, "redis-server is installed")
+        self.port = free_port()
+        # the bus port is port + 10000 unless given: past 65535 for a high
+        # port
+        self.bus = free_port()
+        d = t.path(name)
+        os.makedirs(d, exist_ok=True)
+        self.log = open(os.path.join(d, "log"), "w")
+        self.proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--cluster-enabled", "yes", "--cluster-port", str(self.bus),
+             "--cluster-config-file", "nodes.conf", "--dir", d,
+             "--save", "", "--appendonly", "no", "--daemonize", "no"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        t.servers.append(self)  # killed by run() at the end of the test
+        t.ok(wait_until(self.ping, 10), "redis-server %s answers" % name)
+        self.id = val(self.cmd("CLUSTER", "MYID"))
+
+    def ping(self):
+        try:
+            return self.cmd("PING") == b"+PONG\r\n"
+        except OSError:
+            return False
+
+    def cmd(self, *words):
+        """One command's reply as the bytes sent."""
+        c = RespBytes(self.port, timeout=5)
+        try:
+            return c.cmd(*words)
+        finally:
+            c.close()
+
+
+# ---- Redis Sentinel, one name per shard ----
+
+SENTINEL = shutil.which("redis-sentinel")
+
+
+def die_with_parent():
+    """preexec_fn: the child is killed when the test dies (PR_SET_PDEATHSIG),
+    so that no sentinel outlives a test killed by a timeout."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _pairs(flat):
+    """A flat [name, value, ...] reply as a dict of str."""
+    s = [x.decode() if isinstance(x, bytes) else x for x in flat]
+    return dict(zip(s[0::2], s[1::2]))
+
+
+class Sentinel:
+    """A redis-sentinel in t's directory that monitors each of primaries
+    under the name shard<i> (quorum 2, so three are run), down after
+    down_ms and failing over within failover_ms; it sends INFO every
+    second and hellos every half second (SENTINEL DEBUG, as
+    test_failover.py's do)."""
+
+    def __init__(self, t, i, primaries, down_ms, failover_ms):
+        t.ok(SENTINEL is not None, "redis-sentinel is installed")
+        self.port = free_port()
+        self.dir = t.path("sentinel%d" % i)
+        os.makedirs(self.dir)
+        self.conf = os.path.join(self.dir, "sentinel.conf")
+        with open(self.conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndaemonize no\n"
+                    "protected-mode no\ndir %s\nlogfile %s\n"
+                    % (self.port, self.dir,
+                       os.path.join(self.dir, "sentinel.log")))
+            for k, p in enumerate(primaries):
+                f.write("sentinel monitor shard%d 127.0.0.1 %d 2\n"
+                        "sentinel down-after-milliseconds shard%d %d\n"
+                        "sentinel failover-timeout shard%d %d\n"
+                        % (k, p.port, k, down_ms, k, failover_ms))
+        self.proc = subprocess.Popen([SENTINEL, self.conf],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT,
+                                     preexec_fn=die_with_parent)
+        t.servers.append(self)  # killed by run() if the test fails
+        t.ok(wait_until(lambda: self.cmd("PING") == "PONG", 10),
+             "redis-sentinel %d answers" % i)
+        t.eq(self.cmd("SENTINEL", "DEBUG", "info-period", "1000",
+                      "publish-period", "500"), "OK", "SENTINEL DEBUG")
+
+    def cmd(self, *words):
+        """A command's reply (Resp's values), None if it does not answer."""
+        try:
+            c = Resp(self.port, timeout=5)
+            try:
+                return c.cmd(*words)
+            finally:
+                c.close()
+        except (OSError, EOFError):
+            return None
+
+    def sees(self, shard, p, r):
+        """Whether it sees p up as shard's master, r up as its only
+        replica, and the two other sentinels."""
+        m = self.cmd("SENTINEL", "MASTER", shard)
+        reps = self.cmd("SENTINEL", "REPLICAS", shard)
+        if not isinstance(m, list) or not isinstance(reps, list):
+            return False
+        m = _pairs(m)
+        reps = [_pairs(x) for x in reps]
+        bad = {"s_down", "o_down", "disconnected"}
+        return (m["port"] == str(p.port) and
+                not bad & set(m["flags"].split(",")) and
+                m["num-other-sentinels"] == "2" and
+                [int(x["port"]) for x in reps if not bad &
+                 set(x["flags"].split(",")) and
+                 x["master-port"] == str(p.port)] == [r.port])
+
+    def master_port(self, shard):
+        """The port it names for shard's master, None if it cannot say."""
+        got = self.cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", shard)
+        return int(got[1]) if isinstance(got, list) and len(got) == 2 \
+            else None
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "sentinel.log"),
+                      errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+# ---- the Node.js cluster clients (tests/node) ----
+
+def node_script(t, script, cfg, seconds):
+    """Runs node tests/node/<script> with cfg (its JSON argument, to which
+    total_ms is added: seconds, scaled) and returns the JSON object it
+    prints last; fails if it cannot be read, or reports an error or a
+    status other than 0."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    t.ok(node is not None, "node is installed (tools/install-deps)")
+    t.ok(os.path.isdir(os.path.join(NODE_DIR, "node_modules", "ioredis")),
+         "tests/node's packages are installed (tools/install-deps)")
+    env = dict(os.environ)
+    env.pop("NODE_OPTIONS", None)
+    cfg = dict(cfg, total_ms=int(seconds * 1000 * SLOW))
+    p = subprocess.run([node, script, json.dumps(cfg)], cwd=NODE_DIR,
+                       capture_output=True, text=True,
+                       timeout=(seconds + 10) * SLOW,
+                       stdin=subprocess.DEVNULL, env=env)
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise Failed("node %s exited %s; stdout %r, stderr %s"
+                     % (script, p.returncode, p.stdout[-2000:],
+                        p.stderr[-2000:]))
+    t.ok(p.returncode == 0 and "error" not in out,
+         "%s: %r; stderr %s" % (cfg["client"], out, p.stderr[-2000:]))
+    return out
