@@ -28,7 +28,6 @@ this node does not serve answered MOVED, CLUSTERDOWN or CROSSSLOT on both
 protocols, pipelines of owned and other keys answered in order, without
 memory growing.
 """
-import json
 import os
 import random
 import re
@@ -37,56 +36,17 @@ import subprocess
 
 from seendtest import *
 from repltest import FILTERS, primary, replica, wait_caught_up, stop_all
+from clustertest import (CLUSTER_ON, RedisNode, cluster_node, map_node,
+                         map_text, myid, node_script, replicas_listed)
 
 redis = system_module("redis")
 
 SCALE = 1 if not WRAPPER else 0.05
-CLUSTER_ON = "[cluster]\nenabled = on\n"
 DISABLED = b"-ERR This instance has cluster support disabled\r\n"
-NODE_DIR = os.path.join(SRCDIR, "tests", "node")
 
 
 def n(x):
     return max(int(x * SCALE), 1)
-
-
-class RedisNode:
-    """A redis-server in cluster mode in its own directory under t's."""
-
-    def __init__(self, t, name):
-        exe = shutil.which("redis-server")
-        t.ok(exe is not None, "redis-server is installed")
-        self.port = free_port()
-        # the bus port is port + 10000 unless given: past 65535 for
-        # an ephemeral port
-        self.bus = bus = free_port()
-        d = t.path(name)
-        os.makedirs(d, exist_ok=True)
-        self.log = open(os.path.join(d, "log"), "w")
-        self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--cluster-enabled", "yes", "--cluster-port", str(bus),
-             "--cluster-config-file",
-             "nodes.conf", "--dir", d, "--save", "", "--appendonly", "no",
-             "--daemonize", "no"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        t.servers.append(self)
-        t.ok(wait_until(lambda: self.ping(), 10), "redis-server %s answers"
-             % name)
-        self.id = self.cmd("CLUSTER", "MYID").split(b"\r\n")[1]
-
-    def ping(self):
-        try:
-            return self.cmd("PING") == b"+PONG\r\n"
-        except OSError:
-            return False
-
-    def cmd(self, *words):
-        c = RespBytes(self.port, timeout=5)
-        try:
-            return c.cmd(*words)
-        finally:
-            c.close()
 
 
 def info_field(raw, name):
@@ -126,11 +86,6 @@ def redis_pair(t):
                     p.cmd("CLUSTER", "SHARDS"), 20),
          "the Redis replica is online in CLUSTER SHARDS")
     return p, r
-
-
-def seend_one(t, name="s", extra=""):
-    return Server(t, CLUSTER_ON + extra, filters=FILTERS, unix=False,
-                  name=name).start()
 
 
 def mask(v, ids):
@@ -214,7 +169,7 @@ def keys_for_slots():
 @test
 def keyslot_of_thousands_of_keys_is_redis_clusters(t):
     r = redis_one(t)
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         keys = keys_for_slots()
         a = RespBytes(s.port)
         b = RespBytes(r.port)
@@ -236,8 +191,8 @@ def keyslot_of_thousands_of_keys_is_redis_clusters(t):
 @test
 def one_node_replies_have_redis_clusters_shapes(t):
     r = redis_one(t)
-    with seend_one(t) as s:
-        sid = RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
+    with cluster_node(t) as s:
+        sid = myid(s).encode()
         t.ok(re.fullmatch(rb"[0-9a-f]{40}", sid), "MYID is 40 hex: %r" % sid)
         cases = [("CLUSTER", "SLOTS"), ("CLUSTER", "SHARDS"),
                  ("CLUSTER", "NODES"), ("CLUSTER", "INFO"),
@@ -280,11 +235,10 @@ def a_seend_pair_lists_itself_as_a_redis_primary_and_replica_do(t):
     r = replica(t, p, "r", CLUSTER_ON)
     c = RespBytes(p.port)
     t.eq(c.cmd("SETNX", "https://a.example/1", "1"), b":1\r\n", "SETNX")
-    t.ok(wait_until(lambda: len(val(c.cmd("CLUSTER", "SLOTS"))[0]) == 4,
-                    10 * SLOW), "the seend primary lists its replica")
+    t.ok(wait_until(lambda: replicas_listed(p), 10 * SLOW),
+         "the seend primary lists its replica")
     wait_caught_up(t, p, [r])
-    pid = c.cmd("CLUSTER", "MYID").split(b"\r\n")[1]
-    rid = RespBytes(r.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
+    pid, rid = myid(p).encode(), myid(r).encode()
     t.ok(pid != rid, "two nodes, two IDs")
     for resp3 in (False, True):
         for node, redis_node in ((p, rp), (r, rr)):
@@ -320,14 +274,13 @@ def a_seend_pair_lists_itself_as_a_redis_primary_and_replica_do(t):
 @test
 def announce_names_the_node_and_its_replica_where_clients_reach_them(t):
     port = free_port()
-    p = Server(t, CLUSTER_ON + "announce = 127.0.0.7:%d\n" % port,
-               filters=FILTERS, unix=False, port=port, name="p").start()
+    p = cluster_node(t, "p", cluster="announce = 127.0.0.7:%d\n" % port,
+                     port=port)
     r = replica(t, p, "r", CLUSTER_ON + "announce = 127.0.0.9:5555\n")
     c = RespBytes(p.port)
-    t.ok(wait_until(lambda: len(val(c.cmd("CLUSTER", "SLOTS"))[0]) == 4,
-                    10 * SLOW), "the primary lists its replica")
-    pid = c.cmd("CLUSTER", "MYID").split(b"\r\n")[1]
-    rid = RespBytes(r.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
+    t.ok(wait_until(lambda: replicas_listed(p), 10 * SLOW),
+         "the primary lists its replica")
+    pid, rid = myid(p).encode(), myid(r).encode()
     t.eq(val(c.cmd("CLUSTER", "SLOTS")),
          [[0, 16383, [b"127.0.0.7", p.port, pid, []],
            [b"127.0.0.9", 5555, rid, []]]],
@@ -343,19 +296,17 @@ def announce_names_the_node_and_its_replica_where_clients_reach_them(t):
 
 @test
 def the_node_id_is_kept_across_restarts_and_a_damaged_one_refused(t):
-    s = seend_one(t)
-    first = RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
+    s = cluster_node(t)
+    first = myid(s).encode()
     path = os.path.join(s.data_dir, "cluster-node-id")
     with open(path, "rb") as f:
         t.eq(f.read(), first + b"\n", "data_dir/cluster-node-id")
     t.eq(s.stop(), 0, "exit status")
     s.start()
-    t.eq(RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1], first,
-         "the ID after a restart")
+    t.eq(myid(s).encode(), first, "the ID after a restart")
     s.kill9()
     s.start()
-    t.eq(RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1], first,
-         "the ID after kill -9")
+    t.eq(myid(s).encode(), first, "the ID after kill -9")
     t.eq(s.stop(), 0, "exit status")
     with open(path, "wb") as f:
         f.write(b"not a node id\n")
@@ -392,10 +343,9 @@ def cluster_off_answers_as_a_standalone_redis_server(t):
 
 @test
 def line_protocol_cluster_info_keyslot_myid(t):
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         c = s.client()
-        sid = RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1]
-        t.eq(c.cmd("CLUSTER MYID"), sid.decode(), "CLUSTER MYID")
+        t.eq(c.cmd("CLUSTER MYID"), myid(s), "CLUSTER MYID")
         t.eq(c.cmd("CLUSTER KEYSLOT 123456789"), "12739", "KEYSLOT")
         t.eq(c.cmd("CLUSTER KEYSLOT {user1000}.following"), "3443",
              "KEYSLOT with a tag")
@@ -415,8 +365,8 @@ def redis_py_cluster_records_300k_urls_each_new_once(t):
     from redis.cluster import RedisCluster
     p = primary(t, "p", CLUSTER_ON)
     r = replica(t, p, "r", CLUSTER_ON)
-    t.ok(wait_until(lambda: len(val(RespBytes(p.port).cmd(
-        "CLUSTER", "SLOTS"))[0]) == 4, 10 * SLOW), "the replica is listed")
+    t.ok(wait_until(lambda: replicas_listed(p), 10 * SLOW),
+         "the replica is listed")
     rc = RedisCluster(host="127.0.0.1", port=p.port)
     names = sorted(x.name for x in rc.get_nodes())
     t.eq(names, sorted(["127.0.0.1:%d" % p.port, "127.0.0.1:%d" % r.port]),
@@ -449,36 +399,15 @@ def redis_py_cluster_records_300k_urls_each_new_once(t):
     stop_all(t, r, p)
 
 
-def node_run(t, cfg):
-    node = shutil.which("node") or shutil.which("nodejs")
-    t.ok(node is not None, "node is installed (tools/install-deps)")
-    t.ok(os.path.isdir(os.path.join(NODE_DIR, "node_modules", "ioredis")),
-         "tests/node's packages are installed (tools/install-deps)")
-    env = dict(os.environ)
-    env.pop("NODE_OPTIONS", None)
-    cfg = dict(cfg, total_ms=int(60000 * SLOW))
-    p = subprocess.run([node, "cluster.mjs", json.dumps(cfg)], cwd=NODE_DIR,
-                       capture_output=True, text=True,
-                       timeout=70 * SLOW, stdin=subprocess.DEVNULL, env=env)
-    try:
-        out = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise Failed("node cluster.mjs exited %s; stdout %r, stderr %s"
-                     % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    t.ok(p.returncode == 0 and "error" not in out,
-         "%s: %r; stderr %s" % (cfg["client"], out, p.stderr[-2000:]))
-    return out
-
-
 @test
 def ioredis_cluster_and_node_redis_create_cluster_record_urls(t):
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         k = n(20000)
         for client, resp in (("ioredis", 2), ("node-redis", 2),
                              ("node-redis", 3)):
-            out = node_run(t, {"client": client, "resp": resp,
-                               "port": s.port, "n": k,
-                               "prefix": "%s-%d" % (client, resp)})
+            out = node_script(t, "cluster.mjs", {
+                "client": client, "resp": resp, "port": s.port, "n": k,
+                "prefix": "%s-%d" % (client, resp)}, 60)
             t.ok(k - out["first"] <= k // 1000, "%s RESP%d: %r new of %d"
                  % (client, resp, out["first"], k))
             t.eq(out["again"], 0, "%s RESP%d: answered new again"
@@ -493,29 +422,15 @@ OTHER = "b" * 40        # a node named in the maps that need not exist
 OTHER_REPLICA = "c" * 40
 
 
-def cluster_map(epoch, nodes, slots):
-    """The canonical text of a map: nodes [(id, host, port, tls_port,
-    primary-or-None)], slots {id: "a-b c ..."}."""
-    lines = ["seend-cluster-map 1", "epoch %d" % epoch]
-    for i, h, p, tp, pr in sorted(nodes):
-        lines.append("node %s %s %d %d %s" % (i, h, p, tp, pr or "-"))
-    for i, _, _, _, _ in sorted(nodes):
-        if i in slots:
-            lines.append("slots %s %s" % (i, slots[i]))
-    return ("\n".join(lines) + "\n").encode()
-
-
-def myid(s):
-    return RespBytes(s.port).cmd("CLUSTER", "MYID").split(b"\r\n")[1].decode()
-
-
 def half_map(s, me, epoch=5, last_other=16383):
     """me owns 0-8191, OTHER (127.0.0.2:7001, a replica 127.0.0.3:7002)
-    8192-last_other."""
-    return cluster_map(epoch, [(me, "127.0.0.1", s.port, 0, None),
-                               (OTHER, "127.0.0.2", 7001, 7101, None),
-                               (OTHER_REPLICA, "127.0.0.3", 7002, 0, OTHER)],
-                       {me: "0-8191", OTHER: "8192-%d" % last_other})
+    8192-last_other: the map's text as bytes."""
+    return map_text(epoch, [map_node(me, s.port),
+                            map_node(OTHER, 7001, tls_port=7101,
+                                     host="127.0.0.2"),
+                            map_node(OTHER_REPLICA, 7002, OTHER,
+                                     host="127.0.0.3")],
+                    {me: [(0, 8191)], OTHER: [(8192, last_other)]}).encode()
 
 
 def keys_in(c, pred, prefix, count=1):
@@ -535,13 +450,11 @@ def a_map_of_many_nodes_passes_max_line(t):
     # 800 nodes: about 50 KB of map, past max_line (its argument may take
     # as much as a dump's chunk); more than 1 MiB is refused by the map's
     # own bound, and the connection goes on
-    s = Server(t, "max_line = 16384\n" + CLUSTER_ON, filters=FILTERS,
-               unix=False).start()
+    s = cluster_node(t, server="max_line = 16384\n")
     me = myid(s)
-    nodes = [(me, "127.0.0.1", s.port, 0, None)]
-    nodes += [("%040x" % (i + 1), "127.0.0.1", 1 + i, 0, None)
-              for i in range(799)]
-    m = cluster_map(9, nodes, {me: "0-16383"})
+    nodes = [map_node(me, s.port)]
+    nodes += [map_node("%040x" % (i + 1), 1 + i) for i in range(799)]
+    m = map_text(9, nodes, {me: [(0, 16383)]}).encode()
     t.ok(len(m) > 3 * 16384, "the map is %d bytes" % len(m))
     c = RespBytes(s.port)
     t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "taken")
@@ -559,7 +472,7 @@ def a_map_of_many_nodes_passes_max_line(t):
 
 @test
 def setmap_refusals_getmap_and_the_map_kept_across_restarts(t):
-    s = seend_one(t)
+    s = cluster_node(t)
     me = myid(s)
     c = RespBytes(s.port)
     t.eq(c.cmd("CLUSTER", "GETMAP"), b"$-1\r\n", "GETMAP without a map")
@@ -643,7 +556,7 @@ def setmap_refusals_getmap_and_the_map_kept_across_restarts(t):
 
 @test
 def replies_come_from_the_map(t):
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         me = myid(s)
         c = Resp(s.port)
         m = half_map(s, me, epoch=7, last_other=16000)
@@ -697,7 +610,7 @@ def replies_come_from_the_map(t):
 
 @test
 def keys_of_other_slots_are_redirected_on_both_protocols(t):
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         me = myid(s)
         c = RespBytes(s.port)
         t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me, last_other=16382)),
@@ -782,12 +695,13 @@ def keys_of_other_slots_are_redirected_on_both_protocols(t):
 
 @test
 def a_replica_in_the_map_serves_reads_after_readonly(t):
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         me = myid(s)
         c = RespBytes(s.port)
-        m = cluster_map(3, [(me, "127.0.0.1", s.port, 0, OTHER),
-                            (OTHER, "127.0.0.2", 7001, 7101, None)],
-                        {OTHER: "0-16383"})
+        m = map_text(3, [map_node(me, s.port, OTHER),
+                         map_node(OTHER, 7001, tls_port=7101,
+                                  host="127.0.0.2")],
+                     {OTHER: [(0, 16383)]})
         t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "SETMAP")
         k = b"https://r.example/1"
         slot = int(c.cmd("CLUSTER", "KEYSLOT", k)[1:-2])
@@ -809,8 +723,7 @@ def setmap_needs_admin_and_dangerous_as_redis_cluster_admin_commands(t):
         f.write("user default on nopass ~* &* +@all\n"
                 "user ops on >opspass ~* &* +@all -@dangerous\n"
                 "user admin on >adminpass ~* &* +@admin\n")
-    s = Server(t, "users_file = %s\n" % users + CLUSTER_ON, filters=FILTERS,
-               unix=False).start()
+    s = cluster_node(t, server="users_file = %s\n" % users)
     me = myid(s)
     m = half_map(s, me)
     c = RespBytes(s.port)
@@ -830,16 +743,13 @@ def a_client_on_the_tls_port_is_told_tls_ports(t):
     import ssl
     from tlspki import pki
     p = pki(t)
-    tport = free_port()
-    s = Server(t, "tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
-               "tls_key_file = %s\ntls_ca_cert_file = %s\n"
-               "tls_auth_clients = no\n" % ((tport,) + p.server + (p.ca,))
-               + CLUSTER_ON, filters=FILTERS, unix=False).start()
+    s = cluster_node(t, tls=p)
+    tport = s.tport
     me = myid(s)
-    m = cluster_map(9, [(me, "127.0.0.1", s.port, tport, None),
-                        (OTHER, "127.0.0.2", 7001, 7101, None),
-                        (OTHER_REPLICA, "127.0.0.3", 7002, 0, OTHER)],
-                    {me: "0-8191", OTHER: "8192-16383"})
+    m = map_text(9, [map_node(me, s.port, tls_port=tport),
+                     map_node(OTHER, 7001, tls_port=7101, host="127.0.0.2"),
+                     map_node(OTHER_REPLICA, 7002, OTHER, host="127.0.0.3")],
+                 {me: [(0, 8191)], OTHER: [(8192, 16383)]})
     c = RespBytes(s.port)
     t.eq(c.cmd("CLUSTER", "SETMAP", m), b"+OK\r\n", "SETMAP")
     k = keys_in(c, lambda x: x >= 8192, b"https://t.example")[0]
@@ -882,16 +792,12 @@ def a_cluster_of_one_tells_tls_clients_its_tls_port(t):
     from redis.cluster import RedisCluster
     from tlspki import pki
     p = pki(t)
-    tport = free_port()
-    tls = ("tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
-           "tls_key_file = %s\ntls_ca_cert_file = %s\n"
-           "tls_auth_clients = no\n" % ((tport,) + p.server + (p.ca,)))
-    s = Server(t, tls + CLUSTER_ON, filters=FILTERS, unix=False).start()
+    s = cluster_node(t, tls=p)
     ctx = ssl.create_default_context(cafile=p.ca)
     ctx.check_hostname = False
 
-    def slots_over_tls():
-        x = ctx.wrap_socket(socket.create_connection(("127.0.0.1", tport),
+    def slots_over_tls(s):
+        x = ctx.wrap_socket(socket.create_connection(("127.0.0.1", s.tport),
                                                      10 * SLOW))
         x.sendall(enc(b"CLUSTER", b"SLOTS"))
         got = b""
@@ -904,10 +810,10 @@ def a_cluster_of_one_tells_tls_clients_its_tls_port(t):
         return got
     plain = RespBytes(s.port).cmd("CLUSTER", "SLOTS")
     t.contains(plain, b":%d\r\n" % s.port, "plain TCP: the port")
-    over_tls = slots_over_tls()
-    t.eq(over_tls, plain.replace(b":%d\r\n" % s.port, b":%d\r\n" % tport),
+    over_tls = slots_over_tls(s)
+    t.eq(over_tls, plain.replace(b":%d\r\n" % s.port, b":%d\r\n" % s.tport),
          "TLS: the TLS port, all else the same")
-    rc = RedisCluster(host="127.0.0.1", port=tport, ssl=True,
+    rc = RedisCluster(host="127.0.0.1", port=s.tport, ssl=True,
                       ssl_ca_certs=p.ca, ssl_cert_reqs="required",
                       ssl_check_hostname=False, socket_timeout=10 * SLOW)
     urls = ["https://tls-one.example/%d" % i for i in range(300)]
@@ -918,10 +824,10 @@ def a_cluster_of_one_tells_tls_clients_its_tls_port(t):
     t.eq(s.stop(), 0, "exit status")
     # tls_announce: what TLS clients are told, as announce for the others
     aport = free_port()
-    s = Server(t, tls + CLUSTER_ON + "tls_announce = 127.0.0.9:%d\n" % aport,
-               filters=FILTERS, unix=False, name="s2").start()
+    s = cluster_node(t, "s2", cluster="tls_announce = 127.0.0.9:%d\n" % aport,
+                     tls=p)
     plain = RespBytes(s.port).cmd("CLUSTER", "SLOTS")
-    t.eq(slots_over_tls(), plain.replace(
+    t.eq(slots_over_tls(s), plain.replace(
         b"$9\r\n127.0.0.1\r\n:%d\r\n" % s.port,
         b"$9\r\n127.0.0.9\r\n:%d\r\n" % aport), "tls_announce")
     t.eq(s.stop(), 0, "exit status")
@@ -929,7 +835,7 @@ def a_cluster_of_one_tells_tls_clients_its_tls_port(t):
 
 @test
 def memory_stays_flat_while_a_client_is_moved_100k_times(t):
-    with seend_one(t) as s:
+    with cluster_node(t) as s:
         me = myid(s)
         c = RespBytes(s.port)
         t.eq(c.cmd("CLUSTER", "SETMAP", half_map(s, me)), b"+OK\r\n", "SETMAP")
