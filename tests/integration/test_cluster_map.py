@@ -26,146 +26,25 @@ IDs from CLUSTER MYID), so that this test depends on no seen-cli.
 Under valgrind (SEEND_WRAPPER) the lists are smaller (SCALE), waits are
 scaled by SLOW, and the RSS bound is valgrind's leak check.
 """
-import json
-import os
-import re
 import shutil
 import subprocess
-import sys
 import threading
 
 from seendtest import *
-from repltest import (FILTERS, Pipe, line_payload, primary, replica,
-                      setnx_payload, stop_all, wait_caught_up)
+from repltest import Pipe, setnx_payload, wait_caught_up
+from clustertest import (RANGES, Cluster, RedisNode, ask_raw, getmap,
+                         map_node, map_text, node_script, replicas_listed,
+                         setmap)
 
 redis = system_module("redis")
-sys.path.insert(0, os.path.join(SRCDIR, "python"))
-import seend  # noqa: E402
+import seend  # noqa: E402  (clustertest puts python/ on the path)
 from seend.cluster import keyslot  # noqa: E402
 
 SCALE = 1 if not WRAPPER else 0.05
-CLUSTER_ON = "[cluster]\nenabled = on\n"
-NODE_DIR = os.path.join(SRCDIR, "tests", "node")
-RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]   # redis-cli's for 3
 
 
 def n(x):
     return max(int(x * SCALE), 1)
-
-
-# ---- a seend cluster, its map made by hand ----
-
-def myid(s):
-    c = RespBytes(s.port)
-    try:
-        return val(c.cmd("CLUSTER", "MYID")).decode()
-    finally:
-        c.close()
-
-
-def map_text(epoch, nodes, slots):
-    """The canonical text of a map (src/cluster_map.h): nodes is
-    [(id, port, primary id or None)], slots {id: [(a, b), ...]}."""
-    lines = ["seend-cluster-map 1", "epoch %d" % epoch]
-    for nid, port, prim in sorted(nodes):
-        lines.append("node %s 127.0.0.1 %d 0 %s" % (nid, port, prim or "-"))
-    for nid, _, _ in sorted(nodes):
-        if slots.get(nid):
-            lines.append("slots %s %s" % (nid, " ".join(
-                "%d" % a if a == b else "%d-%d" % (a, b)
-                for a, b in sorted(slots[nid]))))
-    return "\n".join(lines) + "\n"
-
-
-def ask(s, *words):
-    c = RespBytes(s.port, timeout=30)
-    try:
-        return c.cmd(*words)
-    finally:
-        c.close()
-
-
-def setmap(s, text):
-    return ask(s, "CLUSTER", "SETMAP", text)
-
-
-def getmap(s):
-    try:
-        v = val(ask(s, "CLUSTER", "GETMAP"))
-    except (OSError, EOFError, ValueError):
-        return None
-    return v.decode() if isinstance(v, bytes) else v
-
-
-class Cluster:
-    """Three seend primaries (cluster mode), each with a replica; the map
-    of epoch 1 (RANGES) pushed to every node."""
-
-    def __init__(self, t, replicas=True, push=True):
-        self.t = t
-        self.primaries = [primary(t, "p%d" % i, CLUSTER_ON)
-                          for i in range(3)]
-        self.replicas = [replica(t, p, "r%d" % i, CLUSTER_ON)
-                         for i, p in enumerate(self.primaries)] \
-            if replicas else []
-        self.ids = {s.name: myid(s) for s in self.all()}
-        self.epoch = 0
-        if push:
-            self.push(self.text(1))
-
-    def all(self):
-        return self.primaries + self.replicas
-
-    def nodes(self):
-        out = [(self.ids[p.name], p.port, None) for p in self.primaries]
-        out += [(self.ids[r.name], r.port, self.ids[p.name])
-                for p, r in zip(self.primaries, self.replicas)]
-        return out
-
-    def text(self, epoch, ranges=RANGES):
-        """The map of this cluster: primary i owns ranges[i] (None:
-        nothing)."""
-        slots = {}
-        for p, rg in zip(self.primaries, ranges):
-            if rg is not None:
-                slots[self.ids[p.name]] = [rg]
-        return map_text(epoch, self.nodes(), slots)
-
-    def push(self, text, to=None):
-        """SETMAP to every node (or those in to), each answering +OK; then
-        waits until every node serves it."""
-        for s in to or self.all():
-            self.t.eq(setmap(s, text), b"+OK\r\n", "SETMAP on %s" % s.name)
-        self.wait_agree(text)
-
-    def wait_agree(self, text, timeout=10):
-        ok = wait_until(lambda: all(getmap(s) == text for s in self.all()),
-                        timeout, step=0.05)
-        self.t.ok(ok, "every node holds the map within %ss:\n%s\n%s" % (
-            timeout * SLOW, text, "\n".join(
-                "%s: %r" % (s.name, getmap(s)) for s in self.all())))
-
-    def owner(self, key):
-        """The primary that owns key's slot under RANGES."""
-        slot = keyslot(key)
-        for p, (a, b) in zip(self.primaries, RANGES):
-            if a <= slot <= b:
-                return p
-        raise AssertionError(slot)
-
-    def counts(self):
-        """INFO default's count on each primary."""
-        out = []
-        for p in self.primaries:
-            c = p.client(timeout=30)
-            try:
-                out.append(int(c.info("default")["count"]))
-            finally:
-                c.close()
-        return out
-
-    def stop(self):
-        stop_all(self.t, *(self.replicas + self.primaries))
 
 
 def spread(t, counts, total, what):
@@ -187,41 +66,6 @@ def other_primary(cl, key):
 
 
 # ---- a real Redis Cluster of three primaries and three replicas ----
-
-class RedisNode:
-    """A redis-server in cluster mode in its own directory under t's."""
-
-    def __init__(self, t, name):
-        exe = shutil.which("redis-server")
-        t.ok(exe is not None, "redis-server is installed")
-        self.port = free_port()
-        self.bus = free_port()
-        d = t.path(name)
-        os.makedirs(d, exist_ok=True)
-        self.log = open(os.path.join(d, "log"), "w")
-        self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--cluster-enabled", "yes", "--cluster-port", str(self.bus),
-             "--cluster-config-file", "nodes.conf", "--dir", d,
-             "--save", "", "--appendonly", "no", "--daemonize", "no"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        t.servers.append(self)
-        t.ok(wait_until(self.ping, 10), "redis-server %s answers" % name)
-        self.id = val(self.cmd("CLUSTER", "MYID"))
-
-    def ping(self):
-        try:
-            return self.cmd("PING") == b"+PONG\r\n"
-        except OSError:
-            return False
-
-    def cmd(self, *words):
-        c = RespBytes(self.port, timeout=5)
-        try:
-            return c.cmd(*words)
-        finally:
-            c.close()
-
 
 def info_fields(raw):
     """CLUSTER INFO's name:value lines, in order."""
@@ -399,27 +243,6 @@ def new_once(t, keys, replies, what):
                                                           len(keys)))
 
 
-def node_run(t, cfg):
-    node = shutil.which("node") or shutil.which("nodejs")
-    t.ok(node is not None, "node is installed (tools/install-deps)")
-    t.ok(os.path.isdir(os.path.join(NODE_DIR, "node_modules", "ioredis")),
-         "tests/node's packages are installed (tools/install-deps)")
-    env = dict(os.environ)
-    env.pop("NODE_OPTIONS", None)
-    cfg = dict(cfg, total_ms=int(120000 * SLOW))
-    p = subprocess.run([node, "cluster-map.mjs", json.dumps(cfg)],
-                       cwd=NODE_DIR, capture_output=True, text=True,
-                       timeout=130 * SLOW, stdin=subprocess.DEVNULL, env=env)
-    try:
-        out = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise Failed("node cluster-map.mjs exited %s; stdout %r, stderr %s"
-                     % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    t.ok(p.returncode == 0 and "error" not in out,
-         "%s: %r; stderr %s" % (cfg["client"], out, p.stderr[-2000:]))
-    return out
-
-
 # ---- tests ----
 
 @test
@@ -459,10 +282,10 @@ def ioredis_and_node_redis_clusters_race_each_url_new_once(t):
     before = 0
     for client, resp in (("ioredis", 2), ("node-redis", 2),
                          ("node-redis", 3)):
-        out = node_run(t, {"client": client, "resp": resp,
-                           "ports": [p.port for p in cl.primaries],
-                           "n": k, "clients": 4,
-                           "prefix": "%s-%d" % (client, resp)})
+        out = node_script(t, "cluster-map.mjs", {
+            "client": client, "resp": resp,
+            "ports": [p.port for p in cl.primaries], "n": k, "clients": 4,
+            "prefix": "%s-%d" % (client, resp)}, 120)
         what = "%s RESP%d" % (client, resp)
         t.eq(out["twice"], 0, "%s: URLs answered new by two clients" % what)
         t.ok(out["never"] <= k // 1000, "%s: %d of %d URLs answered new by "
@@ -482,13 +305,13 @@ def cluster_replies_have_a_redis_clusters_shapes(t):
     for p in cl.primaries:
         k = next("k%d" % j for j in range(10000)
                  if cl.owner("k%d" % j) is p)
-        t.eq(ask(p, "SETNX", k, "1"), b":1\r\n", "SETNX on %s" % p.name)
+        t.eq(ask_raw(p, "SETNX", k, "1"), b":1\r\n", "SETNX on %s" % p.name)
     for p, r in zip(cl.primaries, cl.replicas):
         wait_caught_up(t, p, [r])
-    t.ok(wait_until(lambda: all(
-        len(x) == 4 for x in val(ask(cl.primaries[0], "CLUSTER", "SLOTS"))),
-        10), "seend lists every primary's replica in CLUSTER SLOTS")
-    t.ok(wait_until(lambda: all(b"loading" not in ask(s, "CLUSTER", "SHARDS")
+    t.ok(wait_until(lambda: replicas_listed(cl.primaries[0]), 10),
+         "seend lists every primary's replica in CLUSTER SLOTS")
+    t.ok(wait_until(lambda: all(b"loading" not in ask_raw(s, "CLUSTER",
+                                                          "SHARDS")
                                 for s in cl.all()), 10),
          "seend's replicas are online in CLUSTER SHARDS")
     sids = [cl.ids[s.name].encode() for s in cl.all()]
@@ -524,7 +347,7 @@ def cluster_replies_have_a_redis_clusters_shapes(t):
              [b"127.0.0.1", r.port, cl.ids[r.name].encode(), []]]
             for (a, b), p, r in zip(RANGES, cl.primaries, cl.replicas)]
     for s in cl.all():
-        t.eq(val(ask(s, "CLUSTER", "SLOTS")), want,
+        t.eq(val(ask_raw(s, "CLUSTER", "SLOTS")), want,
              "CLUSTER SLOTS on %s" % s.name)
     c = cl.primaries[1].client()
     c.send("CLUSTER SLOTS\n")
@@ -544,9 +367,9 @@ def moved_crossslot_and_clusterdown(t):
     own, wrong = cl.owner(url), other_primary(cl, url)
     slot = keyslot(url)
     moved = "MOVED %d 127.0.0.1:%d" % (slot, own.port)
-    t.eq(ask(wrong, "SETNX", url, "1"), ("-%s\r\n" % moved).encode(),
+    t.eq(ask_raw(wrong, "SETNX", url, "1"), ("-%s\r\n" % moved).encode(),
          "SETNX on a wrong node")
-    t.eq(ask(wrong, "GET", url), ("-%s\r\n" % moved).encode(),
+    t.eq(ask_raw(wrong, "GET", url), ("-%s\r\n" % moved).encode(),
          "GET on a wrong node")
     cli = shutil.which("redis-cli")
     t.ok(cli is not None, "redis-cli is installed")
@@ -573,17 +396,17 @@ def moved_crossslot_and_clusterdown(t):
             if cl.owner(k) is own]
     k1 = mine[0]
     k2 = next(k for k in mine if keyslot(k) != keyslot(k1))
-    t.eq(ask(own, "MGET", k1, k2),
+    t.eq(ask_raw(own, "MGET", k1, k2),
          b"-CROSSSLOT Keys in request don't hash to the same slot\r\n",
          "MGET of two slots")
-    t.eq(ask(own, "MGET", "{t}" + k1, "{t}" + k2)[:1], b"*"
+    t.eq(ask_raw(own, "MGET", "{t}" + k1, "{t}" + k2)[:1], b"*"
          if cl.owner("{t}") is own else b"-", "MGET of one hash tag")
     # a map of a higher epoch leaves the third primary's slots unowned
     cl.push(cl.text(2, RANGES[:2] + [None]))
     lost = next(u for u in urls("down", 1000)
                 if keyslot(u) >= RANGES[2][0])
     for s in cl.primaries:
-        t.eq(ask(s, "SETNX", lost, "1"),
+        t.eq(ask_raw(s, "SETNX", lost, "1"),
              b"-CLUSTERDOWN Hash slot not served\r\n",
              "SETNX of an unowned slot on %s" % s.name)
         t.eq(s.client().cmd("SEEN " + lost),
@@ -610,14 +433,11 @@ def moved_crossslot_and_clusterdown(t):
 def a_map_pushed_to_one_node_reaches_every_node(t):
     cl = Cluster(t)
     # slots 0-99 move from the first primary to the second
-    ranges = {cl.ids[cl.primaries[0].name]: [(100, 5460)],
-              cl.ids[cl.primaries[1].name]: [(0, 99), (5461, 10922)],
-              cl.ids[cl.primaries[2].name]: [RANGES[2]]}
-    text = map_text(2, cl.nodes(), ranges)
+    text = cl.text(2, [[(100, 5460)], [(0, 99), (5461, 10922)], RANGES[2]])
     t.eq(setmap(cl.primaries[2], text), b"+OK\r\n", "SETMAP on one node")
-    cl.wait_agree(text, 10)
+    cl.wait_agree(text)
     key = next(u for u in urls("pushed", 10000) if keyslot(u) < 100)
-    t.eq(ask(cl.primaries[0], "SETNX", key, "1"),
+    t.eq(ask_raw(cl.primaries[0], "SETNX", key, "1"),
          b"-MOVED %d 127.0.0.1:%d\r\n" % (keyslot(key),
                                           cl.primaries[1].port),
          "the first primary redirects a slot it gave away")
@@ -648,7 +468,7 @@ def epochs_order_maps_and_a_map_must_name_its_node(t):
     cl.wait_agree(win)
     t.eq(getmap(p0), getmap(p1), "both orders end in the same map")
     # a map without the node (the two others own everything)
-    others = [(cl.ids[s.name], s.port, None) for s in (p1, p2)]
+    others = [map_node(cl.ids[s.name], s.port) for s in (p1, p2)]
     foreign = map_text(9, others, {cl.ids[p1.name]: [(0, 8191)],
                                    cl.ids[p2.name]: [(8192, 16383)]})
     got = setmap(p0, foreign)
