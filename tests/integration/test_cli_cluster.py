@@ -23,67 +23,44 @@ import subprocess
 import time
 
 from seendtest import *
+from clustertest import addr, ask, cluster_node, getmap, myid, setmap
 
-CLUSTER_ON = "[cluster]\nenabled = on\n"
-FILTERS = """
-[filter.default]
-capacity = 100000
-error_rate = 0.001
-"""
 TOKEN = "cluster-secret"
 ID = r"[0-9a-f]{40}"
 
 
-def nodes(t, n, auth=False, cluster=True):
-    extra = ("auth_token = %s\n" % TOKEN if auth else "") + \
-        (CLUSTER_ON if cluster else "")
-    return [Server(t, extra, filters=FILTERS, unix=False,
-                   name="n%d" % i).start() for i in range(n)]
+def nodes(t, n, auth=None, cluster=True, name="n"):
+    """n nodes (name0, name1, ...), in cluster mode unless cluster=False,
+    with auth_token auth if given."""
+    server = "auth_token = %s\n" % auth if auth else ""
+    if cluster:
+        return [cluster_node(t, "%s%d" % (name, i), server,
+                             filters=DEFAULT_FILTERS) for i in range(n)]
+    return [Server(t, server, filters=DEFAULT_FILTERS, unix=False,
+                   name="%s%d" % (name, i)).start() for i in range(n)]
 
 
-def addr(s):
-    return "127.0.0.1:%d" % s.port
-
-
-def cli(t, *args, auth=False):
-    argv = [SEEN_CLI] + (["-a", TOKEN] if auth else []) + list(args)
+def cli(t, *args, auth=None):
+    """seen-cli args (-a auth first, a token): (exit status, stdout,
+    stderr)."""
+    argv = [SEEN_CLI] + (["-a", auth] if auth else []) + list(args)
     p = subprocess.run(argv, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=120 * SLOW)
     return p.returncode, p.stdout, p.stderr
-
-
-def resp(s, *words, auth=False):
-    c = Resp(s.port, timeout=10 * SLOW)
-    try:
-        if auth:
-            c.cmd("AUTH", TOKEN)
-        return c.cmd(*words)
-    finally:
-        c.close()
-
-
-def getmap(s, auth=False):
-    m = resp(s, "CLUSTER", "GETMAP", auth=auth)
-    return m.decode() if isinstance(m, bytes) else m
-
-
-def myid(s, auth=False):
-    v = resp(s, "CLUSTER", "MYID", auth=auth)
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def epoch(text):
     return int(re.search(r"^epoch (\d+)$", text, re.M).group(1))
 
 
-def create(t, ns, *extra, auth=False):
+def create(t, ns, *extra, auth=None):
     rc, out, err = cli(t, "cluster", "create", *[addr(s) for s in ns],
                        *extra, auth=auth)
     t.eq(rc, 0, "create exits 0; stdout %s stderr %s" % (out, err))
     return out
 
 
-def check(t, s, auth=False):
+def check(t, s, auth=None):
     return cli(t, "cluster", "check", addr(s), auth=auth)
 
 
@@ -165,7 +142,7 @@ def create_with_replicas_makes_the_last_nodes_replicas(t):
                                                       myid(ns[p])),
                        out, re.M), "node %d replicates node %d: %s"
              % (r, p, out))
-        t.ok(wait_until(lambda: b"role:slave" in resp(ns[r], "INFO",
+        t.ok(wait_until(lambda: b"role:slave" in ask(ns[r], "INFO",
                                                       "replication"), 10),
              "node %d is a replica (REPLICAOF sent)" % r)
 
@@ -193,7 +170,7 @@ def add_node_then_del_node(t):
     t.eq(rc, 0, "check exits 0: %s" % out)
     t.contains(out, "S: %s %s\n   slots: (0 slots) slave\n   replicates %s\n"
                % (myid(ns[4]), addr(ns[4]), id0))
-    t.ok(wait_until(lambda: b"role:slave" in resp(ns[4], "INFO",
+    t.ok(wait_until(lambda: b"role:slave" in ask(ns[4], "INFO",
                                                   "replication"), 10),
          "the added replica replicates")
 
@@ -225,61 +202,61 @@ def add_node_then_del_node(t):
 
 @test
 def check_reports_a_node_with_an_older_map_and_fix_pushes_the_newest(t):
-    ns = nodes(t, 3, auth=True)
-    create(t, ns, auth=True)
-    text = getmap(ns[0], auth=True)
+    ns = nodes(t, 3, auth=TOKEN)
+    create(t, ns, auth=TOKEN)
+    text = getmap(ns[0], auth=TOKEN)
     newer = with_epoch(text, 7)
-    t.eq(resp(ns[2], "CLUSTER", "SETMAP", newer, auth=True), "OK",
+    t.eq(setmap(ns[2], newer, auth=TOKEN), b"+OK\r\n",
          "a newer map by hand to one node")
     for s in ns[:2]:
-        rc, out, err = check(t, s, auth=True)
+        rc, out, err = check(t, s, auth=TOKEN)
         t.eq(rc, 1, "check through %s exits 1: %s" % (addr(s), out))
         t.contains(out, "[ERR] Nodes don't agree about configuration!\n")
         t.contains(out, "*** Node %s holds the map of epoch 7 (newer)"
                    % addr(ns[2]))
-    rc, out, err = check(t, ns[2], auth=True)
+    rc, out, err = check(t, ns[2], auth=TOKEN)
     t.eq(rc, 1, "check through the newer node exits 1 too")
     t.contains(out, "*** Node %s holds the map of epoch 1, %s holds epoch 7"
                % (addr(ns[0]), addr(ns[2])))
 
-    rc, out, err = cli(t, "cluster", "fix", addr(ns[0]), auth=True)
+    rc, out, err = cli(t, "cluster", "fix", addr(ns[0]), auth=TOKEN)
     t.eq(rc, 0, "fix exits 0: %s %s" % (out, err))
     t.contains(out, ">>> Sending the map of epoch 7 to %s (it holds epoch "
                "1)\n" % addr(ns[0]))
     t.ok(">>> Sending the map of epoch 7 to %s" % addr(ns[2]) not in out,
          "the node that holds the newest map is left alone")
     for s in ns:
-        t.eq(getmap(s, auth=True), newer, "%s holds the newest map"
+        t.eq(getmap(s, auth=TOKEN), newer, "%s holds the newest map"
              % addr(s))
-        rc, out, err = check(t, s, auth=True)
+        rc, out, err = check(t, s, auth=TOKEN)
         t.eq(rc, 0, "check exits 0 after fix: %s" % out)
 
 
 @test
 def check_reports_uncovered_slots_and_fix_covers_them(t):
-    ns = nodes(t, 3, auth=True)
-    create(t, ns, auth=True)
-    text = getmap(ns[0], auth=True)
-    id0 = myid(ns[0], auth=True)
+    ns = nodes(t, 3, auth=TOKEN)
+    create(t, ns, auth=TOKEN)
+    text = getmap(ns[0], auth=TOKEN)
+    id0 = myid(ns[0], auth=TOKEN)
     holed = with_epoch(text, 4, ("slots %s 0-5460" % id0,
                                  "slots %s 100-5460" % id0))
     t.ok(holed != with_epoch(text, 4), "the hole is made")
     for s in ns:
-        t.eq(resp(s, "CLUSTER", "SETMAP", holed, auth=True), "OK",
+        t.eq(setmap(s, holed, auth=TOKEN), b"+OK\r\n",
              "the map with a hole to %s" % addr(s))
-    rc, out, err = check(t, ns[1], auth=True)
+    rc, out, err = check(t, ns[1], auth=TOKEN)
     t.eq(rc, 1, "check exits 1: %s" % out)
     t.contains(out, "[OK] All nodes agree about slots configuration.\n")
     t.contains(out, "[ERR] Not all 16384 slots are covered by nodes.\n")
 
-    rc, out, err = cli(t, "cluster", "fix", addr(ns[1]), auth=True)
+    rc, out, err = cli(t, "cluster", "fix", addr(ns[1]), auth=TOKEN)
     t.eq(rc, 0, "fix exits 0: %s %s" % (out, err))
     t.contains(out, "0-99\n", "fix lists the uncovered slots")
     t.contains(out, "Covering slots 0-99 with %s\n" % addr(ns[0]),
                "the primary with the fewest slots takes them")
     t.contains(out, "[OK] All 16384 slots covered.\n")
     for s in ns:
-        m = getmap(s, auth=True)
+        m = getmap(s, auth=TOKEN)
         t.eq(epoch(m), 5, "fix's map has the next epoch")
         t.contains(m, "slots %s 0-5460\n" % id0)
 
@@ -316,7 +293,7 @@ def create_refuses_a_node_of_another_cluster_or_not_in_cluster_mode(t):
     t.contains(out, "[ERR] Node %s is not empty." % addr(ns[1]))
     t.eq(getmap(ns[2]), None, "nothing was pushed")
 
-    plain = nodes(t, 1, cluster=False)[0]
+    plain = nodes(t, 1, cluster=False, name="plain")[0]
     rc, out, err = cli(t, "cluster", "create", addr(ns[2]), addr(plain))
     t.eq(rc, 1, "create with a standalone node exits 1")
     t.contains(out, "[ERR] Node %s is not configured as a cluster node"
@@ -355,7 +332,7 @@ def pipe_and_script_modes_follow_moved_too(t):
     rc, out, err = cli_in(t, script, "-p", str(ns[0].port))
     t.eq((rc, out, err), (0, "1\n" * 20 + "0\n", ""),
          "commands read from stdin follow MOVED")
-    keys = sum(int(resp(s, "DBSIZE")) for s in ns)
+    keys = sum(int(ask(s, "DBSIZE")) for s in ns)
     t.eq(keys, 601, "each URL is recorded once, on its own node")
 
 
@@ -363,17 +340,8 @@ def pipe_and_script_modes_follow_moved_too(t):
 def over_tls_the_map_records_both_ports(t):
     from tlspki import pki
     p = pki(t)
-    ns = []
-    for i in range(3):
-        tport = free_port()
-        extra = "\n".join(["tls_listen = 127.0.0.1:%d" % tport,
-                           "tls_cert_file = %s" % p.server[0],
-                           "tls_key_file = %s" % p.server[1],
-                           "tls_ca_cert_file = %s" % p.ca,
-                           "tls_auth_clients = no"]) + "\n" + CLUSTER_ON
-        s = Server(t, extra, filters=FILTERS, unix=False, name="n%d" % i)
-        s.tport = tport
-        ns.append(s.start())
+    ns = [cluster_node(t, "n%d" % i, tls=p, filters=DEFAULT_FILTERS)
+          for i in range(3)]
     tls = ["--tls", "--cacert", p.ca]
     rc, out, err = cli(t, *tls, "cluster", "create",
                        *["127.0.0.1:%d" % s.tport for s in ns])
@@ -392,7 +360,7 @@ def over_tls_the_map_records_both_ports(t):
         rc, out, err = cli(t, *tls, "-p", str(ns[0].tport), "SEEN",
                            "https://tls.example/%d" % i)
         t.eq((rc, out, err), (0, "0\n", ""), "SEEN %d over TLS" % i)
-    t.eq(sum(int(resp(s, "DBSIZE")) for s in ns), 12, "12 keys recorded")
+    t.eq(sum(int(ask(s, "DBSIZE")) for s in ns), 12, "12 keys recorded")
 
 
 def on_terminal(t, args, answer):
