@@ -15,16 +15,15 @@ import signal
 import socket
 import threading
 
-from pyseend import (Failed, Server, address, free_port, run, test,
-                     wait_until)
+from pyseend import Failed, address, run, test, wait_until
 from tlspki import pki
 
 import seend
 from seend.cluster import SLOTS, keyslot, keyslots
 
 from seendtest import RespBytes, val
+from clustertest import RANGES, Cluster, cluster_node
 
-CLUSTER_ON = "[cluster]\nenabled = on\n"
 FILTERS = """
 [filter.default]
 capacity = 1000000
@@ -35,7 +34,6 @@ type = cuckoo
 capacity = 100000
 prefixes = job:
 """
-THIRDS = [(0, 5460), (5461, 10922), (10923, 16383)]
 
 
 def urls(n, tag):
@@ -53,66 +51,19 @@ def same(t, got, want, what):
                                       got[i:i + 5], want[i:i + 5]))
 
 
-def ask(s, *words):
-    c = RespBytes(s.port, timeout=30)
-    try:
-        return c.cmd(*words)
-    finally:
-        c.close()
+class Nodes(Cluster):
+    """clustertest's three primaries in cluster mode, without replicas,
+    the map of epoch 1 (RANGES) pushed to each, named by index as the
+    client's tests count them: servers[i], addr(i), shard(key) (the
+    owner's index), count(i)."""
 
-
-class Nodes:
-    """Three seend primaries in cluster mode, the map (epoch, ranges)
-    pushed to each."""
-
-    def __init__(self, t, unix=False, name="n", tls=None):
-        self.t = t
-        self.tports = [free_port() if tls else 0 for _ in range(3)]
-        # TLS lines in [server], before the [cluster] section
-        self.servers = [Server(t, (
-            "" if not tls else "tls_listen = 127.0.0.1:%d\n"
-            "tls_cert_file = %s\ntls_key_file = %s\ntls_ca_cert_file = %s\n"
-            "tls_auth_clients = no\n" % (tp, tls.server[0], tls.server[1],
-                                          tls.ca)) + CLUSTER_ON,
-            filters=FILTERS, unix=unix, name="%s%d" % (name, i)).start()
-                        for i, tp in enumerate(self.tports)]
-        self.ids = [val(ask(s, "CLUSTER", "MYID")).decode()
-                    for s in self.servers]
-        self.push(1, THIRDS)
-
-    def text(self, epoch, ranges):
-        lines = ["seend-cluster-map 1", "epoch %d" % epoch]
-        order = sorted(range(3), key=lambda i: self.ids[i])
-        for i in order:
-            lines.append("node %s 127.0.0.1 %d %d -"
-                         % (self.ids[i], self.servers[i].port,
-                            self.tports[i]))
-        for i in order:
-            if ranges[i]:
-                lines.append("slots %s %s" % (self.ids[i], " ".join(
-                    "%d-%d" % r for r in ([ranges[i]] if isinstance(
-                        ranges[i], tuple) else ranges[i]))))
-        return "\n".join(lines) + "\n"
-
-    def push(self, epoch, ranges):
-        text = self.text(epoch, ranges)
-        for s in self.servers:
-            self.t.eq(ask(s, "CLUSTER", "SETMAP", text), b"+OK\r\n",
-                      "SETMAP")
-        self.t.ok(wait_until(lambda: all(
-            val(ask(s, "CLUSTER", "GETMAP")) == text.encode()
-            for s in self.servers), 10), "every node holds the map")
+    def __init__(self, t, unix=False, name="", tls=None):
+        super().__init__(t, replicas=False, filters=FILTERS, unix=unix,
+                         tls=tls, prefix=name)
+        self.servers = self.primaries
 
     def addr(self, i):
-        return "127.0.0.1:%d" % self.servers[i].port
-
-    def owner(self, key, ranges=THIRDS):
-        slot = keyslot(key)
-        for i, r in enumerate(ranges):
-            for a, b in ([r] if isinstance(r, tuple) else r or []):
-                if a <= slot <= b:
-                    return i
-        return None
+        return address(self.servers[i])
 
     def count(self, i, filter="default"):
         with seend.Client(self.addr(i), cluster=False) as c:
@@ -121,7 +72,7 @@ class Nodes:
 
 @test
 def keyslot_is_cluster_keyslots(t):
-    with Server(t, CLUSTER_ON, filters=FILTERS, unix=False) as s:
+    with cluster_node(t, filters=FILTERS) as s:
         rnd = random.Random(7)
         keys = [b"123456789", b"{user1000}.following", b"{}", b"{}{a}",
                 b"a{}b{c}", b"{{a}}", b"a{b", b"}a{b}", b"foo{bar}{zap}",
@@ -155,7 +106,7 @@ def a_client_follows_moved_and_keeps_the_keys_order(t):
     t.ok(c.cluster is not None, "following after MOVED")
     t.ok(c.cluster.redirections > 0, "redirections counted")
     t.eq(sorted(c.cluster.slots().items()),
-         sorted((nodes.addr(i), [THIRDS[i]]) for i in range(3)),
+         sorted((nodes.addr(i), [RANGES[i]]) for i in range(3)),
          "the slot table")
     before = c.cluster.redirections
     got = c.seen_many(keys)
@@ -166,7 +117,7 @@ def a_client_follows_moved_and_keeps_the_keys_order(t):
     counts = [nodes.count(i) for i in range(3)]
     first = [False] * 10 + got[10:]
     t.eq(counts, [sum(1 for k, x in zip(keys, first)
-                      if not x and nodes.owner(k) == i) for i in range(3)],
+                      if not x and nodes.shard(k) == i) for i in range(3)],
          "each node holds its keys")
     same(t, c.check_many(keys, batch=1001), [True] * len(keys),
          "check_many")
@@ -201,14 +152,14 @@ def cluster_true_reads_the_table_first_and_false_never_follows(t):
     t.eq(c.cluster.redirections, 0, "no redirection")
     c.close()
     n = seend.Client(nodes.addr(1), cluster=False)
-    k = next(k for k in keys if nodes.owner(k) != 1)
+    k = next(k for k in keys if nodes.shard(k) != 1)
     try:
         n.seen_many([keys[0], k])
         raise Failed("cluster=False followed a redirection")
     except seend.Error as e:
         t.contains(str(e), "MOVED %d 127.0.0.1:%d" % (
-            keyslot(k), nodes.servers[nodes.owner(k)].port), "the MOVED")
-        t.eq(e.index, 1 if nodes.owner(keys[0]) == 1 else 0, "its index")
+            keyslot(k), nodes.servers[nodes.shard(k)].port), "the MOVED")
+        t.eq(e.index, 1 if nodes.shard(keys[0]) == 1 else 0, "its index")
     t.eq(n.cluster, None, "not following")
     n.close()
 
@@ -231,12 +182,13 @@ def over_tls_the_client_follows_to_the_tls_ports(t):
     keys = urls(5000, "tls")
     ctx = seend.ssl_context(cafile=p.ca)
     for follow in (None, True):
-        c = seend.Client("127.0.0.1:%d" % nodes.tports[0], ssl_context=ctx,
+        c = seend.Client("127.0.0.1:%d" % nodes.servers[0].tport,
+                         ssl_context=ctx,
                          cluster=follow)
         same(t, c.seen_many(keys), [follow is True] * len(keys),
              "seen_many over TLS")
         t.eq(sorted(c.cluster.slots()), sorted(
-            "127.0.0.1:%d" % tp for tp in nodes.tports),
+            "127.0.0.1:%d" % s.tport for s in nodes.servers),
             "the table names the TLS ports")
         t.ok(all(x.ssl_context is ctx for x in c.cluster.clients),
              "every node's connection is TLS")
@@ -250,16 +202,16 @@ def a_newer_map_is_followed(t):
     c = seend.Client(nodes.addr(0), cluster=True)
     same(t, c.seen_many(urls(1000, "before")), [False] * 1000, "before")
     # the first node's slots go to the second
-    moved = [None, [(0, 10922)], THIRDS[2]]
-    nodes.push(2, moved)
+    moved = [None, [(0, 10922)], RANGES[2]]
+    nodes.push(nodes.text(2, moved))
     keys = urls(3000, "after")
     same(t, c.seen_many(keys), [False] * len(keys), "after the change")
     t.ok(c.cluster.redirections > 0, "redirected")
     t.eq(sorted(c.cluster.slots().items()),
          sorted([(nodes.addr(1), [(0, 10922)]),
-                 (nodes.addr(2), [THIRDS[2]])]), "the table read again")
+                 (nodes.addr(2), [RANGES[2]])]), "the table read again")
     t.eq(nodes.count(0), sum(1 for k in urls(1000, "before")
-                             if nodes.owner(k) == 0),
+                             if nodes.shard(k) == 0),
          "nothing new went to the node without slots")
     c.close()
 
@@ -267,10 +219,10 @@ def a_newer_map_is_followed(t):
 @test
 def clusterdown_raises_and_the_other_keys_are_answered(t):
     nodes = Nodes(t)
-    nodes.push(2, [THIRDS[0], THIRDS[1], None])
+    nodes.push(nodes.text(2, [RANGES[0], RANGES[1], None]))
     keys = urls(1500, "down")
-    served = [k for k in keys if nodes.owner(k) in (0, 1)]
-    lost = [k for k in keys if nodes.owner(k) == 2]
+    served = [k for k in keys if nodes.shard(k) in (0, 1)]
+    lost = [k for k in keys if nodes.shard(k) == 2]
     for follow in (None, True):
         batch = served[:100] + lost[:1] + served[100:200] + lost[1:2]
         c = seend.Client(nodes.addr(0), cluster=follow)
@@ -325,16 +277,16 @@ def lost_mid_batch(t, seed, follow):
          % result)
     t.eq(e.address, nodes.addr(2), "the node named")
     rest = keys[100:]
-    first = next(i for i, k in enumerate(rest) if nodes.owner(k) == 2)
+    first = next(i for i, k in enumerate(rest) if nodes.shard(k) == 2)
     same(t, e.replies, [False] * first, "replies up to the lost node's first")
-    same(t, e.answers, [None if nodes.owner(k) == 2 else False
+    same(t, e.answers, [None if nodes.shard(k) == 2 else False
                         for k in rest], "every answer that came")
     # nothing was sent again: the other nodes recorded each key once
     t.eq([nodes.count(i) for i in (0, 1)],
-         [sum(1 for k in keys if nodes.owner(k) == i) for i in (0, 1)],
+         [sum(1 for k in keys if nodes.shard(k) == i) for i in (0, 1)],
          "the other nodes' counts")
     lost.start()
-    same(t, c.check_many(rest), [nodes.owner(k) != 2 for k in rest],
+    same(t, c.check_many(rest), [nodes.shard(k) != 2 for k in rest],
          "after the restart: the lost node's keys were not recorded")
     c.close()
 
