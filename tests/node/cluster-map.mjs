@@ -14,72 +14,16 @@
 // new exactly once), "never" those answered new by none (a Bloom filter's
 // false positives); then one client SETNXs them again ("again": answered
 // new a second time) and GETs each ("got": answered "1").
-// tests/integration/test_cluster_map.py runs it.
-import { createCluster } from 'redis';
-import Redis from 'ioredis';
+// tests/integration/test_cluster_map.py runs it; the runner is
+// cluster-runner.mjs's.
+import { isNew, runner } from './cluster-runner.mjs';
 
-const cfg = JSON.parse(process.argv[2]);
-const out = { client: cfg.client };
-let done = false;
+const { cfg, out, batches, connect, run } = runner('c', 120000);
 
-function finish(code) {
-    if (done) return;
-    done = true;
-    process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(code));
-}
-
-setTimeout(() => {
-    out.error = `the run took over ${cfg.total_ms} ms`;
-    finish(3);
-}, cfg.total_ms ?? 120000).unref();
-
-const url = (i) => `https://${cfg.prefix}.example/c/${i}`;
-const isNew = (v) => v === 1 || v === true;
-
-async function batches(fn) {
-    const res = [];
-    for (let i = 0; i < cfg.n; i += 1000) {
-        const jobs = [];
-        for (let j = i; j < Math.min(i + 1000, cfg.n); j++)
-            jobs.push(fn(url(j)));
-        res.push(...await Promise.all(jobs));
-    }
-    return res;
-}
-
-// One cluster client: { setnx, get, close }, connected.
-async function connect() {
-    const port = cfg.ports[0];
-    if (cfg.client === 'ioredis') {
-        const c = new Redis.Cluster([{ host: '127.0.0.1', port }],
-            { enableReadyCheck: true, slotsRefreshTimeout: 5000 });
-        await new Promise((ok, no) => {
-            c.once('ready', ok);
-            c.once('error', no);
-        });
-        return {
-            setnx: (k) => c.setnx(k, '1'),
-            get: (k) => c.get(k),
-            close: () => c.quit(),
-        };
-    }
-    const c = createCluster({
-        rootNodes: [{ url: `redis://127.0.0.1:${port}` }],
-        RESP: cfg.resp ?? 2,
-    });
-    c.on('error', (e) => { out.error = String(e?.message ?? e); });
-    await c.connect();
-    return {
-        setnx: (k) => c.setNX(k, '1'),
-        get: (k) => c.get(k),
-        close: () => (c.close ? c.close() : c.quit()),
-    };
-}
-
-async function main() {
+run(async () => {
     const cs = [];
     for (let i = 0; i < (cfg.clients ?? 4); i++)
-        cs.push(await connect());
+        cs.push(await connect(cfg.ports[0]));
     const replies = await Promise.all(cs.map((c) => batches(c.setnx)));
     const ones = new Array(cfg.n).fill(0);
     for (const rs of replies)
@@ -90,9 +34,4 @@ async function main() {
     out.got = (await batches(cs[0].get)).filter((v) => v === '1').length;
     for (const c of cs)
         await c.close();
-}
-
-main().then(() => finish(out.error ? 1 : 0), (e) => {
-    out.error = String(e?.stack ?? e);
-    finish(1);
 });
