@@ -22,6 +22,7 @@
 
 #include "bloom.h"
 #include "fileio.h"
+#include "keyslot.h"
 #include "snapshot.h"
 
 /*
@@ -38,6 +39,10 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 
 #define WRITE_CHUNK	(1UL << 20)	/* private copy of the live array */
 #define READ_CHUNK	(4UL << 20)	/* read, then hash while still cached */
+/* The unit of a slot-major array left out: a small page, which is what
+ * a write would fault in (a hole in the file, an untouched page in
+ * memory). Both chunks are multiples of it. */
+#define ZERO_RUN	4096UL
 #define TRAILER_SIZE	8
 
 /* header field offsets, see snapshot.h */
@@ -86,7 +91,7 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 	memcpy(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8);
 	put_le32(raw + OFF_VERSION, h->version);
 	put_le32(raw + OFF_LAYOUT, h->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
-	    BLOOM_LAYOUT_SPLIT512);
+	    h->slot_major ? BLOOM_LAYOUT_SLOTS512 : BLOOM_LAYOUT_SPLIT512);
 	if (h->cuckoo) {
 		put_le64(raw + OFF_JSEQ, h->jseq);
 		put_le64(raw + OFF_JOFF, h->joff);
@@ -151,6 +156,8 @@ decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
 		h->growth = get_le32(raw + OFF_GROWTH);
 		h->expire_ms = get_le64(raw + OFF_EXPIRE);
 	}
+	h->slot_major = h->version != SNAPSHOT_VERSION_CUCKOO &&
+	    h->layout == BLOOM_LAYOUT_SLOTS512;
 	if (h->version == SNAPSHOT_VERSION_CUCKOO) {
 		h->cuckoo = 1;
 		h->jseq = get_le64(raw + OFF_JSEQ);
@@ -172,6 +179,19 @@ snapshot_path(char *buf, size_t len, const char *dir, const char *name)
 }
 
 /* ---- writing ---- */
+
+/* 1 if the n bytes at p (a multiple of 8, 8-aligned) are all zero. */
+static int
+zero_run(const void *p, size_t n)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < n / sizeof(*w); i++)
+		if (w[i] != 0)
+			return 0;
+	return 1;
+}
+
 
 /*
  * write(2) until done, through short writes and signals. *off counts the
@@ -216,6 +236,67 @@ write_all(int fd, const void *buf, size_t len, uint64_t *off)
 }
 
 /*
+ * Moves the offset len bytes on without writing them: a hole, which reads
+ * as zeros and takes no disk. *off counts them as write_all's bytes, so
+ * the fault-injection limit still falls where it would have.
+ */
+static int
+skip_all(int fd, size_t len, uint64_t *off)
+{
+	if (lseek(fd, (off_t)len, SEEK_CUR) == -1)
+		return -1;
+	*off += len;
+	return 0;
+}
+
+/*
+ * A slot-major chunk: its runs of small pages that are all zero are
+ * skipped (skip_all), the others written. A node's filter holds bits only
+ * in the slots it owns, so its file takes the disk of those alone.
+ */
+static int
+write_sparse(int fd, const unsigned char *p, size_t n, uint64_t *off)
+{
+	size_t	at = 0, end, k;
+	int	zero;
+
+	while (at < n) {
+		k = n - at < ZERO_RUN ? n - at : ZERO_RUN;
+		zero = zero_run(p + at, k);
+		for (end = at + k; end < n; end += k) {
+			k = n - end < ZERO_RUN ? n - end : ZERO_RUN;
+			if (zero_run(p + end, k) != zero)
+				break;
+		}
+		if ((zero ? skip_all(fd, end - at, off) :
+		    write_all(fd, p + at, end - at, off)) == -1)
+			return -1;
+		at = end;
+	}
+	return 0;
+}
+
+/*
+ * Whether fd may be left with holes: a regular file, not appended to (a
+ * seek would not move the writes), written at its end (a hole must read
+ * as zero, not as what was there before). Anything else (a pipe, a
+ * socket) gets every byte written.
+ */
+static int
+holes_allowed(int fd)
+{
+	struct stat	sb;
+	off_t		at;
+	int		fl;
+
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+	    (fl = fcntl(fd, F_GETFL)) == -1 || (fl & O_APPEND) != 0 ||
+	    (at = lseek(fd, 0, SEEK_CUR)) == -1)
+		return 0;
+	return at >= sb.st_size;
+}
+
+/*
  * The array is copied out of the live filter one chunk at a time, and that
  * private copy is both hashed and written. The event loop keeps setting bits
  * while we read, so two reads of the same word could differ; hashing and
@@ -231,7 +312,8 @@ write_all(int fd, const void *buf, size_t len, uint64_t *off)
  * the header counts.
  */
 static int
-write_array(int fd, const struct bloom *b, XXH3_state_t *st, uint64_t *off)
+write_array(int fd, const struct bloom *b, int sparse, XXH3_state_t *st,
+    uint64_t *off)
 {
 	const uint64_t	*w = b->words;
 	uint64_t	*buf;
@@ -252,7 +334,9 @@ write_array(int fd, const struct bloom *b, XXH3_state_t *st, uint64_t *off)
 			rc = -1;
 			break;
 		}
-		if (write_all(fd, buf, n * sizeof(*buf), off) == -1) {
+		if ((sparse ? write_sparse(fd, (unsigned char *)buf,
+		    n * sizeof(*buf), off) : write_all(fd, buf,
+		    n * sizeof(*buf), off)) == -1) {
 			rc = -1;
 			break;
 		}
@@ -275,7 +359,8 @@ write_table(int fd, const struct cuckoo *c, XXH3_state_t *st, uint64_t *off)
 }
 
 /* Header, slice table, arrays and checksum trailer into fd; -1 with errno
- * set. */
+ * set. A slot-major filter's zero pages are holes in a file that may have
+ * them: the checksum covers them as the zeros they read as. */
 static int
 write_body(int fd, const struct snapshot_header *h,
     const struct snapshot_slice *sl)
@@ -284,8 +369,9 @@ write_body(int fd, const struct snapshot_header *h,
 	unsigned char	 entry[SLICE_ENTRY];
 	XXH3_state_t	*st;
 	uint64_t	 off = 0;
-	int		 rc = -1, saved;
+	int		 rc = -1, saved, sparse;
 
+	sparse = h->slot_major && holes_allowed(fd);
 	if ((st = XXH3_createState()) == NULL) {
 		errno = ENOMEM;
 		return -1;
@@ -309,7 +395,8 @@ write_body(int fd, const struct snapshot_header *h,
 	}
 	for (uint32_t i = 0; i < h->nslices; i++)
 		if ((sl[i].cuckoo.table != NULL ? write_table(fd, &sl[i].cuckoo,
-		    st, &off) : write_array(fd, &sl[i].bloom, st, &off)) == -1)
+		    st, &off) : write_array(fd, &sl[i].bloom, sparse, st,
+		    &off)) == -1)
 			goto out;
 	put_le64(trailer, XXH3_64bits_digest(st));
 	if (write_all(fd, trailer, sizeof(trailer), &off) == -1)
@@ -356,6 +443,16 @@ prepare_header(const char *name, const struct snapshot_info *info,
 		}
 		if (sl[i].merged)
 			h->version = VERSION_MERGED;
+		/* the loader refuses it (read_table): never written */
+		if (h->slot_major && !h->cuckoo &&
+		    sl[i].bloom.nblocks % KEYSLOT_COUNT != 0) {
+			snprintf(err, errlen, "%s: slice %u: %llu blocks, not "
+			    "a multiple of %d as a filter partitioned by slot "
+			    "needs", name, i,
+			    (unsigned long long)sl[i].bloom.nblocks,
+			    KEYSLOT_COUNT);
+			return -1;
+		}
 	}
 	h->created = (uint64_t)time(NULL);
 	return 0;
@@ -618,6 +715,16 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 		if (check_shape(name, "slice ", i, s->bloom.nblocks,
 		    s->bloom.hashes, err, errlen) == -1)
 			return -1;
+		/* else a slot's blocks would not be the range the filter
+		 * looks in: keys of one slot would be sought in another's */
+		if (m->h.slot_major && s->bloom.nblocks % KEYSLOT_COUNT != 0) {
+			snprintf(err, errlen, "%s: slice %" PRIu32 ": %" PRIu64
+			    " blocks, not a multiple of %d as a filter "
+			    "partitioned by slot (layout %d) needs", name, i,
+			    s->bloom.nblocks, KEYSLOT_COUNT,
+			    BLOOM_LAYOUT_SLOTS512);
+			return -1;
+		}
 		if (read_merged(name, m, i, e, s, err, errlen) == -1)
 			return -1;
 		if (s->capacity == 0 || s->start_ms < 0 ||
@@ -699,12 +806,24 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		    SNAPSHOT_VERSION_CUCKOO);
 		goto fail;
 	}
-	if (h->layout != (h->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
-	    BLOOM_LAYOUT_SPLIT512)) {
-		snprintf(err, errlen, "%s: unknown layout %" PRIu32
-		    " for a %s filter (this seend knows layout %d)", name,
-		    h->layout, h->cuckoo ? "cuckoo" : "bloom", h->cuckoo ?
-		    CUCKOO_LAYOUT_PACKED4 : BLOOM_LAYOUT_SPLIT512);
+	if (h->cuckoo ? h->layout != CUCKOO_LAYOUT_PACKED4 :
+	    (h->layout != BLOOM_LAYOUT_SPLIT512 && !h->slot_major)) {
+		if (h->cuckoo)
+			snprintf(err, errlen, "%s: unknown layout %" PRIu32
+			    " for a cuckoo filter (this seend knows layout "
+			    "%d)", name, h->layout, CUCKOO_LAYOUT_PACKED4);
+		else
+			snprintf(err, errlen, "%s: unknown layout %" PRIu32
+			    " for a bloom filter (this seend knows layouts %d "
+			    "and %d)", name, h->layout, BLOOM_LAYOUT_SPLIT512,
+			    BLOOM_LAYOUT_SLOTS512);
+		goto fail;
+	}
+	/* seend 0.1.0's format never held a partitioned filter */
+	if (h->slot_major && h->version == 1) {
+		snprintf(err, errlen, "%s: layout %d in a version 1 file "
+		    "(partitioned filters are written as version 2 or 3)",
+		    name, BLOOM_LAYOUT_SLOTS512);
 		goto fail;
 	}
 	hdrsize = get_le32(m->prefix + OFF_HDRSIZE);
@@ -769,11 +888,30 @@ fail:
 }
 
 /*
+ * A slot-major array's chunk, read into scratch, into dst (fresh anonymous
+ * memory: zero until written): only its small pages that hold a bit, so a
+ * node's loaded filter costs the memory of the slots it had bits in, not
+ * the whole array's.
+ */
+static void
+copy_set_pages(unsigned char *dst, const unsigned char *src, size_t n)
+{
+	for (size_t off = 0; off < n; off += ZERO_RUN) {
+		size_t k = n - off < ZERO_RUN ? n - off : ZERO_RUN;
+
+		if (!zero_run(src + off, k))
+			memcpy(dst + off, src + off, k);
+	}
+}
+
+/*
  * Reads the arrays (into each slice's bloom when it has words, else through
  * a scratch buffer) and the trailer, hashing the prefix and each chunk right
  * after it is read, while the chunk is still in cache. Large reads straight
  * into the destination keep this at memory-copy speed: a 1 GiB filter from
- * the page cache is one copy and one hash pass.
+ * the page cache is one copy and one hash pass. A slot-major filter's
+ * arrays go through the scratch buffer too, and only their pages that are
+ * not zero are copied on (copy_set_pages).
  */
 static int
 check_body(int fd, const char *name, const struct meta *m, char *err,
@@ -801,8 +939,10 @@ check_body(int fd, const char *name, const struct meta *m, char *err,
 		uint64_t		 len = m->h.cuckoo ?
 					    cuckoo_table_bytes_for(c->nbuckets,
 					    c->fpbits) : bloom_bytes(b), off = 0;
+		int			 sparse = m->h.slot_major &&
+					    dst != NULL;
 
-		if (dst == NULL && scratch == NULL &&
+		if ((dst == NULL || sparse) && scratch == NULL &&
 		    (scratch = malloc(READ_CHUNK)) == NULL) {
 			snprintf(err, errlen, "%s: out of memory", name);
 			goto out;
@@ -811,7 +951,7 @@ check_body(int fd, const char *name, const struct meta *m, char *err,
 			n = READ_CHUNK;
 			if (n > len - off)
 				n = (size_t)(len - off);
-			p = dst != NULL ? dst + off : scratch;
+			p = dst != NULL && !sparse ? dst + off : scratch;
 			got = fileio_read_full(fd, p, n, pos);
 			if (got == -1) {
 				snprintf(err, errlen, "read %s: %s", name,
@@ -824,6 +964,8 @@ check_body(int fd, const char *name, const struct meta *m, char *err,
 				goto out;
 			}
 			(void)XXH3_64bits_update(st, p, n);
+			if (sparse)
+				copy_set_pages(dst + off, p, n);
 			off += n;
 			pos += n;
 		}

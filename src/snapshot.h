@@ -6,7 +6,8 @@
  *   off  size  field
  *     0     8  magic "SEENDBF\n"
  *     8     4  format version (2)
- *    12     4  layout (BLOOM_LAYOUT_SPLIT512)
+ *    12     4  layout (BLOOM_LAYOUT_SPLIT512, or BLOOM_LAYOUT_SLOTS512:
+ *              below)
  *    16     4  nslices (1 to SNAPSHOT_MAX_SLICES)
  *    20     4  growth (0 = off)
  *    24     4  reserved, zero
@@ -31,6 +32,16 @@
  * from filters of other seeds or shapes, read-only, after the filter's
  * own slices, each with its flags and seed. A file without one is
  * written as version 2, which earlier seend versions read.
+ *
+ * Layout 3 (BLOOM_LAYOUT_SLOTS512) in a version 2 or 3 file is a filter
+ * partitioned by slot (a cluster node's; bloom.h, filter.h): the same
+ * fields and arrays, but every slice's nblocks is a multiple of 16384
+ * (KEYSLOT_COUNT; a loader refuses one that is not) and its keys' hashes
+ * carry their slot, so only the blocks of slots the node owned hold bits.
+ * Writing one to a regular file leaves its arrays' all-zero 4 KiB runs as
+ * holes (the checksum covers them as the zeros they read as), and loading
+ * one copies only the pages that are not zero: disk and memory go with
+ * the slots owned. A seend from before layout 3 refuses the file.
  *
  * Version 4 is a cuckoo filter (type = cuckoo): layout
  * CUCKOO_LAYOUT_PACKED4 (cuckoo.h), no merged slice, and
@@ -88,7 +99,8 @@ struct snapshot_header {
 	uint64_t	 array_bytes;	/* of all slices, as in the file */
 	uint32_t	 layout;
 	/* layout BLOOM_LAYOUT_SLOTS512: the filter is partitioned by slot
-	 * (every slice's nblocks a multiple of KEYSLOT_COUNT) */
+	 * (every slice's nblocks a multiple of KEYSLOT_COUNT). Writing: set
+	 * by the caller in the info given; loading: set from the file */
 	int		 slot_major;
 	uint32_t	 nslices;
 	uint32_t	 growth;

@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "bloom.h"
+#include "keyslot.h"
 #include "snapshot.h"
 #include "tap.h"
 
@@ -1791,7 +1793,7 @@ test_cuckoo_damage(void)
 	damage4("v4: layout 1 (bloom's)", m4_layout1, 1, "unknown layout 1 "
 	    "for a cuckoo filter (this seend knows layout 2)", 1);
 	damage4("v4 file relabelled version 2", m4_as_v2, 1, "unknown layout 2 "
-	    "for a bloom filter (this seend knows layout 1)", 1);
+	    "for a bloom filter (this seend knows layouts 1 and 3)", 1);
 	damage4("v4 file relabelled version 3", m4_as_v3, 1, "unknown layout 2 "
 	    "for a bloom filter", 1);
 	damage4("v4 file relabelled version 5", m4_v5, 1, "unsupported "
@@ -1855,6 +1857,341 @@ write_corpus_cuckoo(const char *out)
 	write_seed_cuckoo(out, "damaged-v4-flags", 0, NCF, m4_flags1);
 }
 
+/* ---- layout 3: a filter partitioned by slot ---- */
+
+#define SM_BLOCKS	((uint64_t)KEYSLOT_COUNT * 2)	/* 2 MiB: small pages */
+#define SM_SLOTS	256	/* the slots with keys: 0 .. SM_SLOTS - 1 */
+#define SM_KEYS		2000
+
+/* A slot-major hash (filter_slot_hash's): the slot in the top bits. */
+static uint64_t
+sm_hash(const struct bloom *b, const char *k, unsigned slot)
+{
+	return (uint64_t)slot << (64 - KEYSLOT_BITS) |
+	    (bloom_hash(b, k, strlen(k)) & (UINT64_MAX >> KEYSLOT_BITS));
+}
+
+/* One slot-major slice with SM_KEYS keys "sm/i" in slots 0..SM_SLOTS-1:
+ * only the first SM_SLOTS * 2 blocks (32 KiB, 8 pages) can hold bits. */
+static void
+sm_set(struct snapshot_info *info, struct snapshot_slice *sl)
+{
+	char k[96];
+
+	memset(info, 0, sizeof(*info));
+	memset(sl, 0, sizeof(*sl));
+	if (bloom_init(&sl->bloom, SM_BLOCKS, 8, 0x5107a1e5) == -1) {
+		perror("bloom_init");
+		exit(2);
+	}
+	for (int i = 0; i < SM_KEYS; i++) {
+		key(k, sizeof(k), "sm", (uint64_t)i);
+		bloom_add(&sl->bloom, sm_hash(&sl->bloom, k,
+		    (unsigned)i % SM_SLOTS));
+	}
+	info->nslices = 1;
+	info->seed = sl->bloom.seed;
+	info->capacity = CAP;
+	info->error_rate = RATE;
+	info->slot_major = 1;
+	sl->capacity = CAP;
+	sl->error_rate = RATE;
+	sl->start_ms = 1700000000000LL;
+	sl->count = sl->bloom.count;
+	sl->bits_set = sl->bloom.bits_set;
+}
+
+static uint64_t
+sm_file_size(void)
+{
+	return SNAPSHOT_HEADER_SIZE + SLICE_ENTRY + SM_BLOCKS *
+	    BLOOM_BLOCK_BYTES + 8;
+}
+
+/* Pages of p's len bytes that are resident (mincore), or -1. */
+static long
+resident_pages(const void *p, size_t len)
+{
+	size_t		 page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t		 n = (len + page - 1) / page;
+	unsigned char	*vec = malloc(n);
+	long		 in = 0;
+
+	if (vec == NULL || mincore((void *)p, len, vec) == -1) {
+		free(vec);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return in;
+}
+
+/* Pages of the array that hold a bit. */
+static long
+set_pages(const struct bloom *b)
+{
+	size_t			 page = (size_t)sysconf(_SC_PAGESIZE);
+	const unsigned char	*p = (const unsigned char *)b->words;
+	long			 n = 0;
+
+	for (size_t off = 0; off < bloom_bytes(b); off += page)
+		for (size_t i = 0; i < page; i++)
+			if (p[off + i] != 0) {
+				n++;
+				break;
+			}
+	return n;
+}
+
+static void
+test_slot_major_round_trip(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl, *got = NULL;
+	struct stat		 sb;
+	char			 path[512], k[96];
+	uint64_t		 missing = 0;
+	long			 in, want;
+	int			 rc, fd;
+
+	sm_set(&info, &sl);
+	want = set_pages(&sl.bloom);
+	ok(want > 0 && want <= 9, "slot-major: the keys' bits are in %ld "
+	    "pages of the array's 512", want);
+	rc = snapshot_write_slices(dir, "sm", &info, &sl, err, sizeof(err));
+	ok(rc == 0, "slot-major: written (%s)", rc == 0 ? "ok" : err);
+	snapshot_path(path, sizeof(path), dir, "sm");
+	if (stat(path, &sb) == -1)
+		memset(&sb, 0, sizeof(sb));
+	ok((uint64_t)sb.st_size == sm_file_size(),
+	    "slot-major: the file's size is the format's (%lld)",
+	    (long long)sb.st_size);
+	/* 8 pages of bits, the header and the trailer's page: the rest of
+	 * its 2 MiB is holes */
+	ok((uint64_t)sb.st_blocks * 512 <= (uint64_t)sb.st_size / 16,
+	    "slot-major: a sparse file (%lld bytes on disk of %lld)",
+	    (long long)sb.st_blocks * 512, (long long)sb.st_size);
+
+	memset(&back, 0, sizeof(back));
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == 1, "slot-major: loads (%s)", rc == 1 ? "ok" : err);
+	if (rc != 1) {
+		bloom_free(&sl.bloom);
+		return;
+	}
+	/* before anything reads the array (a read maps the zero page) */
+	in = resident_pages(got[0].bloom.words, bloom_bytes(&got[0].bloom));
+	ok(in == want, "slot-major: the loaded array has only its %ld pages "
+	    "with bits resident (%ld)", want, in);
+	ok(back.slot_major == 1 && back.layout == BLOOM_LAYOUT_SLOTS512 &&
+	    back.version == 2 && back.nslices == 1 && back.count ==
+	    sl.count && back.nblocks == SM_BLOCKS,
+	    "slot-major: the header says layout 3, slot_major, its counts");
+	ok(memcmp(got[0].bloom.words, sl.bloom.words,
+	    bloom_bytes(&sl.bloom)) == 0 &&
+	    got[0].bloom.bits_set == sl.bits_set,
+	    "slot-major: the array is the one written");
+	for (int i = 0; i < SM_KEYS; i++) {
+		key(k, sizeof(k), "sm", (uint64_t)i);
+		if (!bloom_check(&got[0].bloom, sm_hash(&got[0].bloom, k,
+		    (unsigned)i % SM_SLOTS)))
+			missing++;
+	}
+	ok(missing == 0, "slot-major: every key there (%llu missing)",
+	    (unsigned long long)missing);
+	snapshot_slices_free(got, back.nslices);
+
+	memset(&back, 0, sizeof(back));
+	fd = open(path, O_RDONLY);
+	rc = snapshot_verify_fd(fd, &back, err, sizeof(err));
+	close(fd);
+	ok(rc == 0 && back.slot_major == 1, "slot-major: verify_fd says so "
+	    "(%s)", rc == 0 ? "ok" : err);
+
+	/* the same array as layout 1: written whole, loaded whole (and the
+	 * residency check above sees pages that are there) */
+	info.slot_major = 0;
+	rc = snapshot_write_slices(dir, "sm1", &info, &sl, err, sizeof(err));
+	snapshot_path(path, sizeof(path), dir, "sm1");
+	if (stat(path, &sb) == -1)
+		memset(&sb, 0, sizeof(sb));
+	ok(rc == 0 && sb.st_size > 0 &&
+	    (uint64_t)sb.st_blocks * 512 >= (uint64_t)sb.st_size - 4096,
+	    "layout 1: every byte on disk (%lld of %lld)",
+	    (long long)sb.st_blocks * 512, (long long)sb.st_size);
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	in = rc == 1 ? resident_pages(got[0].bloom.words,
+	    bloom_bytes(&got[0].bloom)) : -1;
+	ok(rc == 1 && back.slot_major == 0 && back.layout ==
+	    BLOOM_LAYOUT_SPLIT512 && in == 512,
+	    "layout 1: loads, not slot-major, its array all resident (%ld)",
+	    in);
+	if (rc == 1)
+		snapshot_slices_free(got, back.nslices);
+	bloom_free(&sl.bloom);
+}
+
+/* Holes only where they read as zero: a file written over, a file
+ * appended to, a pipe, get every byte. */
+static void
+test_slot_major_fds(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl, *got = NULL;
+	struct stat		 sb;
+	unsigned char		*junk;
+	char			 path[512];
+	uint64_t		 size = sm_file_size();
+	int			 rc, fd;
+
+	sm_set(&info, &sl);
+	/* over a file of 0xff bytes, from its start */
+	snprintf(path, sizeof(path), "%s/over.bloom", dir);
+	junk = malloc(size);
+	memset(junk, 0xff, size);
+	spit(path, junk, size);
+	free(junk);
+	fd = open(path, O_RDWR);
+	rc = snapshot_write_slices_fd(fd, "over", &info, &sl, err,
+	    sizeof(err));
+	close(fd);
+	ok(rc == 0, "slot-major over a file: written (%s)", rc == 0 ? "ok" :
+	    err);
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == 1 && back.slot_major == 1 && memcmp(got[0].bloom.words,
+	    sl.bloom.words, bloom_bytes(&sl.bloom)) == 0,
+	    "slot-major over a file: zero bytes written, not left (%s)",
+	    rc == 1 ? "ok" : err);
+	if (rc == 1)
+		snapshot_slices_free(got, back.nslices);
+
+	/* into a new file at its offset: holes, and the image loads */
+	snprintf(path, sizeof(path), "%s/image.bloom", dir);
+	fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+	rc = snapshot_write_slices_fd(fd, "image", &info, &sl, err,
+	    sizeof(err));
+	if (fstat(fd, &sb) == -1)
+		memset(&sb, 0, sizeof(sb));
+	ok(rc == 0 && (uint64_t)sb.st_size == size &&
+	    lseek(fd, 0, SEEK_CUR) == (off_t)size &&
+	    (uint64_t)sb.st_blocks * 512 <= size / 16,
+	    "slot-major image (fd): sparse, its size and offset right (%s)",
+	    rc == 0 ? "ok" : err);
+	rc = snapshot_load_slices_fd(fd, "image", CAP, RATE, &back, &got,
+	    err, sizeof(err));
+	close(fd);
+	ok(rc == 1 && back.slot_major == 1,
+	    "slot-major image (fd): loads (%s)", rc == 1 ? "ok" : err);
+	if (rc == 1)
+		snapshot_slices_free(got, back.nslices);
+
+	/* an O_APPEND file: a seek would not move the next write */
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND, 0600);
+	rc = snapshot_write_slices_fd(fd, "image", &info, &sl, err,
+	    sizeof(err));
+	close(fd);
+	rc = rc == 0 ? snapshot_load_slices(path, CAP, RATE, &back, &got,
+	    err, sizeof(err)) : -1;
+	ok(rc == 1, "slot-major, O_APPEND: written whole, loads (%s)",
+	    rc == 1 ? "ok" : err);
+	if (rc == 1)
+		snapshot_slices_free(got, back.nslices);
+	bloom_free(&sl.bloom);
+}
+
+/* A write that runs out of disk in a hole fails as one in bytes does. */
+static void
+test_slot_major_fault(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl, *got = NULL;
+	struct buf		 before;
+	char			 path[512], tmp[512];
+	int			 rc;
+	uint64_t		 limits[3] = { 1 << 20, sm_file_size() - 1,
+				    sm_file_size() };
+
+	sm_set(&info, &sl);
+	snapshot_path(path, sizeof(path), dir, "smfault");
+	snprintf(tmp, sizeof(tmp), "%s/.smfault.bloom.tmp", dir);
+	snapshot_write_slices(dir, "smfault", &info, &sl, err, sizeof(err));
+	slurp(path, &before);
+	for (int i = 0; i < 3; i++) {
+		snapshot_fault_write_limit = limits[i];
+		sl.count++;
+		rc = snapshot_write_slices(dir, "smfault", &info, &sl, err,
+		    sizeof(err));
+		snapshot_fault_write_limit = 0;
+		if (i < 2)
+			ok(rc == -1 && strstr(err, "No space left") != NULL &&
+			    same_file(path, &before) && !exists(tmp),
+			    "slot-major, fault limit %llu (a hole, the "
+			    "trailer): fails, old file intact (%s)",
+			    (unsigned long long)limits[i], err);
+		else {
+			rc = rc == 0 ? snapshot_load_slices(path, CAP, RATE,
+			    &back, &got, err, sizeof(err)) : -1;
+			ok(rc == 1 && back.count == sl.count,
+			    "slot-major, fault limit = file size: written "
+			    "(%s)", rc == 1 ? "ok" : err);
+			if (rc == 1)
+				snapshot_slices_free(got, back.nslices);
+		}
+	}
+	free(before.p);
+	bloom_free(&sl.bloom);
+}
+
+/* Every slice's nblocks a multiple of 16384: never written otherwise,
+ * and a file that says otherwise is refused. */
+static void
+test_slot_major_refused(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl, *got = NULL;
+	struct buf		 f;
+	char			 path[512];
+	int			 rc;
+
+	sm_set(&info, &sl);
+	bloom_free(&sl.bloom);
+	bloom_init(&sl.bloom, 1000, 8, info.seed);
+	rc = snapshot_write_slices(dir, "smbad", &info, &sl, err,
+	    sizeof(err));
+	snapshot_path(path, sizeof(path), dir, "smbad");
+	ok(rc == -1 && strstr(err, "not a multiple of 16384") != NULL &&
+	    !exists(path), "slot-major of 1000 blocks: not written (%s)",
+	    err);
+
+	/* as layout 1, then its layout field said 3 */
+	info.slot_major = 0;
+	rc = snapshot_write_slices(dir, "smbad", &info, &sl, err,
+	    sizeof(err));
+	ok(rc == 0 && slurp(path, &f) == 0, "layout 1 of 1000 blocks: "
+	    "written");
+	put_le32(f.p + 12, BLOOM_LAYOUT_SLOTS512);
+	reseal(&f);
+	spit(path, f.p, f.len);
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == -1 && strstr(err, "slice 0: 1000 blocks, not a multiple of "
+	    "16384") != NULL, "layout 3 of 1000 blocks: refused (%s)", err);
+	/* layout 4: unknown */
+	put_le32(f.p + 12, 4);
+	reseal(&f);
+	spit(path, f.p, f.len);
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == -1 && strstr(err, "unknown layout 4") != NULL,
+	    "layout 4: refused (%s)", err);
+	free(f.p);
+	bloom_free(&sl.bloom);
+}
+
 int
 main(void)
 {
@@ -1883,6 +2220,10 @@ main(void)
 	test_cuckoo_damage();
 	test_verify_fd_damage();
 	test_faults();
+	test_slot_major_round_trip();
+	test_slot_major_fds();
+	test_slot_major_fault();
+	test_slot_major_refused();
 	test_bad_dirs();
 	test_race();
 	cleanup();
