@@ -20,6 +20,7 @@
 
 #include "dump.h"
 #include "fileio.h"
+#include "keyslot.h"
 #include "snapshot.h"
 
 /* The arrays travel as the in-memory words, as in a snapshot. */
@@ -73,6 +74,9 @@ _Static_assert(sizeof(double) == 8, "the header stores IEEE-754 doubles");
 /* the bounds snapshot.c keeps to for growth and creation times */
 #define MAX_GROWTH	1024
 #define MAX_CREATED	((uint64_t)SNAPSHOT_MAX_TIME_MS / 1000)
+/* A slot-major array is copied in by small pages, those of zero bytes
+ * left out: the page a write would fault in. */
+#define ZERO_RUN	4096UL
 
 static uint64_t
 div_up(uint64_t a, uint64_t b)
@@ -140,6 +144,11 @@ dump_chunk_count(const struct dump_image *im, size_t chunk_payload)
 	for (uint32_t i = 1; i < im->nslices; i++)
 		if (im->slices[i - 1].merged && !im->slices[i].merged)
 			return 0;
+	/* nor would it take a slot-major slice not cut in slots */
+	for (uint32_t i = 0; im->slot_major && !im->cuckoo &&
+	    i < im->nslices; i++)
+		if (im->slices[i].bloom.nblocks % KEYSLOT_COUNT != 0)
+			return 0;
 	/* a window with no slice left (or none yet): the header alone */
 	if (im->nslices == 0)
 		return 1;
@@ -203,7 +212,7 @@ put_header_payload(unsigned char *p, const struct dump_image *im)
 		    (size_t)i * DUMP_SLICE_ENTRY, &im->slices[i]);
 	}
 	put_le32(p + HP_LAYOUT, im->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
-	    BLOOM_LAYOUT_SPLIT512);
+	    im->slot_major ? BLOOM_LAYOUT_SLOTS512 : BLOOM_LAYOUT_SPLIT512);
 	if (im->cuckoo) {
 		put_le32(p + HP_MAXKICKS, im->max_kicks);
 		put_le64(p + HP_FORGOTTEN, im->forgotten);
@@ -515,11 +524,14 @@ parse_fixed(struct dump_load *l, const unsigned char *p, char *err,
 	im->expire_ms = get_le64(p + HP_EXPIRE);
 	im->created = get_le64(p + HP_CREATED);
 	l->total = get_le64(p + HP_TOTAL);
-	if (layout != BLOOM_LAYOUT_SPLIT512 && layout != CUCKOO_LAYOUT_PACKED4)
+	if (layout != BLOOM_LAYOUT_SPLIT512 && layout != CUCKOO_LAYOUT_PACKED4 &&
+	    layout != BLOOM_LAYOUT_SLOTS512)
 		return refuse(err, errlen, "unknown layout %" PRIu32 " (this "
-		    "seend knows layouts %d and %d)", layout,
-		    BLOOM_LAYOUT_SPLIT512, CUCKOO_LAYOUT_PACKED4);
+		    "seend knows layouts %d, %d and %d)", layout,
+		    BLOOM_LAYOUT_SPLIT512, CUCKOO_LAYOUT_PACKED4,
+		    BLOOM_LAYOUT_SLOTS512);
 	im->cuckoo = layout == CUCKOO_LAYOUT_PACKED4;
+	im->slot_major = layout == BLOOM_LAYOUT_SLOTS512;
 	if (im->cuckoo) {
 		im->max_kicks = get_le32(p + HP_MAXKICKS);
 		im->forgotten = get_le64(p + HP_FORGOTTEN);
@@ -566,6 +578,14 @@ parse_table(struct dump_load *l, const unsigned char *p, char *err,
 		    (size_t)i * DUMP_SLICE_ENTRY, i, s, i > 0 ?
 		    &im->slices[i - 1] : NULL, err, errlen)) == -1)
 			return -1;
+		/* else a slot's blocks would not be the range the filter
+		 * looks in: keys of one slot would be sought in another's */
+		if (im->slot_major && s->bloom.nblocks % KEYSLOT_COUNT != 0)
+			return refuse(err, errlen, "slice %" PRIu32 ": %" PRIu64
+			    " blocks, not a multiple of %d as a filter "
+			    "partitioned by slot (layout %d) needs", i,
+			    s->bloom.nblocks, KEYSLOT_COUNT,
+			    BLOOM_LAYOUT_SLOTS512);
 		(void)slice_bytes(s, &len);
 		bytes += len;
 		if (__builtin_add_overflow(count, s->count, &count))
@@ -735,10 +755,12 @@ populate_arrays(void *arg)
 	return NULL;
 }
 
+/* Not a slot-major filter's: its pages are faulted in only where a
+ * chunk brings bits (copy_in), which is a node's slots alone. */
 static void
 populate_start(struct dump_load *l)
 {
-	if (l->total >= POPULATE_MIN)
+	if (l->total >= POPULATE_MIN && !l->image.slot_major)
 		l->populating = pthread_create(&l->populate, NULL,
 		    populate_arrays, l) == 0;
 }
@@ -837,6 +859,33 @@ popcount_bytes(const unsigned char *p, size_t n)
 	return bits;
 }
 
+/* 1 if the n bytes at p are all zero. */
+static int
+zero_bytes(const unsigned char *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/*
+ * A slot-major array's bytes at dst (zero until written, and each byte
+ * written once): only the parts of its small pages that are not zero, so
+ * that the pages of slots without bits are never faulted in.
+ */
+static void
+copy_set_pages(unsigned char *dst, uint64_t off, const unsigned char *src,
+    size_t n)
+{
+	size_t k;
+
+	for (; n > 0; off += k, src += k, n -= k) {
+		k = ZERO_RUN - (size_t)(off % ZERO_RUN);
+		if (k > n)
+			k = n;
+		if (!zero_bytes(src, k))
+			memcpy(dst + off, src, k);
+	}
+}
+
 /*
  * n bytes at the offset due into the arrays, across slice boundaries.
  * Each bloom's bits_set counts the bits that arrive, so a loaded slice
@@ -858,7 +907,10 @@ copy_in(struct dump_load *l, const unsigned char *src, size_t n)
 			continue;
 		}
 		k = len - off < n ? (size_t)(len - off) : n;
-		memcpy(dst + off, src, k);
+		if (l->image.slot_major)
+			copy_set_pages(dst, off, src, k);
+		else
+			memcpy(dst + off, src, k);
 		if (!l->image.cuckoo)
 			s->bloom.bits_set += popcount_bytes(src, k);
 		src += k;

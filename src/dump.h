@@ -29,7 +29,8 @@
  *
  * Header chunk payload:
  *
- *     0     4  layout (BLOOM_LAYOUT_SPLIT512)
+ *     0     4  layout (BLOOM_LAYOUT_SPLIT512; BLOOM_LAYOUT_SLOTS512 and
+ *              CUCKOO_LAYOUT_PACKED4: below)
  *     4     4  nslices (0 to SNAPSHOT_MAX_SLICES; 0: an empty window,
  *              whose dump is its header chunk alone)
  *     8     4  growth (0 = off)
@@ -58,6 +59,15 @@
  * its tables (cuckoo.h), copied when the dump starts (a table changes
  * under a reader), and a loader recounts each table against its count.
  * A loader from before cuckoo filters refuses layout 2.
+ *
+ * A filter partitioned by slot (a cluster node's; bloom.h, filter.h) has
+ * layout BLOOM_LAYOUT_SLOTS512 (3): the same fields, entries and arrays as
+ * layout 1, but every slice's nblocks is a multiple of 16384
+ * (KEYSLOT_COUNT; a loader refuses one that is not, and such an image is
+ * not dumped) and its keys' hashes carry their slot. A loader copies only
+ * the 4 KiB pages of its arrays that are not zero, so a node's load costs
+ * the memory of the slots that had bits. A loader from before layout 3
+ * refuses it.
  *
  * Merged slices (MERGE: from filters of other seeds or shapes, read-only,
  * their keys hashed with their own seed) come after the filter's own; a
@@ -104,7 +114,9 @@ struct dump_image {
 	uint64_t		 count;		/* sum of the slices' counts */
 	uint64_t		 created;
 	uint32_t		 nslices;
-	/* layout 3 (BLOOM_LAYOUT_SLOTS512): partitioned by slot */
+	/* layout 3 (BLOOM_LAYOUT_SLOTS512): partitioned by slot; writing,
+	 * set by the caller (every slice's nblocks a multiple of
+	 * KEYSLOT_COUNT); loading, from the header chunk */
 	int			 slot_major;
 	/* a cuckoo filter's (layout 2): its slices' cuckoo tables */
 	int			 cuckoo;
@@ -123,7 +135,8 @@ uint64_t	dump_bits_bytes(const struct dump_image *);
 /* How many chunks the image makes, header chunk included, with bits
  * chunks of at most chunk_payload bytes each (0, or more than fits: the
  * largest that fits DUMP_CHUNK_MAX). 0 when the image cannot be dumped:
- * more than SNAPSHOT_MAX_SLICES, an own slice after a merged one, no
+ * more than SNAPSHOT_MAX_SLICES, an own slice after a merged one, a
+ * slot-major slice whose nblocks is not a multiple of KEYSLOT_COUNT, no
  * bytes in its slices, or UINT32_MAX chunks or more (tiny chunks of a
  * huge filter); an image of no slice is its header chunk alone (1). */
 uint32_t	dump_chunk_count(const struct dump_image *, size_t chunk_payload);

@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "bloom.h"
 #include "dump.h"
+#include "keyslot.h"
 #include "snapshot.h"
 #include "tap.h"
 
@@ -277,6 +279,12 @@ get64(const unsigned char *p)
 	for (int i = 7; i >= 0; i--)
 		v = (v << 8) | p[i];
 	return v;
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+	return (uint32_t)(get64(p) & 0xffffffffu);
 }
 
 /* Does the loaded image equal the one dumped, field by field and byte by
@@ -677,7 +685,10 @@ test_hostile_header(void)
 	    "header: an own slice's seed field (once reserved)");
 	bad_header(&a, SE(1, 12), 4, 4, "slice 1: bad flags 0x4",
 	    "header: an own slice's flags field (once reserved)");
-	bad_header(&a, HP(0), 4, 3, "unknown layout 3", "header: layout 3");
+	bad_header(&a, HP(0), 4, 4, "unknown layout 4", "header: layout 4");
+	/* a partitioned filter's: its slices are not cut in slots */
+	bad_header(&a, HP(0), 4, 3, "slice 0: 37 blocks, not a multiple of "
+	    "16384", "header: layout 3");
 	/* a bloom dump relabelled cuckoo (layout 2) is no cuckoo filter: a
 	 * window, or 4 or 8-bit "fingerprints" */
 	bad_header(&a, HP(0), 4, 2, "cuckoo", "header: layout 2");
@@ -1059,6 +1070,170 @@ test_empty_and_bounded(void)
 	unbuild(&img);
 }
 
+/* ---- layout 3: a filter partitioned by slot ---- */
+
+/* 7 MiB a slice: 3 make more than the load's populate threshold (16
+ * MiB), each below bloom_init's huge pages (8 MiB), so that residency is
+ * counted in small pages. */
+#define SM_BLOCKS	((uint64_t)KEYSLOT_COUNT * 7)
+#define SM_N		3
+#define SM_KEYS		3000
+
+/* The slot of key i of slice s: 100 slots a slice, in different parts. */
+static unsigned
+sm_slot(uint32_t s, uint32_t i)
+{
+	return s * 5000 + i % 100;
+}
+
+static uint64_t
+sm_hash(const struct bloom *b, uint32_t s, uint32_t i)
+{
+	char k[96];
+
+	key(k, sizeof(k), "sm", s, i);
+	return (uint64_t)sm_slot(s, i) << (64 - KEYSLOT_BITS) |
+	    (bloom_hash(b, k, strlen(k)) & (UINT64_MAX >> KEYSLOT_BITS));
+}
+
+static void
+sm_build(struct image *img, uint64_t nblocks)
+{
+	build(img, 0);
+	for (uint32_t s = 0; s < SM_N; s++) {
+		struct snapshot_slice *sl = &img->sl[s];
+
+		if (bloom_init(&sl->bloom, nblocks, 8, SEED) == -1) {
+			perror("bloom_init");
+			exit(2);
+		}
+		for (uint32_t i = 0; i < SM_KEYS; i++)
+			bloom_add(&sl->bloom, sm_hash(&sl->bloom, s, i));
+		sl->capacity = 1000;
+		sl->error_rate = 0.01;
+		sl->count = sl->bloom.count;
+		sl->bits_set = sl->bloom.bits_set;
+		img->im.count += sl->count;
+	}
+	img->im.nslices = SM_N;
+	img->im.slot_major = 1;
+}
+
+static long
+resident_pages(const void *p, size_t len)
+{
+	size_t		 page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t		 n = (len + page - 1) / page;
+	unsigned char	*vec = malloc(n);
+	long		 in = 0;
+
+	if (vec == NULL || mincore((void *)p, len, vec) == -1) {
+		free(vec);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return in;
+}
+
+static long
+set_pages(const struct bloom *b)
+{
+	size_t			 page = (size_t)sysconf(_SC_PAGESIZE);
+	const unsigned char	*p = (const unsigned char *)b->words;
+	long			 n = 0;
+
+	for (size_t off = 0; off < bloom_bytes(b); off += page)
+		for (size_t i = 0; i < page; i++)
+			if (p[off + i] != 0) {
+				n++;
+				break;
+			}
+	return n;
+}
+
+/* Dumped and loaded with chunks of payload bytes: layout 3 in the
+ * header, slot_major back, the arrays and keys, and only the pages
+ * with bits resident in the loaded arrays. */
+static void
+sm_round_trip(size_t payload, const char *what)
+{
+	struct image		 img;
+	struct dump		 d;
+	struct dump_load	*l = NULL;
+	struct dump_image	*got;
+	long			 want = 0, in = 0;
+	uint32_t		 bad = 0, missing = 0;
+	int			 at, complete;
+
+	sm_build(&img, SM_BLOCKS);
+	for (uint32_t s = 0; s < SM_N; s++)
+		want += set_pages(&img.sl[s].bloom);
+	make_dump(&img.im, ID_A, payload, &d);
+	ok(d.n > 1 && get32(d.c[0].p + HP(0)) == BLOOM_LAYOUT_SLOTS512,
+	    "%s: %u chunks, the header's layout 3", what, d.n);
+	at = feed(d.c, d.n, &l, &complete);
+	ok(at == -1 && complete, "%s: loads (%s)", what, at == -1 ? "ok" :
+	    err);
+	if (at != -1) {
+		drop_dump(&d);
+		unbuild(&img);
+		return;
+	}
+	got = dump_load_image(l);
+	/* before anything reads the arrays (a read maps the zero page) */
+	for (uint32_t s = 0; s < got->nslices; s++)
+		in += resident_pages(got->slices[s].bloom.words,
+		    bloom_bytes(&got->slices[s].bloom));
+	/* at most: a page may have left memory since (swap) */
+	ok(in <= want, "%s: only the %ld pages with bits are resident (%ld "
+	    "of %llu)", what, want, in, (unsigned long long)(SM_N *
+	    SM_BLOCKS * BLOOM_BLOCK_BYTES / 4096));
+	ok(got->slot_major == 1 && !got->cuckoo && got->nslices == SM_N &&
+	    got->count == img.im.count, "%s: slot_major back, counts", what);
+	for (uint32_t s = 0; s < got->nslices; s++) {
+		const struct bloom *b = &got->slices[s].bloom;
+
+		if (b->nblocks != SM_BLOCKS || memcmp(b->words,
+		    img.sl[s].bloom.words, bloom_bytes(b)) != 0 ||
+		    b->bits_set != img.sl[s].bits_set)
+			bad++;
+		for (uint32_t i = 0; i < SM_KEYS; i++)
+			if (!bloom_check(b, sm_hash(b, s, i)))
+				missing++;
+	}
+	ok(bad == 0 && missing == 0, "%s: arrays identical (%u differ), "
+	    "every key there (%u missing)", what, bad, missing);
+	dump_load_free(l);
+	drop_dump(&d);
+	unbuild(&img);
+}
+
+static void
+test_slot_major(void)
+{
+	struct image	img;
+	struct dump	a;
+
+	sm_round_trip(0, "slot-major, default chunks");
+	sm_round_trip(1000003, "slot-major, chunks across pages");
+	sm_round_trip(4096 * 3 + 7, "slot-major, small odd chunks");
+
+	/* not cut in slots: not dumped, and a dump saying so refused */
+	sm_build(&img, 1000);
+	ok(dump_chunk_count(&img.im, 0) == 0 &&
+	    dump_chunk(&img.im, ID_A, 0, 0, scratch) == 0,
+	    "slot-major of 1000 blocks: no chunk written");
+	img.im.slot_major = 0;
+	make_dump(&img.im, ID_A, 0, &a);
+	bad_header(&a, HP(0), 4, BLOOM_LAYOUT_SLOTS512, "slice 0: 1000 "
+	    "blocks, not a multiple of 16384",
+	    "layout 3 of 1000 blocks a slice");
+	drop_dump(&a);
+	unbuild(&img);
+}
+
 int
 main(void)
 {
@@ -1087,6 +1262,7 @@ main(void)
 	test_merged();
 	test_live();
 	test_empty_and_bounded();
+	test_slot_major();
 	free(scratch);
 	cleanup();
 	return done_testing();
