@@ -41,8 +41,8 @@ def addr(s):
 
 
 def tls_lines(p, port):
-    """The [server] lines of a TLS listener on port with tlspki's p's
-    server certificate, client certificates not asked for."""
+    """The [server] lines of a TLS listener on port with the server
+    certificate of p (a tlspki pki), client certificates not asked for."""
     return ("tls_listen = 127.0.0.1:%d\ntls_cert_file = %s\n"
             "tls_key_file = %s\ntls_ca_cert_file = %s\n"
             "tls_auth_clients = no\n" % ((port,) + tuple(p.server) + (p.ca,)))
@@ -123,7 +123,7 @@ def getmap(s, auth=None):
     """CLUSTER GETMAP on s: the map's text (str), None if s holds none.
     An error reply fails the test."""
     got = ask(s, "CLUSTER", "GETMAP", auth=auth)
-    if isinstance(got, Err) or not (got is None or isinstance(got, bytes)):
+    if got is not None and not isinstance(got, bytes):
         raise Failed("CLUSTER GETMAP on %s: %r" % (s.name, got))
     return None if got is None else got.decode()
 
