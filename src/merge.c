@@ -111,6 +111,30 @@ target_for(struct merge *m, const struct slice *src, uint64_t seed, int own,
 	return 0;
 }
 
+/*
+ * A slot-major filter's bits (BLOOM_LAYOUT_SLOTS512) sit in the blocks of
+ * their key's slot, a layout 1 filter's anywhere: OR-ed or copied into
+ * the other kind, they would answer for keys never added and miss the
+ * ones that were. 0, or -1 with a message.
+ */
+static int
+same_layout(const struct filter *dst, struct filter *const *srcs,
+    size_t nsrcs, char *err, size_t errlen)
+{
+	for (size_t k = 0; k < nsrcs; k++)
+		if (srcs[k]->slot_major != dst->slot_major) {
+			const struct filter *sm = dst->slot_major ? dst :
+			    srcs[k], *other = sm == dst ? srcs[k] : dst;
+
+			snprintf(err, errlen, "filter %s is partitioned by "
+			    "slot and %s is not: their bits are laid out "
+			    "differently and cannot be merged", sm->name,
+			    other->name);
+			return -1;
+		}
+	return 0;
+}
+
 struct merge *
 merge_plan(struct filter *dst, int fresh, struct filter *const *srcs,
     size_t nsrcs, char *err, size_t errlen)
@@ -120,6 +144,8 @@ merge_plan(struct filter *dst, int fresh, struct filter *const *srcs,
 	size_t		 t;
 
 	err[0] = '\0';
+	if (same_layout(dst, srcs, nsrcs, err, errlen) == -1)
+		return NULL;
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		goto oom;
 	filter_ref(dst);

@@ -28,7 +28,9 @@ struct merge;
  * slice, srcs[0]'s seed and settings) and takes srcs[0]'s own slices as
  * its own. The caller has checked that the sources' windows and
  * normalize are dst's. Allocates the new slices now (max_memory holds).
- * NULL with a message in err.
+ * NULL with a message in err; refused if a source is partitioned by
+ * slot (slot_major) and dst not, or the reverse: their bits are laid out
+ * differently.
  */
 struct merge	*merge_plan(struct filter *dst, int fresh,
 		    struct filter *const *srcs, size_t nsrcs, char *err,
