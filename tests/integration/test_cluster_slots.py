@@ -363,68 +363,92 @@ def a_restarted_primary_keeps_its_part_after_sigterm_and_kill9(t):
 
 # ---- 4. a snapshot's (or journal's) layout wins over the config ----
 
-def cluster_node_restarted_standalone(t, sig):
+def stop_as(t, s, how, record_more):
+    """Stops s the way how says: "sigterm" (a snapshot of everything),
+    "tail" (SAVE, record_more(), kill -9: a snapshot and a journal after
+    it), "journal" (record_more(), kill -9: never snapshotted, the
+    journal alone)."""
+    if how == "tail":
+        c = s.client(timeout=60)
+        try:
+            t.eq(c.cmd("SAVE"), "OK", "SAVE on %s" % s.name)
+        finally:
+            c.close()
+    record_more()
+    if how == "sigterm":
+        t.eq(s.stop(), 0, "exit status after SIGTERM")
+    else:
+        s.kill9()
+
+
+def cluster_node_restarted_standalone(t, how):
     ns = cluster(t, SMALL)
     us = urls("layout", 60000)
-    record_all(t, ns, us, "in cluster mode")
+    first, second = us[:30000], us[30000:]
+    record_all(t, ns, first, "in cluster mode")
     n0 = ns[0]
-    mine = split(us)[0]
     t.ok(slot_major(n0), "a cluster node's config filter is laid out by "
          "slot")
-    if sig == 9:
-        n0.kill9()                          # the journal holds them
-    else:
-        t.eq(n0.stop(), 0, "exit status after SIGTERM")
+    stop_as(t, n0, how, lambda: record_all(t, ns, second, "then"))
     n0.write_config(NO_TIMER, SMALL)        # [cluster] gone
     n0.start()
     t.contains(ask(n0, "INFO", "cluster").decode(), "cluster_enabled:0",
                "restarted with [cluster] off")
-    all_seen(t, n0, mine, "cluster data_dir restarted standalone")
+    all_seen(t, n0, split(us)[0], "cluster data_dir (%s) restarted "
+             "standalone" % how)
     mostly_new(t, n0, urls("never", 20000), "restarted standalone")
     # a snapshot says how its filter is laid out; a journal alone may be
     # replayed either way, so long as the answers are right
-    if sig != 9:
+    if how != "journal":
         t.ok(slot_major(n0), "the snapshot's layout (by slot) wins over "
              "the config (cluster off)")
 
 
-def standalone_restarted_in_cluster_mode(t, sig):
+def standalone_restarted_in_cluster_mode(t, how):
     s = Server(t, NO_TIMER, filters=SMALL, unix=False, name="s").start()
     t.ok(not slot_major(s), "a standalone filter is whole")
     us = urls("whole", 60000)
-    record(t, s, us, "standalone")
-    if sig == 9:
-        s.kill9()
-    else:
-        t.eq(s.stop(), 0, "exit status after SIGTERM")
+    record(t, s, us[:30000], "standalone")
+    stop_as(t, s, how, lambda: record(t, s, us[30000:], "then"))
     s.write_config(NO_TIMER + CLUSTER_ON, SMALL)
     s.start()                               # a cluster of one
     t.contains(ask(s, "INFO", "cluster").decode(), "cluster_enabled:1")
-    all_seen(t, s, us, "standalone data_dir restarted in cluster mode")
+    all_seen(t, s, us, "standalone data_dir (%s) restarted in cluster mode"
+             % how)
     mostly_new(t, s, urls("never", 20000), "restarted in cluster mode")
-    if sig != 9:
+    if how != "journal":
         t.ok(not slot_major(s), "a standalone snapshot's filter stays "
              "whole in cluster mode")
 
 
 @test
 def cluster_snapshot_restarted_with_cluster_off_answers_all_seen(t):
-    cluster_node_restarted_standalone(t, None)
+    cluster_node_restarted_standalone(t, "sigterm")
 
 
 @test
-def cluster_journal_replayed_with_cluster_off_answers_all_seen(t):
-    cluster_node_restarted_standalone(t, 9)
+def cluster_snapshot_and_journal_tail_with_cluster_off_answer_all_seen(t):
+    cluster_node_restarted_standalone(t, "tail")
+
+
+@test
+def cluster_journal_alone_replayed_with_cluster_off_answers_all_seen(t):
+    cluster_node_restarted_standalone(t, "journal")
 
 
 @test
 def standalone_snapshot_restarted_in_cluster_mode_answers_all_seen(t):
-    standalone_restarted_in_cluster_mode(t, None)
+    standalone_restarted_in_cluster_mode(t, "sigterm")
 
 
 @test
-def standalone_journal_replayed_in_cluster_mode_answers_all_seen(t):
-    standalone_restarted_in_cluster_mode(t, 9)
+def standalone_snapshot_and_journal_tail_in_cluster_mode_answer_all_seen(t):
+    standalone_restarted_in_cluster_mode(t, "tail")
+
+
+@test
+def standalone_journal_alone_replayed_in_cluster_mode_answers_all_seen(t):
+    standalone_restarted_in_cluster_mode(t, "journal")
 
 
 # ---- 5. a replica holds its primary's part ----
