@@ -347,6 +347,36 @@ def false_positive_rate_at_capacity_is_error_rate_cluster_wide(t):
          % (rate, alone, 4 * sd))
 
 
+FIXED_CAPACITY = 300000
+FIXED = """
+[filter.default]
+capacity = %d
+error_rate = 0.01
+growth = off
+""" % FIXED_CAPACITY
+
+
+@test
+def a_fixed_filter_takes_its_capacity_across_the_cluster(t):
+    # capacity is the cluster's: each node's part takes its slots' share,
+    # and 99 % of it spread over the slots fits (a node's share of these
+    # URLs differs from a third by about 0.2 %, 1 % is 5 times that)
+    ns = cluster(t, FIXED)
+    us = urls("fixed", FIXED_CAPACITY * 99 // 100)
+    record_all(t, ns, us, "99 % of a fixed filter's capacity")
+    for x, part in zip(ns, split(us)):
+        c = x.client(timeout=30)
+        try:
+            i = c.info("default")
+        finally:
+            c.close()
+        diag("%s: %d URLs, count %s, state %s" % (x.name, len(part),
+                                                  i["count"], i["state"]))
+        t.ok(i["state"] != "full", "%s's part is full at 99 %% of the "
+             "cluster's capacity: %r" % (x.name, i))
+        all_seen(t, x, part, "fixed filter")
+
+
 # ---- 3. restarts keep the part ----
 
 @test
