@@ -17,18 +17,16 @@ their name's node, and MERGE between the two layouts is refused.
 The clusters are made as an operator makes them: seend nodes in cluster
 mode and seen-cli cluster create (which gives node i the i-th third of the
 slots, as redis-cli does); each URL is sent to the node owning its slot
-(CRC16 as Redis Cluster's, binascii.crc_hqx), on the line protocol, so a
+(CRC16 as Redis Cluster's, the Python client's keyslot), on the line protocol, so a
 URL sent to the wrong node would come back as ERR MOVED and fail the test.
 """
-import binascii
 import math
 import subprocess
 
 from seendtest import *
 from repltest import Pipe, checks, filters, line_payload, wait_caught_up
-
-CLUSTER_ON = "[cluster]\nenabled = on\n"
-RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]   # create's for 3
+from clustertest import (CLUSTER_ON, RANGES, addr, ask, cluster_node,
+                         keyslot, myid)
 
 # Big enough that resident memory measures it: about 40 MB whole, so that a
 # third of it (plus a huge page at each end of a node's range) stays well
@@ -59,9 +57,7 @@ error_rate = 0.01
 NO_TIMER = "snapshot_interval = 0\n"
 
 
-def slot(u):
-    """The Redis Cluster slot of URL u (none of ours has a {hash tag})."""
-    return binascii.crc_hqx(u.encode(), 0) & 16383
+slot = keyslot       # Redis Cluster's (the Python client's)
 
 
 def node_of(u):
@@ -81,10 +77,6 @@ def split(us):
     return parts
 
 
-def addr(s):
-    return "127.0.0.1:%d" % s.port
-
-
 def cli(*args):
     p = subprocess.run([SEEN_CLI] + list(args), capture_output=True,
                        text=True, stdin=subprocess.DEVNULL,
@@ -92,17 +84,9 @@ def cli(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-def ask(s, *words):
-    c = Resp(s.port, timeout=30)
-    try:
-        return c.cmd(*words)
-    finally:
-        c.close()
-
-
 def node(t, name, filters_text, extra=""):
-    return Server(t, NO_TIMER + extra + CLUSTER_ON, filters=filters_text,
-                  unix=False, name=name).start()
+    return cluster_node(t, name, server=NO_TIMER + extra,
+                        filters=filters_text)
 
 
 def cluster(t, filters_text, extra=""):
@@ -529,7 +513,7 @@ def a_replica_answers_its_primarys_slots_after_sync_and_stream(t):
     base = base_rss(t, True)
     whole = whole_bytes(t)
     r = node(t, "r0", BIG)
-    id0 = ask(n0, "CLUSTER", "MYID").decode()
+    id0 = myid(n0)
     rc, out, err = cli("cluster", "add-node", addr(r), addr(n0),
                        "--replica-of", id0)
     t.eq(rc, 0, "add-node --replica-of exits 0: %s %s" % (out, err))
