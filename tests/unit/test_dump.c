@@ -1015,6 +1015,21 @@ write_corpus(const char *out)
 	write_seed(out, "four-slices-2-merged", 0, &d, 0);
 	drop_dump(&d);
 	unbuild(&img);
+	/* layout 3: a slot-major window of no slice (a whole dump: a slice
+	 * is a MiB at least, too big a seed), and one slice of 37 blocks
+	 * relabelled layout 3, refused */
+	build(&img, 0);
+	img.im.slot_major = 1;
+	make_dump(&img.im, ID_A, 0, &d);
+	write_seed(out, "slot-major-header-only", 0, &d, 0);
+	drop_dump(&d);
+	build(&img, 1);
+	make_dump(&img.im, ID_A, 192, &d);
+	put32(d.c[0].p + HP(0), BLOOM_LAYOUT_SLOTS512);
+	reseal(&d.c[0]);
+	write_seed(out, "slot-major-bad-nblocks", 0, &d, 0);
+	drop_dump(&d);
+	unbuild(&img);
 }
 
 static void

@@ -592,6 +592,14 @@ write_seed(const char *out, const char *file, uint64_t cap, double rate,
 	free(f.p);
 }
 
+/* Relabelled layout 3, sealed again: only its nblocks is wrong. */
+static void
+m_layout3(struct buf *f)
+{
+	put_le32(f->p + 12, BLOOM_LAYOUT_SLOTS512);
+	put_le64(f->p + f->len - 8, XXH3_64bits(f->p, f->len - 8));
+}
+
 static void	write_corpus_merged(const char *);
 static void	write_corpus_cuckoo(const char *);
 
@@ -612,6 +620,9 @@ write_corpus(const char *out)
 	write_seed(out, "damaged-hashes", 100, 0.01, 60, m_hashes);
 	write_corpus_merged(out);
 	write_corpus_cuckoo(out);
+	/* layout 3 (slot-major) of 2 blocks, checksum right: refused for its
+	 * nblocks; a whole one is a MiB at least, too big a seed */
+	write_seed(out, "damaged-layout3-nblocks", 100, 0.01, 60, m_layout3);
 	return 0;
 }
 
