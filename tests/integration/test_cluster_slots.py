@@ -21,6 +21,7 @@ slots, as redis-cli does); each URL is sent to the node owning its slot
 URL sent to the wrong node would come back as ERR MOVED and fail the test.
 """
 import math
+import os
 import subprocess
 
 from seendtest import *
@@ -374,7 +375,16 @@ def a_restarted_primary_keeps_its_part_after_sigterm_and_kill9(t):
     record_all(t, ns, us, "first batch")
     mine = split(us)[0]
 
-    restart(n0)                             # SIGTERM: snapshot
+    t.eq(n0.stop(), 0, "exit status after SIGTERM")    # a snapshot
+    st = os.stat(os.path.join(n0.data_dir, "default.bloom"))
+    diag("n0's snapshot: %d bytes long, %d on disk" % (st.st_size,
+                                                       st.st_blocks * 512))
+    t.ok(st.st_size >= whole, "the snapshot spans the whole filter: %d "
+         "bytes of %d" % (st.st_size, whole))
+    t.ok(st.st_blocks * 512 < 0.55 * whole, "the snapshot is written "
+         "sparse, its disk the node's slots': %d bytes on disk of %d"
+         % (st.st_blocks * 512, whole))
+    n0.start()
     all_seen(t, n0, mine, "after SIGTERM and restart")
     mostly_new(t, n0, split(urls("never-a", 30000))[0], "after restart")
     grew = n0.rss_kib() * 1024 - base
