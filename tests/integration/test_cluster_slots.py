@@ -559,6 +559,35 @@ def a_replica_answers_its_primarys_slots_after_sync_and_stream(t):
          % (grew, grew / whole, whole))
 
 
+@test
+def a_replica_follows_its_primarys_part_as_it_grows(t):
+    # SMALL's part on a node of three takes about 66,700 keys; 100,000
+    # there make it grow a slice, on the primary by its count and on the
+    # replica as the primary did (a replica that sized its part by its own
+    # slots, none, or by all of them, would grow apart)
+    ns = cluster(t, SMALL)
+    n0 = ns[0]
+    r = node(t, "r0", SMALL)
+    rc, out, err = cli("cluster", "add-node", addr(r), addr(n0),
+                       "--replica-of", myid(n0))
+    t.eq(rc, 0, "add-node --replica-of exits 0: %s %s" % (out, err))
+    wait_caught_up(t, n0, [r], timeout=60, what="empty")
+    us = urls("grow", 300000)
+    record_all(t, ns, us, "past the part's capacity")
+    wait_caught_up(t, n0, [r], timeout=60, what="streamed")
+    fp, fr = filters(n0)["default"], filters(r)["default"]
+    diag("primary %r, replica %r" % (fp, fr))
+    t.ok(int(fp["slices"]) >= 2, "the primary's part grew: %r" % fp)
+    for f in ("count", "bytes", "slices"):
+        t.eq(fr.get(f), fp.get(f), "the replica's %s" % f)
+    mine = split(us)[0]
+    got = replica_checks(r, mine)
+    missing = [u for u, x in zip(mine, got[1:]) if x != b":1"]
+    t.ok(got[0] == b"+OK" and not missing, "%d of %d of the primary's URLs "
+         "not seen on the replica, first %r" % (len(missing), len(mine),
+                                                 missing[:3]))
+
+
 # ---- 6. named filters stay whole on their name's node ----
 
 def owner_of_name(ns, name):
