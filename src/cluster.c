@@ -16,6 +16,7 @@
 #include "cluster_map.h"
 #include "config.h"
 #include "fileio.h"
+#include "filter.h"
 #include "log.h"
 
 int	cluster_routing;
@@ -180,6 +181,10 @@ hold(struct cluster *c, struct cluster_map *m, int me)
 	c->me = (uint16_t)me;
 	c->removed = 0;
 	cluster_routing = 1;
+	/* the share of its shard (a replica's primary's) a slot-major
+	 * filter's part holds here */
+	filter_set_part(cluster_map_slots_of(m, m->nodes[me].primary >= 0 ?
+	    m->nodes[me].primary : me));
 	if (old != NULL) {
 		cluster_map_free(old);
 		free(old);

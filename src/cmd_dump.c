@@ -159,6 +159,7 @@ dump_capture(struct dump_out *d, struct filter *f)
 	d->img.created = (uint64_t)time(NULL);
 	d->img.nslices = (uint32_t)n;
 	d->img.cuckoo = filter_is_cuckoo(f);
+	d->img.slot_major = f->slot_major;
 	d->img.max_kicks = f->max_kicks;
 	d->img.forgotten = f->forgotten;
 	/* a cuckoo filter's tables are copied: out of memory; a dump

@@ -111,6 +111,14 @@ same_kind(const struct filter *ref, struct filter *const *srcs, size_t n,
 			    "off");
 			return -1;
 		}
+		if (srcs[i]->slot_major != ref->slot_major) {
+			result_error(r, "ERR", "filter %s is %s, %s is %s: "
+			    "merged filters lay their bits out alike",
+			    srcs[i]->name, srcs[i]->slot_major ?
+			    "partitioned by slot" : "whole", ref->name,
+			    ref->slot_major ? "partitioned by slot" : "whole");
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -139,6 +147,7 @@ fresh_dst(struct op *op, const struct filter *first, struct result *r)
 	shape.expire = (uint64_t)first->expire_ms / 1000;
 	shape.normalize = first->normalize ? FILTER_NORMALIZE_STANDARD :
 	    FILTER_NORMALIZE_OFF;
+	shape.slot_major = first->slot_major;
 	if ((f = filter_new_empty(name, &shape, first->seed)) == NULL) {
 		result_error(r, "ERR", "out of memory");
 		return NULL;

@@ -669,6 +669,16 @@ fast_allowed(const struct session *s, int id)
 
 /* ---- cluster mode with a map: the slots this node serves (issue 33) ---- */
 
+/* A command whose arguments after the filter's name are its URLs. */
+static int
+is_member_command(const struct command *cmd)
+{
+	command_fn fn = cmd->fn;
+
+	return fn == cmd_sadd || fn == cmd_sismember || fn == cmd_bf_add ||
+	    fn == cmd_bf_madd || fn == cmd_bf_exists || fn == cmd_bf_mexists;
+}
+
 /*
  * The key arguments of op as the cluster places them: the last argument
  * of a line SEEN, CHECK or FORGET (the URL), else the command table's key
@@ -677,9 +687,11 @@ fast_allowed(const struct session *s, int id)
  * DEL... 0 with *first.. set, -1 for a command without keys.
  */
 static int
-cluster_keys(const struct op *op, int *first, int *last, int *step)
+cluster_keys(const struct session *s, const struct op *op, int *first,
+    int *last, int *step)
 {
 	const struct command	*cmd = op->cmd;
+	const struct filter	*f;
 	int			 id, k;
 
 	if (op->proto == COMMAND_LINE && (cmd->id == CMD_SEEN ||
@@ -699,6 +711,15 @@ cluster_keys(const struct op *op, int *first, int *last, int *step)
 		*last += op->argc;
 	if (*last >= op->argc)
 		*last = op->argc - 1;
+	/* a filter partitioned by slot is asked on the node of each URL's
+	 * slot: its members are the keys, not its name */
+	if (is_member_command(cmd) && op->argc > *first + 1 &&
+	    (f = registry_find(s->core->reg, op->argv[*first],
+	    op->argl[*first])) != NULL && f->slot_major) {
+		*first += 1;
+		*last = op->argc - 1;
+		*step = 1;
+	}
 	return 0;
 }
 
@@ -730,7 +751,8 @@ cluster_refused(struct session *s, struct op *op, struct result *r)
 	int			 first, last, step;
 	unsigned		 slot = 0, owner;
 
-	if (cluster_keys(op, &first, &last, &step) == -1 || first >= op->argc)
+	if (cluster_keys(s, op, &first, &last, &step) == -1 ||
+	    first >= op->argc)
 		return 0;
 	for (int i = first; i <= last; i += step) {
 		unsigned k = keyslot_of(op->argv[i], op->argl[i]);
@@ -760,11 +782,14 @@ cluster_refused(struct session *s, struct op *op, struct result *r)
 	return 1;
 }
 
-/* Whether the fast paths may answer key here: this node owns its slot. */
+/* Whether the fast paths may answer key here: this node owns its slot,
+ * which *slot is set to (a slot-major filter's hash carries it). */
 static inline int
-cluster_serves(const struct session *s, const char *key, size_t len)
+cluster_serves(const struct session *s, const char *key, size_t len,
+    int *slot)
 {
-	return cluster_owns(s->core->cluster, keyslot_of(key, len));
+	*slot = (int)keyslot_of(key, len);
+	return cluster_owns(s->core->cluster, (unsigned)*slot);
 }
 
 /*
@@ -1399,7 +1424,7 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 	const char	*p = buf_head(in), *key;
 	size_t		 left = buf_used(in), off = 0, next, maxl;
 	long		 klen;
-	int		 n, uniform = 1;
+	int		 n, uniform = 1, slot = -1;
 	enum fast	 fast = FAST_ANY_FILTER;
 	const struct filter *ok = NULL;
 
@@ -1430,11 +1455,11 @@ command_run_simple(struct session *s, struct buf *in, struct buf *out,
 			break;	/* refused, with Redis's words */
 		/* a key of a slot served elsewhere: redirected there */
 		if (__builtin_expect(cluster_routing, 0) &&
-		    !cluster_serves(s, key, (size_t)klen))
+		    !cluster_serves(s, key, (size_t)klen, &slot))
 			break;
 		q[n].f = f;
 		uniform &= f == q[0].f;
-		q[n].h = filter_hash(f, key, (size_t)klen);
+		q[n].h = filter_hash_at(f, key, (size_t)klen, slot);
 		q[n].next = next;
 		off += next;
 	}
@@ -1453,7 +1478,7 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 	size_t		 head = 0, prev = 0;
 	struct filter	*f = NULL;
 	enum resp_hot	 cmd = RESP_HOT_NONE;
-	int		 n, uniform = 1, bools = -1;
+	int		 n, uniform = 1, bools = -1, slot = -1;
 	/* cluster mode with a map: each key's slot is checked */
 	const int	 routing = cluster_routing;
 	enum fast	 fast = FAST_ANY_FILTER;
@@ -1486,10 +1511,12 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 			if (cmd != RESP_HOT_SETNX)
 				f = registry_find(reg, name, namel);
 			/* a filter of a slot served elsewhere: redirected
-			 * (the requests that repeat it, too) */
+			 * (the requests that repeat it, too); one
+			 * partitioned by slot is routed by URL, below */
 			if (__builtin_expect(routing, 0) &&
 			    cmd != RESP_HOT_SETNX &&
-			    !cluster_serves(s, name, namel))
+			    !(f != NULL && f->slot_major) &&
+			    !cluster_serves(s, name, namel, &slot))
 				break;
 		}
 		if (cmd == RESP_HOT_SETNX)
@@ -1502,13 +1529,14 @@ command_run_resp_simple(struct session *s, struct buf *in, struct buf *out,
 		    !fast_filter(s, f, &ok))
 			break;	/* refused, with Redis's words */
 		/* a URL of a slot served elsewhere: redirected */
-		if (__builtin_expect(routing, 0) && cmd == RESP_HOT_SETNX &&
-		    !cluster_serves(s, key, keyl))
+		slot = -1;
+		if (__builtin_expect(routing, 0) && (cmd == RESP_HOT_SETNX ||
+		    f->slot_major) && !cluster_serves(s, key, keyl, &slot))
 			break;
 		q[n].f = f;
 		q[n].check = 0;
 		uniform &= f == q[0].f;
-		q[n].h = filter_hash(f, key, keyl);
+		q[n].h = filter_hash_at(f, key, keyl, slot);
 		q[n].next = next;
 		prev = off;
 		off += next;

@@ -827,6 +827,17 @@ parser_init(struct parser *p, const char *name, struct config_errors *errs)
 	}
 }
 
+/* A cluster node's config filters are partitioned by slot (the [cluster]
+ * section may come after the [filter.*] ones); cuckoo filters are not:
+ * a key's two buckets are not one slot's. */
+static void
+partition_filters(struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->nfilters; i++)
+		cfg->filters[i].shape.slot_major = cfg->cluster_enabled &&
+		    cfg->filters[i].shape.type == FILTER_TYPE_BLOOM;
+}
+
 static struct config *
 parse(struct parser *p)
 {
@@ -848,6 +859,7 @@ parse(struct parser *p)
 		    "auth_token_file are both set (lines %d and %d); keep one",
 		    p->token_line, p->token_file_line);
 	check_tls(p);
+	partition_filters(p->cfg);
 	if (p->nerrors == 0 && !p->oom)
 		return p->cfg;
 fail:

@@ -20,6 +20,7 @@ int64_t		filter_now_ms;
 /* updated atomically: a reload creates filters on its own thread */
 uint64_t	filter_memory_used;
 uint64_t	filter_memory_limit;
+static unsigned	part_slots = KEYSLOT_COUNT, part_gen;
 
 void
 filter_clock_update(void)
@@ -156,7 +157,7 @@ slice_new_cuckoo(uint64_t capacity, double error_rate, int64_t start_ms,
 
 static struct slice *
 slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
-    uint64_t seed, int held_ok, char *err, size_t errlen)
+    uint64_t seed, int slot_major, char *err, size_t errlen)
 {
 	struct slice	*s;
 	uint64_t	 nblocks;
@@ -168,7 +169,13 @@ slice_new(uint64_t capacity, double error_rate, int64_t start_ms,
 		    error_rate);
 		return NULL;
 	}
-	if (!held_ok && filter_memory_limit > 0 &&
+	/* every slot the same whole number of blocks (at least one: a small
+	 * filter's part grows to 1 MiB of address space, and a node faults
+	 * in only its slots' pages of it) */
+	if (slot_major)
+		nblocks = (nblocks + KEYSLOT_COUNT - 1) / KEYSLOT_COUNT *
+		    KEYSLOT_COUNT;
+	if (filter_memory_limit > 0 &&
 	    filter_memory_used + bloom_map_bytes(nblocks) > filter_memory_limit) {
 		snprintf(err, errlen, "max_memory (%llu bytes) reached: "
 		    "%llu in use, %llu more needed",
@@ -395,11 +402,26 @@ filter_add_merged(struct filter *f, struct slice *s, uint64_t seed)
 	return 0;
 }
 
+/* The keys a slice of that capacity takes here: a slot-major filter's
+ * part holds its shard's share of them. */
+static uint64_t
+part_capacity(const struct filter *f, uint64_t capacity)
+{
+	uint64_t c;
+
+	if (!f->slot_major || part_slots >= KEYSLOT_COUNT)
+		return capacity;
+	c = capacity / KEYSLOT_COUNT * part_slots +
+	    capacity % KEYSLOT_COUNT * part_slots / KEYSLOT_COUNT;
+	return c > 0 ? c : 1;
+}
+
 /* The fast path holds when one slice, no window and room remain. */
 static void
 refresh(struct filter *f)
 {
 	struct slice *h = f->head;
+	uint64_t cap;
 
 	f->simple = f->nslices == 1 && f->nmerged == 0 && f->expire_ms == 0 &&
 	    !f->full && f->type == FILTER_TYPE_BLOOM;
@@ -411,10 +433,12 @@ refresh(struct filter *f)
 		return;
 	}
 	/* a filter that cannot grow looks again at 90 % for the warning */
-	if (f->growth == 0 && f->warned < 90 && h->capacity >= 10)
-		f->next_mark = h->capacity - h->capacity / 10;
+	f->part_gen = part_gen;
+	cap = part_capacity(f, h->capacity);
+	if (f->growth == 0 && f->warned < 90 && cap >= 10)
+		f->next_mark = cap - cap / 10;
 	else
-		f->next_mark = h->capacity;
+		f->next_mark = cap;
 	if (f->full)
 		f->next_mark = UINT64_MAX;
 }
@@ -538,8 +562,8 @@ add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
 		return -1;
 	}
 	s = f->type == FILTER_TYPE_CUCKOO ? slice_new_cuckoo(cap, rate, start,
-	    f->seed, err, errlen) : slice_new(cap, rate, start, f->seed, 0, err,
-	    errlen);
+	    f->seed, err, errlen) : slice_new(cap, rate, start, f->seed,
+	    f->slot_major, err, errlen);
 	if (s == NULL)
 		return -1;
 	if (push_slice(f, s) == -1) {
@@ -572,15 +596,16 @@ void
 filter_head_filled(struct filter *f)
 {
 	struct slice	*h = f->head;
+	uint64_t	 cap = part_capacity(f, h->capacity);
 	char		 err[256];
 
-	if (slice_count(h) < h->capacity) {
+	if (slice_count(h) < cap) {
 		if (f->warned < 90) {
 			f->warned = 90;
 			log_warn("filter %s is 90%% full (%llu of %llu keys) "
 			    "and cannot grow (growth = off)", f->name,
 			    (unsigned long long)slice_count(h),
-			    (unsigned long long)h->capacity);
+			    (unsigned long long)cap);
 		}
 		refresh(f);
 		return;
@@ -595,6 +620,28 @@ filter_head_filled(struct filter *f)
 	f->held = 0;
 	log_info("filter %s grew to %zu slices (%llu bytes)", f->name,
 	    f->nslices, (unsigned long long)filter_bytes(f));
+}
+
+void
+filter_set_part(unsigned slots)
+{
+	if (slots == 0 || slots > KEYSLOT_COUNT)
+		slots = KEYSLOT_COUNT;
+	if (slots != part_slots) {
+		part_slots = slots;
+		part_gen++;
+	}
+}
+
+void
+filter_part_check(struct filter *f)
+{
+	if (!f->slot_major || f->part_gen == part_gen || f->head == NULL)
+		return;
+	refresh(f);
+	if (!f->full && f->expire_ms == 0 &&
+	    slice_count(f->head) >= f->next_mark)
+		filter_head_filled(f);
 }
 
 void
@@ -945,14 +992,20 @@ filter_seen_at(struct filter *f, uint64_t h, int64_t when)
 }
 
 uint64_t
-filter_hash_normalized(const struct filter *f, const char *key, size_t len)
+filter_hash_slow(const struct filter *f, const char *key, size_t len,
+    int slot)
 {
-	char	 out[FILTER_NORMAL_MAX];
-	size_t	 n = url_normalize(key, len, out, sizeof(out));
+	char		 out[FILTER_NORMAL_MAX];
+	size_t		 n = f->normalize ? url_normalize(key, len, out,
+			    sizeof(out)) : 0;
+	uint64_t	 h = n > 0 ? XXH3_64bits_withSeed(out, n, f->seed) :
+			    XXH3_64bits_withSeed(key, len, f->seed);
 
-	if (n == 0)
-		return XXH3_64bits_withSeed(key, len, f->seed);
-	return XXH3_64bits_withSeed(out, n, f->seed);
+	if (!f->slot_major)
+		return h;
+	/* the slot of the key as routed, not of its canonical form */
+	return filter_slot_hash(h, slot >= 0 ? (unsigned)slot :
+	    keyslot_of(key, len));
 }
 
 int
@@ -961,6 +1014,7 @@ filter_merged_hit(struct filter *f, uint64_t h, const char *key, size_t len,
 {
 	char		 out[FILTER_NORMAL_MAX];
 	uint64_t	 seed = f->seed, hk = h;
+	unsigned	 slot = f->slot_major ? keyslot_of(key, len) : 0;
 	size_t		 n;
 
 	if (f->nmerged == 0)
@@ -979,6 +1033,9 @@ filter_merged_hit(struct filter *f, uint64_t h, const char *key, size_t len,
 		if (m->seed != seed) {
 			seed = m->seed;
 			hk = XXH3_64bits_withSeed(key, len, seed);
+			/* MERGE takes only a source of the same layout */
+			if (f->slot_major)
+				hk = filter_slot_hash(hk, slot);
 		}
 		if (bloom_check(&m->bloom, hk))
 			return 1;
@@ -987,6 +1044,13 @@ filter_merged_hit(struct filter *f, uint64_t h, const char *key, size_t len,
 }
 
 /* ---- the filter ---- */
+
+/* filter_hash's case, after normalize or slot_major changed. */
+static void
+set_hash(struct filter *f)
+{
+	f->hash_slow = f->normalize || f->slot_major;
+}
 
 static struct filter *
 filter_alloc(const char *name, const struct filter_shape *shape)
@@ -1003,6 +1067,8 @@ filter_alloc(const char *name, const struct filter_shape *shape)
 	f->expire_ms = (int64_t)shape->expire * 1000;
 	f->normalize = shape->normalize == FILTER_NORMALIZE_STANDARD;
 	f->type = shape->type;
+	f->slot_major = shape->slot_major && f->type == FILTER_TYPE_BLOOM;
+	set_hash(f);
 	f->bucket_size = CUCKOO_SLOTS;
 	f->refs = 1;
 	f->last_save_ok = -1;
@@ -1027,10 +1093,12 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 		refresh(f);
 		return f;
 	}
-	/* its pages are faulted in now, not by its first keys */
+	/* its pages are faulted in now, not by its first keys; a
+	 * slot-major filter's only as its slots' keys come: a node touches
+	 * its own part alone */
 	if (add_slice(f, now_ms(), why, sizeof(why)) == -1 ||
-	    (f->type == FILTER_TYPE_BLOOM ?
-	    bloom_populate(&f->head->bloom) :
+	    (f->type == FILTER_TYPE_BLOOM ? (f->slot_major ? 0 :
+	    bloom_populate(&f->head->bloom)) :
 	    cuckoo_populate(&f->head->cuckoo)) == -1) {
 		snprintf(err, errlen, "filter %s: %s", name,
 		    f->head ? strerror(errno) : why);
@@ -1087,6 +1155,16 @@ adopt(struct filter *f, const struct snapshot_info *info,
     struct snapshot_slice *ss, char *err, size_t errlen)
 {
 	f->seed = info->seed;
+	/* the file's layout, whatever the config says now: its keys' hashes
+	 * were made for it */
+	if (!info->cuckoo && info->slot_major != f->slot_major) {
+		log_info("filter %s: its snapshot is %s; it stays so", f->name,
+		    info->slot_major ? "partitioned by slot (made in cluster "
+		    "mode)" : "whole (made outside cluster mode): this node "
+		    "holds all of it");
+		f->slot_major = info->slot_major;
+		set_hash(f);
+	}
 	if (info->cuckoo != (f->type == FILTER_TYPE_CUCKOO)) {
 		snprintf(err, errlen, "filter %s: its snapshot is of a %s "
 		    "filter, the config says type = %s; restore type = %s or "
@@ -1219,10 +1297,12 @@ filter_from_dump(const char *name, struct dump_image *img, char *err,
 	info.count = img->count;
 	info.created = img->created;
 	info.cuckoo = img->cuckoo;
+	info.slot_major = img->slot_major;
 	info.max_kicks = img->max_kicks;
 	info.forgotten = img->forgotten;
 	memset(&shape, 0, sizeof(shape));
 	shape.type = img->cuckoo ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM;
+	shape.slot_major = img->slot_major;
 	shape.capacity = img->capacity;
 	shape.error_rate = img->error_rate;
 	shape.growth = img->growth;
@@ -1260,6 +1340,7 @@ filter_from_image(const char *name, int fd, struct filter_shape *shape,
 	shape->growth = hdr.growth;
 	shape->expire = hdr.expire_ms / 1000;
 	shape->type = hdr.cuckoo ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM;
+	shape->slot_major = hdr.slot_major;
 	if (snapshot_load_slices_fd(fd, name, hdr.capacity, hdr.error_rate,
 	    &info, &ss, err, errlen) != 1) {
 		if (err[0] == '\0')
@@ -1321,6 +1402,9 @@ filter_take(struct filter *dst, struct filter *src)
 	src->nslices = 0;
 	src->head = NULL;
 	dst->seed = src->seed;
+	/* its hashes follow the slices' layout */
+	dst->slot_major = src->slot_major;
+	set_hash(dst);
 	dst->forgotten = src->forgotten;
 	dst->max_kicks = src->max_kicks;
 	dst->expire_ms = src->expire_ms;
@@ -1370,6 +1454,7 @@ filter_reconfigure(struct filter *f, const struct filter_shape *shape,
 	if (f->normalize != (shape->normalize == FILTER_NORMALIZE_STANDARD)) {
 		/* keys already recorded keep the form they were hashed in */
 		f->normalize = shape->normalize == FILTER_NORMALIZE_STANDARD;
+		set_hash(f);
 		SAID("%snormalize %s (keys recorded before keep their "
 		    "spelling)", n ? ", " : "", f->normalize ? "standard" :
 		    "off");
@@ -1452,11 +1537,12 @@ enum filter_state
 filter_state(const struct filter *f)
 {
 	const struct slice *h = f->head;
+	uint64_t cap = h != NULL ? part_capacity(f, h->capacity) : 0;
 
 	if (f->full)
 		return FILTER_STATE_FULL;
 	if (h != NULL && (f->growth == 0 || f->held) &&
-	    slice_count(h) >= h->capacity - h->capacity / 10)
+	    slice_count(h) >= cap - cap / 10)
 		return FILTER_NEAR_FULL;
 	return FILTER_OK;
 }

@@ -44,6 +44,7 @@
 
 #include "bloom.h"
 #include "cuckoo.h"
+#include "keyslot.h"
 
 /* r: each grown slice is planned for this times the previous one's rate. */
 #ifndef FILTER_TIGHTENING
@@ -84,6 +85,9 @@ struct filter_shape {
 	uint64_t	 expire;	/* seconds, 0 = never */
 	int		 normalize;	/* FILTER_NORMALIZE_* */
 	int		 type;		/* FILTER_TYPE_* */
+	/* partitioned by slot (a config filter of a cluster node; bloom
+	 * only): see filter_slot_hash */
+	int		 slot_major;
 };
 
 /* What seend_seen answers besides 0 (new) and 1 (seen). */
@@ -121,6 +125,14 @@ struct filter {
 	uint64_t	 seed;		/* one hash per key for every slice */
 	int		 normalize;	/* hash url_normalize()d keys */
 	int		 type;		/* FILTER_TYPE_* */
+	/* partitioned by slot (BLOOM_LAYOUT_SLOTS512): each key's hash
+	 * carries its slot (filter_slot_hash) and each slice's nblocks is a
+	 * multiple of KEYSLOT_COUNT, so a node touches only the blocks of the
+	 * slots it is asked about: those it owns */
+	int		 slot_major;
+	/* normalize or slot_major: filter_hash's out-of-line case */
+	int		 hash_slow;
+	unsigned	 part_gen;	/* filter_set_part's change it marks */
 	/* cuckoo filters: keys forgotten (CF.INFO's "deleted") and the
 	 * MAXITERATIONS CF.RESERVE was given (kept for CF.INFO: every
 	 * insertion walks at most CUCKOO_MAX_KICKS) */
@@ -195,6 +207,17 @@ void		 filter_clock_update(void);
 /* Bytes mapped by every slice of every filter, and the cap (0: none). */
 extern uint64_t	 filter_memory_used;
 extern uint64_t	 filter_memory_limit;
+
+/*
+ * A slot-major filter's part on this node: the slots of its shard (the
+ * node's, or its primary's), of KEYSLOT_COUNT; the part is full at that
+ * share of its slices' capacity, which keeps the false-positive rate the
+ * filter's error_rate cluster-wide. KEYSLOT_COUNT (the default) in a
+ * cluster of one. filter_part_check applies a change.
+ */
+void		 filter_set_part(unsigned slots);
+/* A change of filter_set_part applied to f's marks (every tick). */
+void		 filter_part_check(struct filter *);
 
 /*
  * The filter name (at most FILTER_NAME_MAX bytes) of that shape: its
@@ -402,9 +425,24 @@ void		 filter_head_filled(struct filter *);
 /* filter_seen at a given time (journal replay). */
 int		 filter_seen_at(struct filter *, uint64_t h, int64_t when_ms);
 
-/* The hash of a key's canonical URL (normalize = standard). */
-uint64_t	 filter_hash_normalized(const struct filter *, const char *key,
-		    size_t len);
+/*
+ * A slot-major filter's hash of a key of slot: the slot in the top
+ * KEYSLOT_BITS, the key's hash below. bloom_block's multiply-shift then
+ * lands in the slot's nblocks / KEYSLOT_COUNT blocks, chosen by the hash's
+ * next bits; bloom_masks mixes the whole. The journal and the replication
+ * stream carry this hash, so replays and replicas fill the same part.
+ */
+static inline uint64_t
+filter_slot_hash(uint64_t h, unsigned slot)
+{
+	return (uint64_t)slot << (64 - KEYSLOT_BITS) |
+	    (h & (UINT64_MAX >> KEYSLOT_BITS));
+}
+
+/* filter_hash's out-of-line case: a canonical URL (normalize = standard)
+ * and, slot_major, the key's slot (computed when slot is negative). */
+uint64_t	 filter_hash_slow(const struct filter *, const char *key,
+		    size_t len, int slot);
 /* The longest canonical form hashed; a longer one, or a key that is not a
  * URL, is hashed as given. */
 #define FILTER_NORMAL_MAX	16384
@@ -413,8 +451,18 @@ uint64_t	 filter_hash_normalized(const struct filter *, const char *key,
 static inline uint64_t
 filter_hash(const struct filter *f, const void *key, size_t len)
 {
-	if (__builtin_expect(f->normalize, 0))
-		return filter_hash_normalized(f, key, len);
+	if (__builtin_expect(f->hash_slow, 0))
+		return filter_hash_slow(f, key, len, -1);
+	return XXH3_64bits_withSeed(key, len, f->seed);
+}
+
+/* The same where the key's slot is known (a cluster node's batch has
+ * computed it to route the key), or -1. */
+static inline uint64_t
+filter_hash_at(const struct filter *f, const void *key, size_t len, int slot)
+{
+	if (__builtin_expect(f->hash_slow, 0))
+		return filter_hash_slow(f, key, len, slot);
 	return XXH3_64bits_withSeed(key, len, f->seed);
 }
 

@@ -331,6 +331,7 @@ capture(struct save_job *job, struct filter *f, struct journal *j)
 	job->info.growth = f->growth;
 	job->info.expire_ms = (uint64_t)f->expire_ms;
 	job->info.cuckoo = filter_is_cuckoo(f);
+	job->info.slot_major = f->slot_major;
 	job->copying = 0;
 	job->info.max_kicks = f->max_kicks;
 	job->info.forgotten = f->forgotten;

@@ -562,6 +562,7 @@ server_tick(struct server *srv)
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		filter_expire(core->reg->filters[i], filter_now_ms);
 		filter_retry(core->reg->filters[i]);
+		filter_part_check(core->reg->filters[i]);
 	}
 	/* runtime filters whose EXPIRE deadline has come are dropped */
 	keyspace_expire_due(core, filter_now_ms);
