@@ -11,14 +11,16 @@ cluster of three, where a standalone seend given the same URLs grows by the
 whole of it. The part survives SIGTERM and kill -9 (snapshot, journal), a
 replica holds its primary's part, a snapshot's layout wins over the config
 file (a cluster node restarted standalone, a standalone data_dir started
-in cluster mode: no URL answered new again), named filters stay whole on
-their name's node, and MERGE between the two layouts is refused.
+in cluster mode: no URL answered new again, after a journal alone too),
+named filters and cuckoo filters stay whole, and MERGE between the two
+layouts is refused.
 
 The clusters are made as an operator makes them: seend nodes in cluster
 mode and seen-cli cluster create (which gives node i the i-th third of the
 slots, as redis-cli does); each URL is sent to the node owning its slot
-(CRC16 as Redis Cluster's, the Python client's keyslot), on the line protocol, so a
-URL sent to the wrong node would come back as ERR MOVED and fail the test.
+(CRC16 as Redis Cluster's, the Python client's keyslot), on the line
+protocol, so a URL sent to the wrong node would come back as ERR MOVED and
+fail the test.
 """
 import math
 import os
@@ -29,7 +31,7 @@ from repltest import Pipe, checks, filters, line_payload, wait_caught_up
 from clustertest import (CLUSTER_ON, RANGES, addr, ask, cluster_node,
                          keyslot, myid)
 
-# Big enough that resident memory measures it: about 40 MB whole, so that a
+# Big enough that resident memory measures it: about 53 MB whole, so that a
 # third of it (plus a huge page at each end of a node's range) stays well
 # under 0.55 of it, and the whole well over 0.9.
 BIG = """
@@ -37,10 +39,10 @@ BIG = """
 capacity = 20000000
 error_rate = 0.001
 """
-# For the false-positive rate: its blocks come to just under 16384 (one per
-# slot) when sized as a standalone filter, so that a slot-major filter's
-# rounding up to whole slots leaves it about as full at capacity as the
-# standalone one (expected rate about 0.009), filled fast enough.
+# For the false-positive rate: filled to capacity in seconds, and big
+# enough (over 16384 blocks when sized as a standalone filter) that a
+# slot-major filter's rounding up to whole slots does not leave it nearly
+# empty at capacity.
 FP_CAPACITY = 810000
 FP_RATE = 0.01
 FPF = """
