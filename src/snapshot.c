@@ -192,7 +192,6 @@ zero_run(const void *p, size_t n)
 	return 1;
 }
 
-
 /*
  * write(2) until done, through short writes and signals. *off counts the
  * bytes in the file so far, for the fault-injection limit: a write that
