@@ -30,6 +30,7 @@ starts, and printed as a TAP comment when it is not 1. Scaling only
 lengthens waits: what a test asserts must hold with its own margins on an
 idle machine and a loaded one alike.
 """
+import math
 import os
 import random
 import shlex
@@ -267,6 +268,30 @@ def check_subsequence(t, got, want, what):
     missing = len(want) - len(got)
     t.ok(missing < 0.005 * len(want), "%s: %d of %d first occurrences "
          "missing" % (what, missing, len(want)))
+
+
+def poisson_bounds(mean, chance=1e-7):
+    """(lo, hi): a count of independent rare events (false positives
+    among probes) expected mean times is below lo, or above hi, each with
+    a chance of at most chance. For asserting a measured count against a
+    rate with margins noise cannot break: "mean + 3 sigma" fails one run
+    in 740 (one in 100 or worse for a mean near 1, where a Poisson count
+    is far from normal), and suites run hundreds of such checks."""
+    if mean <= 0:
+        return 0, 0
+    top = int(mean + 12 * math.sqrt(mean) + 40)
+    logm = math.log(mean)
+    pmf = [math.exp(-mean + k * logm - math.lgamma(k + 1))
+           for k in range(top + 1)]
+    lo, below = 0, 0.0
+    while lo < top and below + pmf[lo] <= chance:
+        below += pmf[lo]
+        lo += 1
+    hi, above = top, 0.0
+    while hi > 0 and above + pmf[hi] <= chance:
+        above += pmf[hi]
+        hi -= 1
+    return lo, hi
 
 
 class Server:
