@@ -121,14 +121,26 @@ def forget_and_forget_many_on_a_cuckoo_filter(t):
         t.eq(c.seen("https://a/1"), False, "new again")
         t.eq(c.forget(b"https://a/1", filter="default"), True, "bytes, named")
 
+        # a cuckoo filter of 100,000 with 16-bit fingerprints answers a
+        # first occurrence True now and then: 0.0036 expected while these
+        # 2,500 fill it (one run in 280), 0.0017 among the 1,000 forgotten
+        # keys checked below. Those two counts get margins (3 or more:
+        # once in 100 million runs); the rest is exact
         keys = urls(2500, "m")
-        t.eq(c.seen_many(keys), [False] * 2500, "recorded")
+        got = c.seen_many(keys)
+        keys = [k for k, was in zip(keys, got) if not was]
+        t.ok(2500 - len(keys) <= 2, "recorded: %d of 2500 answered False"
+             % len(keys))
         # across batch boundaries, with repeats: True once, then False
         got = c.forget_many(keys[:1000] + keys[:3] + ["https://never/1"],
                             batch=333)
         t.eq(got, [True] * 1000 + [False] * 4, "forget_many")
-        t.eq(c.check_many(keys), [False] * 1000 + [True] * 1500, "what is left")
-        t.eq(c.info("default")["count"], 1500, "count goes down per key")
+        got = c.check_many(keys)
+        t.eq(got[1000:], [True] * (len(keys) - 1000), "what is left")
+        t.ok(got[:1000].count(True) <= 2, "forgotten keys answering True "
+             "(false positives): %d of 1000" % got[:1000].count(True))
+        t.eq(c.info("default")["count"], len(keys) - 1000,
+             "count goes down per key")
         t.eq(c.forget_many([]), [], "empty batch")
         t.eq(c.forget_many(iter(keys[1000:1002])), [True, True], "an iterable")
 
