@@ -1087,7 +1087,7 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 		snprintf(err, errlen, "filter %s: out of memory", name);
 		return NULL;
 	}
-	f->seed = bloom_random_seed();
+	f->seed = filter_new_seed(f->slot_major);
 	if (f->expire_ms > 0) {
 		/* its first period opens with its first key */
 		refresh(f);
@@ -1109,12 +1109,57 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 	return f;
 }
 
+uint64_t
+filter_new_seed(int slot_major)
+{
+	uint64_t seed = bloom_random_seed();
+
+	if (slot_major)
+		return (seed & ~(uint64_t)0xffff) | FILTER_SEED_SLOTS;
+	if ((seed & 0xffff) == FILTER_SEED_SLOTS)
+		seed ^= 1;
+	return seed;
+}
+
+/* An empty filter's slices made again in the other layout. */
+static void
+relayout(struct filter *f)
+{
+	uint64_t	 reshapes = f->reshapes;
+	char		 why[256];
+
+	for (size_t i = 0; i < f->nslices; i++)
+		slice_unref(f->slices[i]);
+	f->nslices = 0;
+	f->head = NULL;
+	f->slot_major = !f->slot_major;
+	set_hash(f);
+	refresh(f);
+	if (f->expire_ms == 0 && add_slice(f, now_ms(), why,
+	    sizeof(why)) == -1)
+		log_warn("filter %s: its first slice waits for its first key: "
+		    "%s", f->name, why);
+	/* still a new empty filter: it owes no snapshot */
+	f->reshapes = reshapes;
+}
+
 int
 filter_reseed(struct filter *f, uint64_t seed)
 {
+	int slot_major = (seed & 0xffff) == FILTER_SEED_SLOTS;
+
 	if (f->loaded_at != 0 || filter_mutations(f) != 0 ||
 	    filter_count(f) != 0)
 		return -1;
+	/* its journalled keys were hashed for the layout their seed says
+	 * (a node restarted in another cluster mode before any snapshot) */
+	if (f->type == FILTER_TYPE_BLOOM && !f->runtime &&
+	    slot_major != f->slot_major) {
+		log_info("filter %s: its journal was written %s: it is so "
+		    "again", f->name, slot_major ? "partitioned by slot (in "
+		    "cluster mode)" : "whole (outside cluster mode)");
+		relayout(f);
+	}
 	f->seed = seed;
 	return 0;
 }

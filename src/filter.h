@@ -439,6 +439,15 @@ filter_slot_hash(uint64_t h, unsigned slot)
 	    (h & (UINT64_MAX >> KEYSLOT_BITS));
 }
 
+/*
+ * A new filter's hash seed: random, its low 16 bits FILTER_SEED_SLOTS when
+ * slot_major and anything else when not, so that a journal read without
+ * a snapshot (its name records hold the seed, not the layout) tells which
+ * layout its keys were hashed for (filter_reseed).
+ */
+#define FILTER_SEED_SLOTS	0x5107u
+uint64_t	 filter_new_seed(int slot_major);
+
 /* filter_hash's out-of-line case: a canonical URL (normalize = standard)
  * and, slot_major, the key's slot (computed when slot is negative). */
 uint64_t	 filter_hash_slow(const struct filter *, const char *key,

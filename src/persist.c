@@ -701,7 +701,7 @@ persist_filter_reset(struct core *core, struct filter *f, char *err,
 
 	/* the new seed is the filter's new epoch: it must differ */
 	do
-		seed = bloom_random_seed();
+		seed = filter_new_seed(f->slot_major);
 	while (seed == f->seed);
 	return persist_filter_reset_to(core, f, seed, err, errlen);
 }
