@@ -333,8 +333,15 @@ def a_log_level_change_takes_effect(t):
     t.eq(debug_lines(), 0, "no debug lines at info")
     t.eq(r.reload(log_level="debug"), "ok")
     quit_one()
-    n = debug_lines()
-    t.ok(n > 0, "debug lines once log_level = debug:\n" + s.read_log())
+    # the client's debug lines come as the daemon gets to them: wait for
+    # them, then for the count to hold still (a late one would otherwise
+    # count as logged at level error below)
+    t.ok(wait_until(lambda: debug_lines() > 0), "debug lines once "
+         "log_level = debug:\n" + s.read_log())
+    n = -1
+    while n != debug_lines():
+        n = debug_lines()
+        time.sleep(0.3)
     t.eq(r.reload(log_level="error"), "ok")
     size = len(s.read_log())
     quit_one()
