@@ -371,7 +371,10 @@ def redis_py_cluster_records_300k_urls_each_new_once(t):
     names = sorted(x.name for x in rc.get_nodes())
     t.eq(names, sorted(["127.0.0.1:%d" % p.port, "127.0.0.1:%d" % r.port]),
          "redis-py's nodes")
-    urls = ["https://py.example/%d/{x}/p" % i for i in range(n(300000))]
+    # no hash tag: a config filter's part of a slot is sized for 1/16384
+    # of its capacity, so URLs tagged alike would fill one slot's part
+    # (README: do not tag the URLs of a config filter)
+    urls = ["https://py.example/%d/p" % i for i in range(n(300000))]
     new = again = 0
     for i in range(0, len(urls), 10000):
         pipe = rc.pipeline()
