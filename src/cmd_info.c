@@ -90,10 +90,12 @@ info_layout(const struct filter *f)
 		bits_set += filter_slice_at(f, i)->bloom.bits_set;
 	buf_printf(&result_buf,
 	    "hashes %u\r\n"
-	    "layout split-block-512\r\n"
+	    "layout %s\r\n"
 	    "bits_set %llu\r\n"
 	    "fill_ratio %.6f\r\n",
-	    h ? h->bloom.hashes : 0, (unsigned long long)bits_set,
+	    h ? h->bloom.hashes : 0, f->slot_major ?
+	    "slot-major-split-block-512" : "split-block-512",
+	    (unsigned long long)bits_set,
 	    bits > 0 ? (double)bits_set / bits : 0.0);
 }
 

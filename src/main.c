@@ -18,6 +18,7 @@
 
 #include <event2/event.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "log.h"
 #include "journal.h"
@@ -210,6 +211,15 @@ main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	filter_memory_limit = srv.core.cfg->max_memory;
+	/* the cluster node before the filters: a partitioned filter's part
+	 * is full at the share of the slots the node's map gives its shard,
+	 * and the journal's replay must grow it where the live node did */
+	if (srv.core.cfg->cluster_enabled && (srv.core.cluster =
+	    cluster_open(srv.core.cfg, err, sizeof(err))) == NULL) {
+		log_error("cluster: %s", err);
+		config_free(srv.core.cfg);
+		return 1;
+	}
 	if ((srv.core.reg = registry_build(srv.core.cfg, NULL, NULL, err,
 	    sizeof(err))) == NULL ||
 	    /* runtime filters (BF.RESERVE, SADD...) come back from the
@@ -220,6 +230,7 @@ main(int argc, char **argv)
 		log_error("%s", err);
 		log_error("not starting: the snapshot is left as it is; see "
 		    "seend(8), SNAPSHOTS, for what to do");
+		cluster_free(srv.core.cluster);
 		config_free(srv.core.cfg);
 		return 1;
 	}
@@ -227,6 +238,7 @@ main(int argc, char **argv)
 	 * journal is replayed */
 	if (keyspace_load(&srv.core) == -1) {
 		registry_free(srv.core.reg);
+		cluster_free(srv.core.cluster);
 		config_free(srv.core.cfg);
 		return 1;
 	}
@@ -235,6 +247,7 @@ main(int argc, char **argv)
 	/* the journal's keys on top of the snapshots, before listening */
 	if (persist_open(&srv.core) == -1) {
 		registry_free(srv.core.reg);
+		cluster_free(srv.core.cluster);
 		config_free(srv.core.cfg);
 		return 1;
 	}

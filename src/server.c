@@ -1151,16 +1151,9 @@ server_start(struct server *srv)
 	/* users before listeners: the first client is checked against them */
 	if (users_load(srv, core->cfg) == -1)
 		return -1;
-	/* the cluster node before listeners: a client's first CLUSTER SLOTS
-	 * names it (issue 33) */
-	if (core->cfg->cluster_enabled) {
-		char err[PATH_MAX + 200];
-
-		if ((core->cluster = cluster_open(core->cfg, err,
-		    sizeof(err))) == NULL) {
-			log_error("cluster: %s", err);
-			return -1;
-		}
+	/* the cluster node (opened by main before the filters) before
+	 * listeners: a client's first CLUSTER SLOTS names it (issue 33) */
+	if (core->cluster != NULL) {
 		if (core->cluster->map == NULL)
 			log_info("cluster mode: node %s, serving every slot "
 			    "(no cluster map yet)", core->cluster->myid);
