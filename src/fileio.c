@@ -147,7 +147,7 @@ fileio_write_small(const char *dir, const char *name, const void *text,
 	char		 tmp[PATH_MAX], final[PATH_MAX];
 	const char	*p = text, *what = "open";
 	ssize_t		 n;
-	int		 fd, saved;
+	int		 fd = -1, saved;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
 	    sizeof(tmp) || (size_t)snprintf(final, sizeof(final), "%s/%s",
@@ -172,15 +172,31 @@ fileio_write_small(const char *dir, const char *name, const void *text,
 		p += n;
 		len -= (size_t)n;
 	}
+	return fileio_close_commit(fd, tmp, final, dir, err, errlen);
+fail:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	snprintf(err, errlen, "%s %s: %s", what, tmp, strerror(saved));
+	return -1;
+}
+
+int
+fileio_close_commit(int fd, const char *tmp, const char *final,
+    const char *dir, char *err, size_t errlen)
+{
+	const char	*what = "fsync";
+	int		 saved;
+
 	/* the data must be on disk before the name points at it */
-	what = "fsync";
 	if (fsync(fd) == -1)
 		goto fail;
 	what = "close";
-	n = close(fd);
-	fd = -1;
-	if (n == -1)
+	if (close(fd) == -1) {
+		fd = -1;
 		goto fail;
+	}
 	return fileio_commit(tmp, final, dir, err, errlen);
 fail:
 	saved = errno;

@@ -117,6 +117,14 @@ int	fileio_write_small(const char *dir, const char *name, const void *text,
 	    size_t len, char *err, size_t errlen);
 
 /*
+ * The end of writing a file whole: fsync(2) and close(2) of fd, written
+ * as tmp, then fileio_commit. On a failure tmp is removed and err says
+ * which step failed ("fsync <tmp>: why"). fd is closed either way.
+ */
+int	fileio_close_commit(int fd, const char *tmp, const char *final,
+	    const char *dir, char *err, size_t errlen);
+
+/*
  * A file in dir with no name, read-write, gone when closed: O_TMPFILE, or
  * on a file system without it a named one removed at once. -1 with errno.
  */

@@ -480,7 +480,6 @@ snapshot_write_slices(const char *dir, const char *name,
 {
 	struct snapshot_header	 h;
 	char			 tmp[PATH_MAX], final[PATH_MAX];
-	const char		*what;
 	int			 fd, n, saved;
 
 	if (*name == '\0' || strchr(name, '/') != NULL) {
@@ -503,29 +502,16 @@ snapshot_write_slices(const char *dir, const char *name,
 		snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	what = "write";
-	if (write_body(fd, &h, sl) == -1)
-		goto fail;
-	/* the data must be on disk before the name points at it */
-	what = "fsync";
-	if (fsync(fd) == -1)
-		goto fail;
-	what = "close";
-	n = close(fd);
-	fd = -1;
-	if (n == -1)
-		goto fail;
+	if (write_body(fd, &h, sl) == -1) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		snprintf(err, errlen, "write %s: %s", tmp, strerror(saved));
+		return -1;
+	}
 	/* past the rename the new snapshot is in place and the old one
 	 * gone: a failure of the directory's fsync can only be reported */
-	return fileio_commit(tmp, final, dir, err, errlen);
-
- fail:
-	saved = errno;
-	if (fd != -1)
-		close(fd);
-	unlink(tmp);
-	snprintf(err, errlen, "%s %s: %s", what, tmp, strerror(saved));
-	return -1;
+	return fileio_close_commit(fd, tmp, final, dir, err, errlen);
 }
 
 int
