@@ -428,6 +428,15 @@ cmd_bf_insert(struct session *s, struct op *op, struct result *r)
 			return;
 		break;
 	}
+	/* its URLs would be routed by the filter's name, one node's, and
+	 * their bits belong to their own slots' nodes (BF.MADD is routed by
+	 * them) */
+	if (f->slot_major && s->core->cluster != NULL) {
+		result_error(r, "ERR", "filter %s is partitioned by slot in "
+		    "cluster mode: add its URLs with BF.MADD, BF.ADD or SETNX, "
+		    "which are routed by URL", f->name);
+		return;
+	}
 	add_items(s, op, f, items, r);
 	return;
 arity:

@@ -140,6 +140,14 @@ fresh_dst(struct op *op, const struct filter *first, struct result *r)
 	}
 	memcpy(name, op->argv[1], op->argl[1]);
 	name[op->argl[1]] = '\0';
+	/* a new filter lives whole on its name's node, and this node holds
+	 * only its own slots' part of a partitioned one */
+	if (first->slot_major) {
+		result_error(r, "ERR", "filter %s is partitioned by slot: MERGE "
+		    "makes no new filter of it (merge into a config filter "
+		    "of the same layout)", first->name);
+		return NULL;
+	}
 	memset(&shape, 0, sizeof(shape));
 	shape.capacity = first->capacity;
 	shape.error_rate = first->error_rate;
@@ -147,7 +155,6 @@ fresh_dst(struct op *op, const struct filter *first, struct result *r)
 	shape.expire = (uint64_t)first->expire_ms / 1000;
 	shape.normalize = first->normalize ? FILTER_NORMALIZE_STANDARD :
 	    FILTER_NORMALIZE_OFF;
-	shape.slot_major = first->slot_major;
 	if ((f = filter_new_empty(name, &shape, first->seed)) == NULL) {
 		result_error(r, "ERR", "out of memory");
 		return NULL;

@@ -107,14 +107,20 @@ fileio_read_small(const char *dir, const char *name, size_t max, char **text,
 		snprintf(err, errlen, "%s/%s: path too long", dir, name);
 		return -1;
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	/* O_NONBLOCK: a FIFO put there does not hang the open; the check
+	 * below refuses it */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > max) {
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		snprintf(err, errlen, "%s: %s", path, !S_ISREG(st.st_mode) ?
 		    "not a regular file" : "too large");
 		close(fd);

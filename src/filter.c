@@ -402,17 +402,25 @@ filter_add_merged(struct filter *f, struct slice *s, uint64_t seed)
 	return 0;
 }
 
+/* filter_hash's case, after normalize or slot_major changed. */
+static void
+set_hash(struct filter *f)
+{
+	f->hash_slow = f->normalize || f->slot_major;
+}
+
 /* The keys a slice of that capacity takes here: a slot-major filter's
  * part holds its shard's share of them. */
 static uint64_t
 part_capacity(const struct filter *f, uint64_t capacity)
 {
-	uint64_t c;
+	unsigned	 slots = __atomic_load_n(&part_slots, __ATOMIC_RELAXED);
+	uint64_t	 c;
 
-	if (!f->slot_major || part_slots >= KEYSLOT_COUNT)
+	if (!f->slot_major || slots >= KEYSLOT_COUNT)
 		return capacity;
-	c = capacity / KEYSLOT_COUNT * part_slots +
-	    capacity % KEYSLOT_COUNT * part_slots / KEYSLOT_COUNT;
+	c = capacity / KEYSLOT_COUNT * slots +
+	    capacity % KEYSLOT_COUNT * slots / KEYSLOT_COUNT;
 	return c > 0 ? c : 1;
 }
 
@@ -433,7 +441,7 @@ refresh(struct filter *f)
 		return;
 	}
 	/* a filter that cannot grow looks again at 90 % for the warning */
-	f->part_gen = part_gen;
+	f->part_gen = __atomic_load_n(&part_gen, __ATOMIC_RELAXED);
 	cap = part_capacity(f, h->capacity);
 	if (f->growth == 0 && f->warned < 90 && cap >= 10)
 		f->next_mark = cap - cap / 10;
@@ -622,21 +630,31 @@ filter_head_filled(struct filter *f)
 	    f->nslices, (unsigned long long)filter_bytes(f));
 }
 
+/* (relaxed atomics: a reload's thread builds filters while the loop
+ * may take a map) */
 void
 filter_set_part(unsigned slots)
 {
 	if (slots == 0 || slots > KEYSLOT_COUNT)
 		slots = KEYSLOT_COUNT;
-	if (slots != part_slots) {
-		part_slots = slots;
-		part_gen++;
+	if (slots != __atomic_load_n(&part_slots, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&part_slots, slots, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&part_gen, 1, __ATOMIC_RELAXED);
 	}
+}
+
+void
+filter_set_normalize(struct filter *f, int on)
+{
+	f->normalize = on != 0;
+	set_hash(f);
 }
 
 void
 filter_part_check(struct filter *f)
 {
-	if (!f->slot_major || f->part_gen == part_gen || f->head == NULL)
+	if (!f->slot_major || f->head == NULL ||
+	    f->part_gen == __atomic_load_n(&part_gen, __ATOMIC_RELAXED))
 		return;
 	refresh(f);
 	if (!f->full && f->expire_ms == 0 &&
@@ -1045,12 +1063,6 @@ filter_merged_hit(struct filter *f, uint64_t h, const char *key, size_t len,
 
 /* ---- the filter ---- */
 
-/* filter_hash's case, after normalize or slot_major changed. */
-static void
-set_hash(struct filter *f)
-{
-	f->hash_slow = f->normalize || f->slot_major;
-}
 
 static struct filter *
 filter_alloc(const char *name, const struct filter_shape *shape)

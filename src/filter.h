@@ -216,6 +216,9 @@ extern uint64_t	 filter_memory_limit;
  * cluster of one. filter_part_check applies a change.
  */
 void		 filter_set_part(unsigned slots);
+/* Whether f hashes url_normalize()d keys (its other hash settings kept
+ * in step). */
+void		 filter_set_normalize(struct filter *, int on);
 /* A change of filter_set_part applied to f's marks (every tick). */
 void		 filter_part_check(struct filter *);
 

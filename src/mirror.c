@@ -172,7 +172,7 @@ apply_create(struct apply *a, const struct journal_key *k)
 	}
 	f->seed = k->seed;
 	f->max_kicks = k->shape.max_kicks;
-	f->normalize = k->shape.normalize;
+	filter_set_normalize(f, k->shape.normalize);
 	persist_filter_created(core, f);
 }
 

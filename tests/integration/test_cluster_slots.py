@@ -793,6 +793,18 @@ def merge_between_a_slot_major_and_a_whole_filter_is_refused(t):
                  "default did not take other's key")
             t.eq(c.cmd("BF.EXISTS", "other", "https://d.example/1"), 0,
                  "other did not take default's key")
+            # a new filter from a partitioned one would hold this node's
+            # part alone, and BF.INSERT's URLs would all go to the name's
+            # node: both refused, saying what to use
+            v = c.cmd("MERGE", "fresh", "default")
+            t.ok(isinstance(v, Err) and "partitioned by slot" in str(v),
+                 "MERGE into a new filter from a partitioned one: %r" % v)
+            t.eq(c.cmd("TYPE", "fresh"), "none", "no filter fresh made")
+            v = c.cmd("BF.INSERT", "default", "ITEMS", "https://i.example/1")
+            t.ok(isinstance(v, Err) and "BF.MADD" in str(v),
+                 "BF.INSERT into a partitioned filter: %r" % v)
+            t.eq(c.cmd("BF.MADD", "default", "https://i.example/1"), [1],
+                 "BF.MADD, routed by URL, takes it")
             t.eq(c.cmd("PING"), "PONG", "the node still answers")
         finally:
             c.close()
