@@ -31,6 +31,10 @@ from repltest import Pipe, checks, filters, line_payload, wait_caught_up
 from clustertest import (CLUSTER_ON, RANGES, addr, ask, cluster_node,
                          keyslot, myid)
 
+# Debian's python3-redis, imported before the plan is printed: another
+# python3 running this file re-executes it under /usr/bin/python3
+redis = system_module("redis")
+
 # Big enough that resident memory measures it: about 53 MB whole, so that a
 # third of it (plus a huge page at each end of a node's range) stays well
 # under 0.55 of it, and the whole well over 0.9.
@@ -271,7 +275,6 @@ N_REDIS_PY = 60000
 def redis_py_setnx(t, port, keys, chunk=10000):
     """SETNX of every key through redis-py's RedisCluster seeded with one
     node (Debian's python3-redis): the replies, in order."""
-    system_module("redis")
     from redis.cluster import RedisCluster
     rc = RedisCluster(host="127.0.0.1", port=port)
     out = []
