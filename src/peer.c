@@ -38,7 +38,9 @@
 #include "cluster_map.h"
 #include "config.h"
 #include "core.h"
+#include "filter.h"
 #include "log.h"
+#include "registry.h"
 #include "peer.h"
 #include "tls.h"
 
@@ -834,6 +836,12 @@ peer_start(struct core *core, struct event_base *base)
 void
 peer_map_changed(struct core *core)
 {
+	/* a partitioned filter's part follows the map now, not at the next
+	 * tick: keys recorded in between would fill it past its share, and
+	 * a replay of the journal (which knows the map from the start) would
+	 * then grow it at another key */
+	for (size_t i = 0; i < core->reg->nfilters; i++)
+		filter_part_check(core->reg->filters[i]);
 	if (peers_of(core) == NULL)
 		return;
 	P->changed = 1;
