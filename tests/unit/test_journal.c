@@ -29,6 +29,7 @@
 #include <xxhash.h>
 
 #include "journal.h"
+#include "fixture.h"
 #include "tap.h"
 
 #define T0	1700000000ULL
@@ -62,61 +63,6 @@ static void
 put_sum(unsigned char *at, const unsigned char *p, size_t len)
 {
 	put_le32(at, (uint32_t)XXH3_64bits(p, len));
-}
-
-struct blob {
-	unsigned char	*p;
-	size_t		 len;
-};
-
-static int
-slurp(const char *path, struct blob *b)
-{
-	struct stat	 sb;
-	FILE		*f;
-
-	b->p = NULL;
-	b->len = 0;
-	if (stat(path, &sb) == -1 || (f = fopen(path, "rb")) == NULL)
-		return -1;
-	b->len = (size_t)sb.st_size;
-	if ((b->p = malloc(b->len + 1)) == NULL ||
-	    fread(b->p, 1, b->len, f) != b->len) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	return 0;
-}
-
-static int
-spit(const char *path, const void *p, size_t len)
-{
-	FILE	*f;
-	int	 rc = 0;
-
-	if ((f = fopen(path, "wb")) == NULL)
-		return -1;
-	if (len > 0 && fwrite(p, 1, len, f) != len)
-		rc = -1;
-	if (fclose(f) != 0)
-		rc = -1;
-	return rc;
-}
-
-static int
-same_file(const char *path, const struct blob *want)
-{
-	struct blob	 got;
-	int		 same;
-
-	if (slurp(path, &got) == -1) {
-		free(got.p);
-		return 0;
-	}
-	same = got.len == want->len && memcmp(got.p, want->p, got.len) == 0;
-	free(got.p);
-	return same;
 }
 
 static uint64_t
@@ -426,7 +372,7 @@ torn_at_every_byte(int last_name)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 whole, before;
+	struct buf			 whole, before;
 	struct journal			*j;
 	char				 dir[64], p1[128];
 	uint64_t			 start, whole_end;
@@ -508,7 +454,7 @@ test_zero_tail(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 whole;
+	struct buf			 whole;
 	char				 dir[64], p1[128];
 	unsigned char			*p;
 	uint64_t			 start;
@@ -538,7 +484,7 @@ test_zero_tail(void)
 
 /* The start of the record holding byte off of a segment image. */
 static uint64_t
-record_start(const struct blob *b, uint64_t off)
+record_start(const struct buf *b, uint64_t off)
 {
 	uint64_t at = 40, size;
 
@@ -567,7 +513,7 @@ static void
 test_flipped_bit(void)
 {
 	struct journal_replay_info	 info;
-	struct blob			 img[2], now;
+	struct buf			 img[2], now;
 	char				 dir[64], path[2][128], want[64];
 	uint64_t			 start;
 	int				 refused = 1, offset = 1, untouched = 1;
@@ -637,7 +583,7 @@ test_way_out(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 img;
+	struct buf			 img;
 	char				 dir[64], p1[128], aside[160], cmd[512];
 	const char			*t;
 	uint64_t			 off;
@@ -867,7 +813,7 @@ test_empty_segments(void)
 {
 	struct journal_replay_info	 info;
 	struct journal			*j;
-	struct blob			 hdr;
+	struct buf			 hdr;
 	char				 dir[64], p1[128], p2[128], p3[128];
 
 	new_dir(dir, sizeof(dir));
@@ -912,7 +858,7 @@ test_header_checks(void)
 {
 	struct journal_replay_info	 info;
 	struct journal			*j;
-	struct blob			 img;
+	struct buf			 img;
 	char				 dir[64], p1[128], p7[128];
 
 	new_dir(dir, sizeof(dir));
@@ -1063,7 +1009,7 @@ test_torn_batch(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 whole;
+	struct buf			 whole;
 	char				 dir[64], p1[128];
 	uint64_t			 start;
 	int				 good = 1;
@@ -1109,7 +1055,7 @@ test_damaged_batch(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 whole, img;
+	struct buf			 whole, img;
 	char				 dir[64], p1[128], want[64];
 	uint64_t			 start;
 
@@ -1198,7 +1144,7 @@ zero_pages(unsigned first, unsigned second, uint64_t want_start,
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
 	struct journal			*j;
-	struct blob			 whole;
+	struct buf			 whole;
 	char				 dir[64], p1[128];
 	int				 rc;
 
@@ -1506,7 +1452,7 @@ test_reset_damage(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 img;
+	struct buf			 img;
 	char				 dir[64], p1[128];
 	uint64_t			 at;
 	int				 refused = 1, torn_ok = 1, cuts = 0;
@@ -1622,7 +1568,7 @@ test_reserve(void)
  * in order, up to max of them or the first it cannot size.
  */
 static size_t
-walk(const struct blob *b, unsigned char *types, uint64_t *offs, size_t max)
+walk(const struct buf *b, unsigned char *types, uint64_t *offs, size_t max)
 {
 	uint64_t	 at = JOURNAL_HEADER_SIZE, size;
 	size_t		 n = 0;
@@ -1661,7 +1607,7 @@ test_op_order(void)
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
 	struct journal			*j;
-	struct blob			 img;
+	struct buf			 img;
 	const char			*name = "cf";
 	char				 dir[64], p1[128];
 	unsigned char			 types[16];
@@ -1779,7 +1725,7 @@ test_op_old_versions(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 img;
+	struct buf			 img;
 	char				 dir[64], p1[128], want[128];
 	uint64_t			 x_at, y_at;
 
@@ -1832,7 +1778,7 @@ test_op_damage(void)
 {
 	struct journal_replay_info	 info;
 	struct seen			 s = { 0 };
-	struct blob			 img;
+	struct buf			 img;
 	char				 dir[64], p1[128], want[64];
 	uint64_t			 at[2];
 	int				 refused, untouched, torn_ok, ops_ok;
@@ -2120,7 +2066,7 @@ static void
 write_corpus(const char *out)
 {
 	struct journal	*j;
-	struct blob	 b;
+	struct buf	 b;
 	char		 dir[64], p1[128], path[512];
 	uint64_t	 start, forget_at, copy_at, last_at;
 
@@ -2217,7 +2163,7 @@ test_filter_records(void)
 	struct journal_filter		 sh = { 1, 0, 5000, 0.001, 2, 20 };
 	struct fseen			 s;
 	struct journal			*j;
-	struct blob			 img;
+	struct buf			 img;
 	char				 dir[64], p1[PATH_MAX];
 	uint64_t			 b0;
 

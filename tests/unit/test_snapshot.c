@@ -24,6 +24,7 @@
 #include "bloom.h"
 #include "keyslot.h"
 #include "snapshot.h"
+#include "fixture.h"
 #include "tap.h"
 
 #define CAP	1000
@@ -31,61 +32,6 @@
 
 static char	 dir[] = "/tmp/test_snapshot.XXXXXX";
 static char	 err[512];
-
-struct buf {
-	unsigned char	*p;
-	size_t		 len;
-};
-
-static int
-slurp(const char *path, struct buf *b)
-{
-	struct stat	 sb;
-	FILE		*f;
-
-	b->p = NULL;
-	b->len = 0;
-	if (stat(path, &sb) == -1 || (f = fopen(path, "rb")) == NULL)
-		return -1;
-	b->len = (size_t)sb.st_size;
-	b->p = malloc(b->len + 1);
-	if (b->p == NULL || fread(b->p, 1, b->len, f) != b->len) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	return 0;
-}
-
-static int
-spit(const char *path, const void *p, size_t len)
-{
-	FILE	*f;
-	int	 rc = 0;
-
-	if ((f = fopen(path, "wb")) == NULL)
-		return -1;
-	if (len > 0 && fwrite(p, 1, len, f) != len)
-		rc = -1;
-	if (fclose(f) != 0)
-		rc = -1;
-	return rc;
-}
-
-static int
-same_file(const char *path, const struct buf *want)
-{
-	struct buf	 got;
-	int		 same;
-
-	if (slurp(path, &got) == -1) {
-		free(got.p);
-		return 0;
-	}
-	same = got.len == want->len && memcmp(got.p, want->p, got.len) == 0;
-	free(got.p);
-	return same;
-}
 
 static int
 exists(const char *path)
