@@ -9,11 +9,9 @@ three shards of seend nodes, real redis-server nodes in cluster mode to
 compare replies with, Redis Sentinels that watch one name per shard, and
 the Node.js cluster clients (tests/node). Holds no tests itself.
 """
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -330,108 +328,27 @@ class RedisNode:
 
 # ---- Redis Sentinel, one name per shard ----
 
-SENTINEL = shutil.which("redis-sentinel")
+def shard_sentinel(t, i, primaries, down_ms, failover_ms):
+    """seendtest's Sentinel (i of three) monitoring each of primaries under
+    the name shard<k>, down after down_ms and failing over within
+    failover_ms, with test_failover.py's short INFO and hello periods."""
+    return Sentinel(t, i, [("shard%d" % k, p.port)
+                           for k, p in enumerate(primaries)],
+                    [("down-after-milliseconds", down_ms),
+                     ("failover-timeout", failover_ms)])
 
 
-def die_with_parent():
-    """preexec_fn: the child is killed when the test dies (PR_SET_PDEATHSIG),
-    so that no sentinel outlives a test killed by a timeout."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _pairs(flat):
-    """A flat [name, value, ...] reply as a dict of str."""
-    s = [x.decode() if isinstance(x, bytes) else x for x in flat]
-    return dict(zip(s[0::2], s[1::2]))
-
-
-class Sentinel:
-    """A redis-sentinel in t's directory that monitors each of primaries
-    under the name shard<i> (quorum 2, so three are run), down after
-    down_ms and failing over within failover_ms; it sends INFO every
-    second and hellos every half second (SENTINEL DEBUG, as
-    test_failover.py's do)."""
-
-    def __init__(self, t, i, primaries, down_ms, failover_ms):
-        t.ok(SENTINEL is not None, "redis-sentinel is installed")
-        self.port = free_port()
-        self.dir = t.path("sentinel%d" % i)
-        os.makedirs(self.dir)
-        self.conf = os.path.join(self.dir, "sentinel.conf")
-        with open(self.conf, "w") as f:
-            f.write("port %d\nbind 127.0.0.1\ndaemonize no\n"
-                    "protected-mode no\ndir %s\nlogfile %s\n"
-                    % (self.port, self.dir,
-                       os.path.join(self.dir, "sentinel.log")))
-            for k, p in enumerate(primaries):
-                f.write("sentinel monitor shard%d 127.0.0.1 %d 2\n"
-                        "sentinel down-after-milliseconds shard%d %d\n"
-                        "sentinel failover-timeout shard%d %d\n"
-                        % (k, p.port, k, down_ms, k, failover_ms))
-        self.proc = subprocess.Popen([SENTINEL, self.conf],
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.STDOUT,
-                                     preexec_fn=die_with_parent)
-        t.servers.append(self)  # killed by run() if the test fails
-        t.ok(wait_until(lambda: self.cmd("PING") == "PONG", 10),
-             "redis-sentinel %d answers" % i)
-        t.eq(self.cmd("SENTINEL", "DEBUG", "info-period", "1000",
-                      "publish-period", "500"), "OK", "SENTINEL DEBUG")
-
-    def cmd(self, *words):
-        """A command's reply (Resp's values), None if it does not answer."""
-        try:
-            c = Resp(self.port, timeout=5)
-            try:
-                return c.cmd(*words)
-            finally:
-                c.close()
-        except (OSError, EOFError):
-            return None
-
-    def sees(self, shard, p, r):
-        """Whether it sees p up as shard's master, r up as its only
-        replica, and the two other sentinels."""
-        m = self.cmd("SENTINEL", "MASTER", shard)
-        reps = self.cmd("SENTINEL", "REPLICAS", shard)
-        if not isinstance(m, list) or not isinstance(reps, list):
-            return False
-        m = _pairs(m)
-        reps = [_pairs(x) for x in reps]
-        bad = {"s_down", "o_down", "disconnected"}
-        return (m["port"] == str(p.port) and
-                not bad & set(m["flags"].split(",")) and
-                m["num-other-sentinels"] == "2" and
-                [int(x["port"]) for x in reps if not bad &
-                 set(x["flags"].split(",")) and
-                 x["master-port"] == str(p.port)] == [r.port])
-
-    def master_port(self, shard):
-        """The port it names for shard's master, None if it cannot say."""
-        got = self.cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", shard)
-        return int(got[1]) if isinstance(got, list) and len(got) == 2 \
-            else None
-
-    def log(self):
-        try:
-            with open(os.path.join(self.dir, "sentinel.log"),
-                      errors="replace") as f:
-                return f.read()[-3000:]
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+def sees_shard(x, shard, p, r):
+    """Whether sentinel x sees p up as shard's master, r up as its only
+    replica, and the two other sentinels."""
+    m = x.master(shard)
+    reps = x.replicas(shard)
+    if m is None or reps is None:
+        return False
+    return (m["port"] == str(p.port) and sentinel_up(m["flags"]) and
+            m["num-other-sentinels"] == "2" and
+            [int(y["port"]) for y in reps if sentinel_up(y["flags"]) and
+             y["master-port"] == str(p.port)] == [r.port])
 
 
 # ---- the Node.js cluster clients (tests/node) ----

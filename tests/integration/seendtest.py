@@ -921,3 +921,125 @@ def run():
                         pass
             subprocess.call(["rm", "-rf", t.dir])
     sys.exit(1 if failed else 0)
+
+
+# ---- Redis Sentinel (test_sentinel.py, test_failover.py, clustertest.py) ----
+
+import ctypes  # noqa: E402 (its only user is below)
+
+SENTINEL = shutil.which("redis-sentinel")
+
+
+def die_with_parent():
+    """preexec_fn: the child gets SIGKILL if this test process dies
+    (PR_SET_PDEATHSIG), so that no sentinel or proxy outlives a test run
+    that was killed by a timeout."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def end_process(proc, grace=10):
+    """SIGTERM, then SIGKILL if proc has not exited within grace seconds:
+    its exit status."""
+    proc.terminate()
+    try:
+        return proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    return proc.wait()
+
+
+def sentinel_up(flags):
+    """Whether SENTINEL MASTER's or REPLICAS' flags say the instance is up."""
+    return not {"s_down", "o_down", "disconnected"} & set(flags.split(","))
+
+
+class Sentinel:
+    """A redis-sentinel process in t's directory (sentinel<i>) monitoring
+    each (name, port) of masters on 127.0.0.1 with quorum 2 (so three are
+    run), each name with the settings given as (option, value) pairs
+    ("down-after-milliseconds", ms). With fast, it waits until the sentinel
+    answers and sets its INFO period to a second and its hello period to
+    half a second (SENTINEL DEBUG, Redis 7's knob for them; every 10 and 2
+    s otherwise): discovery, and converting an old primary to a replica (4
+    hello periods), take seconds instead of tens of seconds."""
+
+    def __init__(self, t, i, masters, settings=(), fast=True):
+        self.port = free_port()
+        self.dir = t.path("sentinel%d" % i)
+        os.makedirs(self.dir)
+        self.conf = os.path.join(self.dir, "sentinel.conf")
+        with open(self.conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndaemonize no\n"
+                    "protected-mode no\ndir %s\nlogfile %s\n"
+                    % (self.port, self.dir,
+                       os.path.join(self.dir, "sentinel.log")))
+            for name, port in masters:
+                f.write("sentinel monitor %s 127.0.0.1 %d 2\n" % (name, port))
+                for option, value in settings:
+                    f.write("sentinel %s %s %s\n" % (option, name, value))
+        self.proc = subprocess.Popen([SENTINEL, self.conf],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT,
+                                     preexec_fn=die_with_parent)
+        t.servers.append(self)  # killed by run() if the test fails
+        if fast:
+            t.ok(wait_until(lambda: self.cmd("PING") == "PONG", 10),
+                 "redis-sentinel %d answers" % i)
+            t.eq(self.cmd("SENTINEL", "DEBUG", "info-period", "1000",
+                          "publish-period", "500"), "OK", "SENTINEL DEBUG")
+
+    def cmd(self, *words):
+        """A command's reply (Resp's values), None if it does not answer."""
+        try:
+            c = Resp(self.port, timeout=5)
+            try:
+                return c.cmd(*words)
+            finally:
+                c.close()
+        except (OSError, EOFError):
+            return None
+
+    @staticmethod
+    def _dict(flat):
+        """A flat [name, value, ...] reply as a dict of str."""
+        s = [x.decode() if isinstance(x, bytes) else x for x in flat]
+        return dict(zip(s[0::2], s[1::2]))
+
+    def master(self, name):
+        """SENTINEL MASTER name as a dict, or None."""
+        got = self.cmd("SENTINEL", "MASTER", name)
+        return self._dict(got) if isinstance(got, list) else None
+
+    def replicas(self, name):
+        """SENTINEL REPLICAS name: a list of dicts, or None."""
+        got = self.cmd("SENTINEL", "REPLICAS", name)
+        return [self._dict(x) for x in got] if isinstance(got, list) \
+            else None
+
+    def others(self, name):
+        """How many other sentinels SENTINEL SENTINELS name lists, or None."""
+        got = self.cmd("SENTINEL", "SENTINELS", name)
+        return len(got) if isinstance(got, list) else None
+
+    def master_addr(self, name):
+        """(host, port) it names for name's master, None if it cannot say."""
+        got = self.cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
+        if not isinstance(got, list) or len(got) != 2:
+            return None
+        return (got[0].decode(), int(got[1]))
+
+    def log(self, tail=3000):
+        try:
+            with open(os.path.join(self.dir, "sentinel.log"),
+                      errors="replace") as f:
+                return f.read()[-tail:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is not None:
+            end_process(self.proc)
+            self.proc = None

@@ -28,8 +28,8 @@ import time
 
 from seendtest import *
 from repltest import stop_all
-from clustertest import (RANGES, SENTINEL, Cluster, Sentinel, getmap,
-                         setmap, try_ask, try_getmap)
+from clustertest import (RANGES, Cluster, getmap, sees_shard, setmap,
+                         shard_sentinel, try_ask, try_getmap)
 
 redis = system_module("redis")
 from redis.cluster import ClusterNode, RedisCluster  # noqa: E402
@@ -202,10 +202,10 @@ def test_sentinel_fails_a_shard_over_and_the_map_follows(t):
     t.ok(SENTINEL is not None, "redis-sentinel is installed")
     cl = Cluster(t)
     p0, r0 = cl.primaries[0], cl.replicas[0]
-    sentinels = [Sentinel(t, i, cl.primaries, DOWN_MS, FAILOVER_MS)
+    sentinels = [shard_sentinel(t, i, cl.primaries, DOWN_MS, FAILOVER_MS)
                  for i in range(3)]
     shards = list(zip(cl.primaries, cl.replicas))
-    ok = wait_until(lambda: all(x.sees("shard%d" % k, p, r)
+    ok = wait_until(lambda: all(sees_shard(x, "shard%d" % k, p, r)
                                 for x in sentinels
                                 for k, (p, r) in enumerate(shards)), 60)
     t.ok(ok, "the sentinels see every shard: %s" % sentinels[0].log())
@@ -223,7 +223,8 @@ def test_sentinel_fails_a_shard_over_and_the_map_follows(t):
 
     p0.kill9()
     killed_at = len(crawler.acked)
-    ok = wait_until(lambda: all(x.master_port("shard0") == r0.port
+    ok = wait_until(lambda: all(x.master_addr("shard0") ==
+                                ("127.0.0.1", r0.port)
                                 for x in sentinels), 90)
     t.ok(ok, "Sentinel promotes r0: %s" % "\n".join(x.log()
                                                     for x in sentinels))

@@ -27,7 +27,6 @@ shortened with SENTINEL DEBUG (Redis 7's knob for them) so that the file
 fits its budget; down-after-milliseconds and failover-timeout are set in
 each sentinel's config.
 """
-import ctypes
 import os
 import random
 import shutil
@@ -41,7 +40,6 @@ from seendtest import *
 # redis-py is a Debian package: /usr/bin/python3 has it
 redis = system_module("redis")
 
-SENTINEL = shutil.which("redis-sentinel")
 NUTCRACKER = shutil.which("nutcracker") or "/usr/sbin/nutcracker"
 
 SCALE = 1 if not WRAPPER else 0.1
@@ -58,15 +56,6 @@ FAILOVER_MS = 10000 if not WRAPPER else 60000
 
 RETRYABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
              redis.exceptions.ReadOnlyError)
-
-
-def die_with_parent():
-    """preexec_fn: the child gets SIGKILL if this test process dies, so that
-    no sentinel or proxy outlives a test run that was killed."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def urls(prefix, first, n):
@@ -192,116 +181,29 @@ def stop_all(t, servers):
 
 # ---- three real sentinels ----
 
-class Sentinel:
-    """A redis-sentinel process monitoring mymaster."""
-
-    def __init__(self, t, i, master_port):
-        self.port = free_port()
-        self.dir = t.path("sentinel%d" % i)
-        os.makedirs(self.dir)
-        self.conf = os.path.join(self.dir, "sentinel.conf")
-        with open(self.conf, "w") as f:
-            f.write("port %d\n"
-                    "bind 127.0.0.1\n"
-                    "daemonize no\n"
-                    "protected-mode no\n"
-                    "dir %s\n"
-                    "logfile %s\n"
-                    "sentinel monitor mymaster 127.0.0.1 %d 2\n"
-                    "sentinel down-after-milliseconds mymaster %d\n"
-                    "sentinel failover-timeout mymaster %d\n"
-                    "sentinel parallel-syncs mymaster 1\n"
-                    % (self.port, self.dir,
-                       os.path.join(self.dir, "sentinel.log"), master_port,
-                       DOWN_MS, FAILOVER_MS))
-        self.proc = subprocess.Popen([SENTINEL, self.conf],
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.STDOUT,
-                                     preexec_fn=die_with_parent)
-        t.servers.append(self)  # killed by run() if the test fails
-        t.ok(wait_until(lambda: self.cmd("PING") == "PONG", 10),
-             "redis-sentinel %d answers" % i)
-        # INFO every second instead of every 10 (every second anyway while
-        # a failover is on), hello messages every half second instead of 2:
-        # discovery, and converting the old primary to a replica (4 hello
-        # periods), take seconds instead of tens of seconds
-        t.eq(self.cmd("SENTINEL", "DEBUG", "info-period", "1000",
-                      "publish-period", "500"), "OK", "SENTINEL DEBUG")
-
-    def cmd(self, *words):
-        try:
-            c = Resp(self.port, timeout=5)
-            try:
-                return c.cmd(*words)
-            finally:
-                c.close()
-        except (OSError, EOFError):
-            return None
-
-    @staticmethod
-    def _dict(flat):
-        return dict((flat[i].decode(), flat[i + 1].decode())
-                    for i in range(0, len(flat), 2))
-
-    def master(self):
-        """SENTINEL MASTER mymaster as a dict, or None."""
-        flat = self.cmd("SENTINEL", "MASTER", "mymaster")
-        return self._dict(flat) if isinstance(flat, list) else None
-
-    def replicas(self):
-        """SENTINEL REPLICAS mymaster: a list of dicts, or None."""
-        got = self.cmd("SENTINEL", "REPLICAS", "mymaster")
-        if not isinstance(got, list):
-            return None
-        return [self._dict(x) for x in got]
-
-    def others(self):
-        got = self.cmd("SENTINEL", "SENTINELS", "mymaster")
-        return len(got) if isinstance(got, list) else None
-
-    def master_addr(self):
-        got = self.cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
-        if not isinstance(got, list) or len(got) != 2:
-            return None
-        return (got[0].decode(), int(got[1]))
-
-    def log(self):
-        try:
-            with open(os.path.join(self.dir, "sentinel.log"),
-                      errors="replace") as f:
-                return f.read()[-4000:]
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
-
-def up(flags):
-    f = flags.split(",")
-    return not ({"s_down", "o_down", "disconnected"} & set(f))
+def sentinel(t, i, master_port):
+    """seendtest's Sentinel (i of three) monitoring mymaster."""
+    return Sentinel(t, i, [("mymaster", master_port)],
+                    [("down-after-milliseconds", DOWN_MS),
+                     ("failover-timeout", FAILOVER_MS),
+                     ("parallel-syncs", 1)])
 
 
 def sees(x, primary, replicas):
     """True when sentinel x sees primary up as the master, the replicas up
     as its replicas, and the two other sentinels."""
-    m = x.master()
+    m = x.master("mymaster")
     if (m is None or m["port"] != str(primary.port) or
-            "master" not in m["flags"].split(",") or not up(m["flags"]) or
+            "master" not in m["flags"].split(",") or
+            not sentinel_up(m["flags"]) or
             m["role-reported"] != "master" or
             m["num-other-sentinels"] != "2"):
         return False
-    reps = x.replicas()
+    reps = x.replicas("mymaster")
     if reps is None:
         return False
-    return (sorted(int(r["port"]) for r in reps if up(r["flags"]) and
+    return (sorted(int(r["port"]) for r in reps
+                   if sentinel_up(r["flags"]) and
                    r["role-reported"] == "slave" and
                    r["master-port"] == str(primary.port)) ==
             sorted(s.port for s in replicas))
@@ -311,7 +213,7 @@ def sentinel_view(sentinels):
     out = []
     for x in sentinels:
         out.append("sentinel %d: master %r\n  replicas %r\n  log: %s" % (
-            x.port, x.master(), x.replicas(),
+            x.port, x.master("mymaster"), x.replicas("mymaster"),
             x.log()[-2500:].replace("\n", "\n  ")))
     return "\n".join(out)
 
@@ -386,7 +288,7 @@ def sentinel_promotes_a_replica_and_redis_py_keeps_recording(t):
     t.eq(info_of(t, p)["connected_slaves"], "2",
          "the primary has two replicas")
 
-    sentinels = [Sentinel(t, i, p.port) for i in range(3)]
+    sentinels = [sentinel(t, i, p.port) for i in range(3)]
     # the replicas from the primary's INFO, each other from the hello
     # channel
     if not wait_until(lambda: all(sees(x, p, [r1, r2]) for x in sentinels),
@@ -394,8 +296,9 @@ def sentinel_promotes_a_replica_and_redis_py_keeps_recording(t):
         raise Failed("the sentinels do not see the primary, its two "
                      "replicas and each other:\n" + sentinel_view(sentinels))
     for x in sentinels:
-        t.eq(len(x.replicas()), 2, "SENTINEL REPLICAS lists 2")
-        t.eq(x.others(), 2, "SENTINEL SENTINELS lists the two others")
+        t.eq(len(x.replicas("mymaster")), 2, "SENTINEL REPLICAS lists 2")
+        t.eq(x.others("mymaster"), 2,
+             "SENTINEL SENTINELS lists the two others")
 
     sen = redis.sentinel.Sentinel(
         [("127.0.0.1", x.port) for x in sentinels], socket_timeout=5 * SLOW)
@@ -492,7 +395,7 @@ def sentinel_promotes_a_replica_and_redis_py_keeps_recording(t):
          "Sentinel promoted a replica: the master is %r" % (addr,))
     new, other = (r1, r2) if addr[1] == r1.port else (r2, r1)
     t.eq(info_of(t, new)["role"], "master", "the promoted replica says master")
-    t.ok(wait_until(lambda: all(x.master_addr() == addr
+    t.ok(wait_until(lambda: all(x.master_addr("mymaster") == addr
                                 for x in sentinels), 30),
          "every sentinel names the new primary:\n"
          + sentinel_view(sentinels))

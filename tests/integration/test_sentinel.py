@@ -13,9 +13,7 @@ redis-py's Sentinel(...).master_for(...) records URLs through it.
 Every wait is for a condition, with a timeout (scaled under valgrind);
 nothing is asserted on timing.
 """
-import os
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -347,53 +345,12 @@ def test_a_subscriber_that_never_reads_is_dropped_not_grown(t):
 
 # ---- three real sentinels ----
 
-SENTINEL = shutil.which("redis-sentinel")
-
-
-class Sentinel:
-    def __init__(self, t, i, master_port, down_ms):
-        self.port = free_port()
-        self.dir = t.path("sentinel%d" % i)
-        os.makedirs(self.dir)
-        self.conf = os.path.join(self.dir, "sentinel.conf")
-        with open(self.conf, "w") as f:
-            f.write("port %d\n"
-                    "bind 127.0.0.1\n"
-                    "daemonize no\n"
-                    "protected-mode no\n"
-                    "dir %s\n"
-                    "logfile %s\n"
-                    "sentinel monitor mymaster 127.0.0.1 %d 2\n"
-                    "sentinel down-after-milliseconds mymaster %d\n"
-                    "sentinel failover-timeout mymaster 600000\n"
-                    % (self.port, self.dir,
-                       os.path.join(self.dir, "sentinel.log"), master_port,
-                       down_ms))
-        self.proc = subprocess.Popen([SENTINEL, self.conf],
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.STDOUT)
-        t.servers.append(self)
-
-    def master(self):
-        """SENTINEL MASTER mymaster as a dict, or None."""
-        try:
-            c = Resp(self.port, timeout=5)
-            flat = c.cmd("SENTINEL", "MASTER", "mymaster")
-            c.close()
-        except (OSError, EOFError):
-            return None
-        if not isinstance(flat, list):
-            return None
-        return dict((flat[i].decode(), flat[i + 1].decode())
-                    for i in range(0, len(flat), 2))
-
-    def log(self):
-        try:
-            with open(os.path.join(self.dir, "sentinel.log"),
-                      errors="replace") as f:
-                return f.read()[-3000:]
-        except OSError:
-            return ""
+def sentinel(t, i, master_port, down_ms):
+    """seendtest's Sentinel (i of three) monitoring mymaster, with Redis's
+    own INFO and hello periods."""
+    return Sentinel(t, i, [("mymaster", master_port)],
+                    [("down-after-milliseconds", down_ms),
+                     ("failover-timeout", 600000)], fast=False)
 
 
 def healthy(m):
@@ -412,22 +369,23 @@ def test_three_sentinels_monitor_seend_and_find_each_other(t):
          "(tools/install-deps: redis-sentinel)")
     s = Server(t, unix=False).start()
     down_ms = int(2000 * SLOW)
-    sentinels = [Sentinel(t, i, s.port, down_ms) for i in range(3)]
+    sentinels = [sentinel(t, i, s.port, down_ms) for i in range(3)]
     # hello messages go every 2 s: discovery takes a few of them
-    ok = wait_until(lambda: all(healthy(x.master()) for x in sentinels),
+    ok = wait_until(lambda: all(healthy(x.master("mymaster"))
+                                for x in sentinels),
                     timeout=60)
     if not ok:
         raise Failed("sentinels' view: %r\nlog: %s\nseend: %s" % (
-            [x.master() for x in sentinels], sentinels[0].log(),
+            [x.master("mymaster") for x in sentinels], sentinels[0].log(),
             s.read_log()[-3000:]))
     for x in sentinels:
-        m = x.master()
+        m = x.master("mymaster")
         t.eq((m["ip"], m["port"]), ("127.0.0.1", str(s.port)),
              "the master's address")
     # the run_id they learned from INFO is seend's
     run_id = re.search(r"run_id:([0-9a-f]{40})",
                        Resp(s.port).cmd("INFO").decode()).group(1)
-    t.eq(sentinels[0].master()["runid"], run_id, "runid from INFO")
+    t.eq(sentinels[0].master("mymaster")["runid"], run_id, "runid from INFO")
     # each sentinel knows the two others, by the hello channel
     for x in sentinels:
         c = Resp(x.port)
@@ -447,7 +405,8 @@ def test_three_sentinels_monitor_seend_and_find_each_other(t):
     t.eq(m.sismember("crawl", "https://example.com/s2"), False,
          "SISMEMBER of another")
     # still healthy after all that
-    t.ok(all(healthy(x.master()) for x in sentinels), "still healthy")
+    t.ok(all(healthy(x.master("mymaster")) for x in sentinels),
+         "still healthy")
     for x in sentinels:
         x.proc.terminate()
         x.proc.wait(30)
