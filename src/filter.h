@@ -473,8 +473,14 @@ filter_hash(const struct filter *f, const void *key, size_t len)
 static inline uint64_t
 filter_hash_at(const struct filter *f, const void *key, size_t len, int slot)
 {
-	if (__builtin_expect(f->hash_slow, 0))
-		return filter_hash_slow(f, key, len, slot);
+	if (__builtin_expect(f->hash_slow, 0)) {
+		if (f->normalize || slot < 0)
+			return filter_hash_slow(f, key, len, slot);
+		/* a partitioned filter's key on its node: inline, as the
+		 * batch asks it for every request */
+		return filter_slot_hash(XXH3_64bits_withSeed(key, len,
+		    f->seed), (unsigned)slot);
+	}
 	return XXH3_64bits_withSeed(key, len, f->seed);
 }
 

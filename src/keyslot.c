@@ -98,11 +98,14 @@ crc16_tables(uint16_t crc, const unsigned char *b, size_t len)
  * 128 bits congruent to what was read so far: A * x^128 + B, the next 16
  * bytes, is congruent to A_hi * (x^192 mod P) + A_lo * (x^128 mod P) + B,
  * which fits in 128 bits again; a tail of t bytes likewise, with x^8t.
- * What A holds at the end is folded to 64 bits the same way and hashed
- * as 8 bytes by the table.
+ * What A holds at the end is folded to 64 bits W the same way, and W *
+ * x^16 mod P is taken by Barrett's reduction: two more multiplications
+ * (the table's eight lookups cost three times the instructions, and a
+ * URL's slot is most of what cluster mode adds to a request).
  */
 static int		clmul_ok;	/* 1: the CPU has it, 0: no */
 static uint64_t		k64_, k128, k192;	/* x^64, x^128, x^192 mod P */
+static uint64_t		mu;	/* x^80 / P, without its x^64 term */
 /* kt[t]: x^(64 + 8t) mod P and x^8t mod P, for a tail of t bytes */
 static __m128i		kt[16];
 /* 16 bytes 0xff then 16 0: the mask of the t low bytes at 16 - t */
@@ -111,7 +114,9 @@ static const unsigned char low_bytes[32] = {
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 };
 
-/* x^n mod P (P = x^16 + x^12 + x^5 + 1). */
+#define CRC16_POLY	0x11021u	/* P = x^16 + x^12 + x^5 + 1 */
+
+/* x^n mod P. */
 static uint64_t
 xpow_mod(unsigned n)
 {
@@ -120,9 +125,25 @@ xpow_mod(unsigned n)
 	while (n-- > 0) {
 		r <<= 1;
 		if (r & 0x10000)
-			r ^= 0x11021;
+			r ^= CRC16_POLY;
 	}
 	return r;
+}
+
+/* The quotient x^80 / P: degree 64, returned without its top term. */
+static uint64_t
+x80_div(void)
+{
+	unsigned __int128	r = (unsigned __int128)1 << 80;
+	uint64_t		q = 0;
+
+	for (int i = 80; i >= 16; i--)
+		if ((r >> i) & 1) {
+			r ^= (unsigned __int128)CRC16_POLY << (i - 16);
+			if (i - 16 < 64)
+				q |= (uint64_t)1 << (i - 16);
+		}
+	return q;
 }
 
 static void
@@ -137,20 +158,24 @@ clmul_make(void)
 		    (long long)xpow_mod(8 * t));
 	k128 = xpow_mod(128);
 	k192 = xpow_mod(192);
+	mu = x80_div();
 }
 
-/* The CRC of len >= 32 bytes at b; *brace: whether a "{" is among them
- * (keyslot_of then looks for a hash tag). */
-__attribute__((target("pclmul,ssse3"))) static uint16_t
-crc16_clmul(const unsigned char *b, size_t len, int *brace)
+/*
+ * The CRC of len >= 32 bytes at b, or -1 if a "{" is among them
+ * (keyslot_of then looks for a hash tag) and brace is set.
+ */
+__attribute__((target("pclmul,ssse3"))) static inline int
+crc16_clmul(const unsigned char *b, size_t len, int brace)
 {
 	const __m128i	 rev = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
 			    10, 11, 12, 13, 14, 15);
 	const __m128i	 k = _mm_set_epi64x((long long)k192, (long long)k128);
 	const __m128i	 k64 = _mm_set_epi64x(0, (long long)k64_);
+	const __m128i	 kb = _mm_set_epi64x(CRC16_POLY & 0xffff,
+			    (long long)mu);
 	const __m128i	 open = _mm_set1_epi8('{');
-	__m128i		 a, x, seen;
-	uint64_t	 w;
+	__m128i		 a, x, seen, q;
 
 	x = _mm_loadu_si128((const void *)b);
 	seen = _mm_cmpeq_epi8(x, open);
@@ -175,19 +200,36 @@ crc16_clmul(const unsigned char *b, size_t len, int *brace)
 		    kt[len], 0x11), _mm_clmulepi64_si128(a, kt[len], 0x00)),
 		    tail);
 	}
+	if (brace && _mm_movemask_epi8(seen) != 0)
+		return -1;
 	/* A_hi * x^64 + A_lo: A_hi * (x^64 mod P), 80 bits, folded twice
-	 * to 64, which the table hashes as eight bytes (the first the
-	 * highest) */
+	 * to the 64 bits of W */
 	a = _mm_xor_si128(_mm_clmulepi64_si128(a, k64, 0x01),
 	    _mm_move_epi64(a));
 	a = _mm_xor_si128(_mm_clmulepi64_si128(a, k64, 0x01),
 	    _mm_move_epi64(a));
-	w = (uint64_t)_mm_cvtsi128_si64(a);
-	*brace = _mm_movemask_epi8(seen) != 0;
-	return crc8[7][w >> 56] ^ crc8[6][(w >> 48) & 0xff] ^
-	    crc8[5][(w >> 40) & 0xff] ^ crc8[4][(w >> 32) & 0xff] ^
-	    crc8[3][(w >> 24) & 0xff] ^ crc8[2][(w >> 16) & 0xff] ^
-	    crc8[1][(w >> 8) & 0xff] ^ crc8[0][w & 0xff];
+	/* Barrett: W * x^16 / P is floor(W * (x^64 + mu) / x^64) = W + the
+	 * top half of W * mu; the remainder is the low 16 bits of that
+	 * quotient times P, where P's x^16 adds nothing */
+	q = _mm_xor_si128(a, _mm_srli_si128(_mm_clmulepi64_si128(a, kb, 0x00),
+	    8));
+	return (uint16_t)_mm_cvtsi128_si32(_mm_clmulepi64_si128(q, kb, 0x10));
+}
+
+/* The slot of a key of 32 bytes or more without "{", or -1. */
+__attribute__((target("pclmul,ssse3"))) static int
+slot_clmul(const unsigned char *b, size_t len)
+{
+	int crc = crc16_clmul(b, len, 1);
+
+	return crc < 0 ? -1 : crc & (KEYSLOT_COUNT - 1);
+}
+
+/* The CRC of a key of 32 bytes or more, whatever it holds. */
+__attribute__((target("pclmul,ssse3"))) static uint16_t
+crc16_long(const unsigned char *b, size_t len)
+{
+	return (uint16_t)crc16_clmul(b, len, 0);
 }
 #endif
 
@@ -197,31 +239,20 @@ keyslot_crc16(const void *p, size_t len)
 	if (__builtin_expect(!crc8_ready, 0))
 		crc8_make();
 #if defined(__x86_64__) && defined(__GNUC__)
-	int brace;
-
 	if (len >= 32 && clmul_ok)
-		return crc16_clmul(p, len, &brace);
+		return crc16_long(p, len);
 #endif
 	return crc16_tables(0, p, len);
 }
 
-unsigned
-keyslot_of(const char *key, size_t len)
+/* keyslot_of's case of a hash tag, a short key or an older CPU (out of
+ * line: inlined, its registers' saving would cost every URL's slot) */
+__attribute__((noinline)) static unsigned
+keyslot_tagged(const char *key, size_t len)
 {
 	const char	*open, *close;
 	size_t		 rest;
 
-#if defined(__x86_64__) && defined(__GNUC__)
-	/* a long key without "{" (a URL, mostly): one pass */
-	if (len >= 32 && __builtin_expect(crc8_ready, 1) && clmul_ok) {
-		int		 brace;
-		uint16_t	 crc = crc16_clmul((const unsigned char *)key,
-				    len, &brace);
-
-		if (!brace)
-			return crc & (KEYSLOT_COUNT - 1);
-	}
-#endif
 	open = memchr(key, '{', len);
 	if (open != NULL) {
 		rest = len - (size_t)(open - key) - 1;
@@ -232,4 +263,20 @@ keyslot_of(const char *key, size_t len)
 			    (size_t)(close - open - 1)) & (KEYSLOT_COUNT - 1);
 	}
 	return keyslot_crc16(key, len) & (KEYSLOT_COUNT - 1);
+}
+
+unsigned
+keyslot_of(const char *key, size_t len)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	/* a long key without "{" (a URL, mostly): one pass (clmul_ok is
+	 * set with the tables, at the first CRC) */
+	if (len >= 32 && clmul_ok) {
+		int slot = slot_clmul((const unsigned char *)key, len);
+
+		if (slot >= 0)
+			return (unsigned)slot;
+	}
+#endif
+	return keyslot_tagged(key, len);
 }
