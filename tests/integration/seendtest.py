@@ -1043,3 +1043,135 @@ class Sentinel:
         if self.proc is not None:
             end_process(self.proc)
             self.proc = None
+
+
+# ---- a PING loop beside a long request (test_dump.py, test_merge.py) ----
+
+import threading  # noqa: E402 (its only user is below)
+
+# PINGs on one connection to 127.0.0.1:argv[1] (a socket timeout of
+# argv[2] s), printing when each was sent and answered on CLOCK_MONOTONIC,
+# time.monotonic's clock
+_PINGER = r"""
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])),
+                             timeout=float(sys.argv[2]))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while True:
+    sent = time.monotonic()
+    s.sendall(b"*1\r\n$4\r\nPING\r\n")
+    got = b""
+    while not got.endswith(b"\r\n"):
+        part = s.recv(64)
+        if not part:
+            sys.exit("closed")
+        got += part
+    if got != b"+PONG\r\n":
+        sys.exit("PING: %r" % got)
+    print("%.6f %.6f" % (sent, time.monotonic()), flush=True)
+"""
+
+
+class Pinger:
+    """A process of its own that PINGs the server at port, so that the
+    test's Python, busy with a long request or big replies, does not delay
+    it; pongs: (sent, answered) of each PING answered so far, in
+    time.monotonic's seconds. Stopped by stop(), in a finally."""
+
+    def __init__(self, port, timeout=60):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _PINGER, str(port), str(timeout)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pongs = []
+        self.th = threading.Thread(target=self._read, daemon=True)
+        self.th.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                sent, done = map(float, line.split())
+            except ValueError:
+                continue
+            self.pongs.append((sent, done))
+
+    def answered(self, t, what):
+        """Waits for the first PONG (fails if none comes)."""
+        t.ok(wait_until(lambda: self.pongs or self.proc.poll() is not None,
+                        timeout=10) and self.pongs,
+             "PING answered before " + what)
+
+    def stop(self):
+        # the reader ends at the pinger's EOF; closing its pipe under the
+        # reader (communicate) would race with it
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.th.join(30)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def between(self, start, end):
+        """The (sent, answered) of the PINGs sent and answered in
+        [start, end]."""
+        return [(a, b) for a, b in self.pongs if a >= start and b <= end]
+
+    def latencies_before(self, start):
+        """The latency of each PING answered before start ([0] if none)."""
+        return [b - a for a, b in self.pongs if b < start] or [0]
+
+
+# ---- filters full of URLs, over RESP (test_dump.py, test_merge.py) ----
+
+def one_request(s, *words):
+    """One request on a connection of its own."""
+    c = Resp(s.port)
+    try:
+        return c.cmd(*words)
+    finally:
+        c.close()
+
+
+def url_keys(tag, n, start=0):
+    """n distinct URLs of host <tag>.example.org, from the start'th on."""
+    return ["https://%s.example.org/page/%d?q=%d" % (tag, i % 97, i)
+            for i in range(start, start + n)]
+
+
+def bf_mexists(r, name, ks, batch):
+    """BF.MEXISTS of each of ks in requests of batch keys, pipelined on
+    redis-py client r: the answers, in order."""
+    p = r.pipeline(transaction=False)
+    for i in range(0, len(ks), batch):
+        p.execute_command("BF.MEXISTS", name, *ks[i:i + batch])
+    out = []
+    for got in p.execute():
+        out.extend(got)
+    return out
+
+
+def scandump(c, name):
+    """The chunks of one whole dump as [(iter, data)], over raw RESP
+    (connection c); fails unless the last reply is [0, ""]."""
+    out, it = [], 0
+    while True:
+        got = c.cmd("BF.SCANDUMP", name, it)
+        if isinstance(got, Err) or not isinstance(got, list) or len(got) != 2:
+            raise Failed("BF.SCANDUMP %s %d: %r" % (name, it, got))
+        it, data = got
+        if it == 0:
+            if data != b"":
+                raise Failed("the last reply: [0, %r]" % data[:80])
+            return out
+        out.append((it, data))
+
+
+def filter_info(s, name, timeout=10.0):
+    """INFO <name> over the line protocol, as a dict of strings; fails
+    unless it describes a filter."""
+    c = s.client(timeout=timeout)
+    try:
+        got = c.info(name)
+    finally:
+        c.close()
+    if "capacity" not in got:
+        raise Failed("INFO %s: %r" % (name, got))
+    return got

@@ -23,9 +23,6 @@ filter's size).
 import random
 import socket
 import struct
-import subprocess
-import sys
-import threading
 import time
 
 from seendtest import *
@@ -44,15 +41,6 @@ BATCH = 5000
 HDR = 64                       # a chunk's header (dump.h)
 
 
-def one(s, *words):
-    """One request on a connection of its own."""
-    c = Resp(s.port)
-    try:
-        return c.cmd(*words)
-    finally:
-        c.close()
-
-
 def rpy(s):
     # redis-py's own parser, asked for by name: redis-py 4.3's bf().scandump
     # refuses to run whenever hiredis is importable (python3-hiredis, as on
@@ -66,11 +54,6 @@ def rpy(s):
 
 # ---- keys, filling, comparing ----
 
-def keys(tag, n, start=0):
-    return ["https://%s.example.org/page/%d?q=%d" % (tag, i % 97, i)
-            for i in range(start, start + n)]
-
-
 def madd(r, name, ks):
     p = r.pipeline(transaction=False)
     for i in range(0, len(ks), BATCH):
@@ -81,13 +64,7 @@ def madd(r, name, ks):
 
 
 def mexists(r, name, ks):
-    p = r.pipeline(transaction=False)
-    for i in range(0, len(ks), BATCH):
-        p.execute_command("BF.MEXISTS", name, *ks[i:i + BATCH])
-    out = []
-    for got in p.execute():
-        out.extend(got)
-    return out
+    return bf_mexists(r, name, ks, BATCH)
 
 
 def same_answers(t, ra, na, rb, nb, ks, what):
@@ -117,13 +94,7 @@ SHAPE = ("capacity", "error_rate", "growth", "expire", "normalize", "count",
 
 
 def shape(s, name):
-    c = s.client()
-    try:
-        info = c.info(name)
-    finally:
-        c.close()
-    if "capacity" not in info:
-        raise Failed("INFO %s: %r" % (name, info))
+    info = filter_info(s, name)
     return {k: info.get(k) for k in SHAPE}
 
 
@@ -135,28 +106,13 @@ def same_shape(t, sa, na, sb, nb, what):
 
 
 def filter_names(s):
-    got = one(s, "FILTERS")
+    got = one_request(s, "FILTERS")
     if not isinstance(got, bytes):
         raise Failed("FILTERS: %r" % (got,))
     return [l.split(b" ", 1)[0].decode() for l in got.split(b"\r\n") if l]
 
 
 # ---- dumping and loading ----
-
-def dump(c, name):
-    """The chunks of one whole dump as [(iter, data)], over raw RESP."""
-    out, it = [], 0
-    while True:
-        got = c.cmd("BF.SCANDUMP", name, it)
-        if isinstance(got, Err) or not isinstance(got, list) or len(got) != 2:
-            raise Failed("BF.SCANDUMP %s %d: %r" % (name, it, got))
-        it, data = got
-        if it == 0:
-            if data != b"":
-                raise Failed("the last reply: [0, %r]" % data[:80])
-            return out
-        out.append((it, data))
-
 
 def dump_redispy(r, name):
     """The same with redis-py's bf().scandump loop."""
@@ -184,7 +140,7 @@ def is_missing(t, s, name, what):
     t.ok(name not in filter_names(s), "%s: %s not in FILTERS" % (what, name))
     c = Resp(s.port)
     try:
-        t.eq(c.cmd("BF.EXISTS", name, keys("held", 1)[0]), 0,
+        t.eq(c.cmd("BF.EXISTS", name, url_keys("held", 1)[0]), 0,
              what + ": BF.EXISTS on " + name)
         got = c.cmd("BF.INFO", name)
         t.ok(isinstance(got, Err) and "not found" in got,
@@ -221,10 +177,10 @@ def big_pair(t, held=10000):
     b = Server(t, name="b").start()
     ra = rpy(a)
     ra.execute_command("BF.RESERVE", "f", "0.001", BIG)
-    ks = keys("held", held)
+    ks = url_keys("held", held)
     madd(ra, "f", ks)
     ca = Resp(a.port)
-    chunks = dump(ca, "f")
+    chunks = scandump(ca, "f")
     ca.close()
     t.ok(len(chunks) >= 3, "the dump has >= 3 chunks: %d" % len(chunks))
     return a, b, ra, ks, chunks
@@ -237,7 +193,7 @@ def redispy_scandump_loadchunk_copies_200k_keys_bit_for_bit(t):
     with Server(t, name="a") as a, Server(t, name="b") as b:
         ra, rb = rpy(a), rpy(b)
         t.eq(ra.execute_command("BF.RESERVE", "f", "0.001", BIG), b"OK")
-        held = keys("held", HELD)
+        held = url_keys("held", HELD)
         madd(ra, "f", held)
         chunks = dump_redispy(ra, "f")
         t.ok(len(chunks) >= 3, "chunks: %d" % len(chunks))
@@ -248,15 +204,15 @@ def redispy_scandump_loadchunk_copies_200k_keys_bit_for_bit(t):
                 t.eq(rb.bf().loadchunk(name, it, data), b"OK",
                      "loadchunk %s %d" % (name, it))
         t.ok({"f", "copy"} <= set(filter_names(b)), "both copies listed")
-        fresh = keys("fresh", HELD)
+        fresh = url_keys("fresh", HELD)
         for name in ("f", "copy"):
             got = same_answers(t, ra, "f", rb, name, held,
                                "held keys on " + name)
             t.eq(got.count(1), len(held), "held keys answering 1")
             same_answers(t, ra, "f", rb, name, fresh,
                          "fresh keys on " + name)
-            t.eq(one(b, "BF.INFO", name), one(a, "BF.INFO", "f"),
-                 "BF.INFO " + name)
+            t.eq(one_request(b, "BF.INFO", name),
+                 one_request(a, "BF.INFO", "f"), "BF.INFO " + name)
             bi, ai = rb.bf().info(name), ra.bf().info("f")
             t.eq(vars(bi), vars(ai), "redis-py's bf().info " + name)
             info = same_shape(t, a, "f", b, name, name)
@@ -294,7 +250,7 @@ def every_property_survives_growth_expire_window_normalize(t):
         # a growing filter of 3+ slices
         t.eq(ca.cmd("BF.RESERVE", "g", "0.01", "1000", "EXPANSION", "2"),
              "OK", "BF.RESERVE g")
-        gkeys = keys("grow", 20000)
+        gkeys = url_keys("grow", 20000)
         madd(ra, "g", gkeys)
         # the window filter of the config file, normalising, 3+ slices
         wkeys = ["https://w%d.example.com/x/%d" % (i % 13, i)
@@ -307,17 +263,17 @@ def every_property_survives_growth_expire_window_normalize(t):
         t.eq(shape(a, "win")["expire"], "3600", "win's expire")
         t.eq(shape(a, "win")["normalize"], "standard", "win's normalize")
         for src, dst in (("g", "g2"), ("win", "win2")):
-            chunks = dump(ca, src)
+            chunks = scandump(ca, src)
             load_ok(t, cb, dst, chunks, dst)
             same_shape(t, a, src, b, dst, dst)
             ks = gkeys if src == "g" else wkeys
             all_held(t, rb, dst, ks, dst)
-            same_answers(t, ra, src, rb, dst, keys("fresh", 20000),
+            same_answers(t, ra, src, rb, dst, url_keys("fresh", 20000),
                          dst + " fresh keys")
             # dumped again from B, the image is the same: every slice's
             # geometry, capacity, rate, count, bits set and start of its
             # period (the window's ages), the seed, and every bit
-            again = dump(cb, dst)
+            again = scandump(cb, dst)
             t.eq(len(again), len(chunks), dst + ": chunks of its dump")
             t.eq(header_payload(again[0][1]), header_payload(chunks[0][1]),
                  dst + ": header chunk payload")
@@ -349,10 +305,10 @@ def loaded_filter_survives_restart_and_kill9_after_last_ok(t):
         b = Server(t, name="b").start()
         ra = rpy(a)
         ra.execute_command("BF.RESERVE", "f", "0.001", BIG)
-        held = keys("held", n)
+        held = url_keys("held", n)
         madd(ra, "f", held)
         ca = Resp(a.port)
-        chunks = dump(ca, "f")
+        chunks = scandump(ca, "f")
         cb = Resp(b.port)
         load_ok(t, cb, "f", chunks, "f")
         cb.close()
@@ -361,7 +317,7 @@ def loaded_filter_survives_restart_and_kill9_after_last_ok(t):
         b.start()
         all_held(t, rpy(b), "f", held, "after a restart")
         same_shape(t, a, "f", b, "f", "after a restart")
-        same_answers(t, ra, "f", rpy(b), "f", keys("fresh", n),
+        same_answers(t, ra, "f", rpy(b), "f", url_keys("fresh", n),
                      "fresh keys after a restart")
         # the last chunk's OK comes once the snapshot is on disk
         cb = Resp(b.port)
@@ -432,7 +388,7 @@ def redisbloom_like_header():
 def truncated_reordered_missing_and_foreign_chunks_are_refused(t):
     a, b, ra, held, chunks = big_pair(t)
     ca = Resp(a.port)
-    other = dump(ca, "f")       # the same filter, another dump
+    other = scandump(ca, "f")       # the same filter, another dump
     t.eq(len(other), len(chunks), "the second dump's chunks")
     t.ok(other[0][1][16:24] != chunks[0][1][16:24], "two dump ids")
     rnd = random.Random(7)
@@ -504,13 +460,13 @@ def load_into_an_existing_name_is_item_exists_and_changes_nothing(t):
     with Server(t, name="a") as a, Server(t, name="b") as b:
         ra, rb = rpy(a), rpy(b)
         ra.execute_command("BF.RESERVE", "f", "0.001", "100000")
-        madd(ra, "f", keys("held", 5000))
+        madd(ra, "f", url_keys("held", 5000))
         ca = Resp(a.port)
-        chunks = dump(ca, "f")
+        chunks = scandump(ca, "f")
         cb = Resp(b.port)
         t.eq(cb.cmd("BF.RESERVE", "rt", "0.01", "1000", "EXPANSION", "2"),
              "OK", "BF.RESERVE rt")
-        theirs = keys("theirs", 3000)
+        theirs = url_keys("theirs", 3000)
         madd(rb, "default", theirs)
         madd(rb, "rt", theirs)
         for name in ("default", "rt"):
@@ -524,7 +480,7 @@ def load_into_an_existing_name_is_item_exists_and_changes_nothing(t):
                      % (name, it, got))
             t.eq(shape(b, name), before, name + " unchanged")
             all_held(t, rb, name, theirs, name)
-            t.eq(mexists(rb, name, keys("held", 5000)).count(1) < 5000,
+            t.eq(mexists(rb, name, url_keys("held", 5000)).count(1) < 5000,
                  True, name + " did not take the dump's keys")
         # the same through redis-py
         try:
@@ -590,7 +546,7 @@ def dump_is_consistent_while_keys_keep_arriving(t):
         # 110k 4; under valgrind 20k take 2, 40k 3)
         ra.execute_command("BF.RESERVE", "f", "0.001", "10000",
                            "EXPANSION", "2")
-        before = keys("before", 20000 if WRAPPER else 60000)
+        before = url_keys("before", 20000 if WRAPPER else 60000)
         madd(ra, "f", before)
         count = shape(a, "f")["count"]
         slices = shape(a, "f")["slices"]
@@ -598,7 +554,7 @@ def dump_is_consistent_while_keys_keep_arriving(t):
         first = ca.cmd("BF.SCANDUMP", "f", 0)
         t.ok(isinstance(first, list) and first[0] != 0, "chunk 0: %r"
              % (first,))
-        during = keys("during", 20000 if WRAPPER else 50000)
+        during = url_keys("during", 20000 if WRAPPER else 50000)
         madd(ra, "f", during)
         t.ok(int(shape(a, "f")["slices"]) > int(slices),
              "the keys added during the dump added slices")
@@ -622,53 +578,17 @@ def dump_is_consistent_while_keys_keep_arriving(t):
 
 # ---- 9: the loop goes on ----
 
-# A process of its own (so that the test's Python, busy with 4 MiB chunks,
-# does not delay it): PINGs on one connection, printing when each was
-# sent and answered (CLOCK_MONOTONIC, the same clock as the test's).
-PINGER = r"""
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-while True:
-    sent = time.monotonic()
-    s.sendall(b"*1\r\n$4\r\nPING\r\n")
-    got = b""
-    while not got.endswith(b"\r\n"):
-        part = s.recv(64)
-        if not part:
-            sys.exit("closed")
-        got += part
-    if got != b"+PONG\r\n":
-        sys.exit("PING: %r" % got)
-    print("%.6f %.6f" % (sent, time.monotonic()), flush=True)
-"""
-
-
 @test
 def dump_of_a_large_filter_does_not_stall_the_loop(t):
     with Server(t, name="a") as a:
         ca = Resp(a.port, timeout=60)
         t.eq(ca.cmd("BF.RESERVE", "big", "0.001", HUGE), "OK", "BF.RESERVE")
-        madd(rpy(a), "big", keys("held", 10000))
-        proc = subprocess.Popen([sys.executable, "-c", PINGER, str(a.port)],
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        pongs = []              # (sent, answered)
-
-        def reader():
-            for line in proc.stdout:
-                try:
-                    sent, done = map(float, line.split())
-                except ValueError:
-                    continue
-                pongs.append((sent, done))
-
-        th = threading.Thread(target=reader, daemon=True)
-        th.start()
+        madd(rpy(a), "big", url_keys("held", 10000))
+        # a PING loop of its own: this Python is busy with 4 MiB chunks
+        pinger = Pinger(a.port)
+        pongs = pinger.pongs
         try:
-            t.ok(wait_until(lambda: pongs or proc.poll() is not None,
-                            timeout=10) and pongs,
-                 "PING answered before the dump")
+            pinger.answered(t, "the dump")
             start = time.monotonic()
             it, nchunks, total = 0, 0, 0
             while True:
@@ -676,7 +596,7 @@ def dump_of_a_large_filter_does_not_stall_the_loop(t):
                 # the last one (bounded: a stuck pinger fails below)
                 seen = len(pongs)
                 wait_until(lambda: len(pongs) > seen or
-                           proc.poll() is not None, timeout=5)
+                           pinger.proc.poll() is not None, timeout=5)
                 got = ca.cmd("BF.SCANDUMP", "big", it)
                 t.ok(isinstance(got, list), "BF.SCANDUMP: %r" % (got,))
                 it, data = got
@@ -685,13 +605,11 @@ def dump_of_a_large_filter_does_not_stall_the_loop(t):
                 nchunks += 1
                 total += len(data)
             end = time.monotonic()
-            t.eq(proc.poll(), None, "the pinger still runs")
+            t.eq(pinger.proc.poll(), None, "the pinger still runs")
         finally:
-            proc.terminate()
-            proc.communicate(timeout=30)
-            th.join(30)
-        during = [(s, e) for s, e in pongs if s >= start and e <= end]
-        before = [e - s for s, e in pongs if e < start] or [0]
+            pinger.stop()
+        during = pinger.between(start, end)
+        before = pinger.latencies_before(start)
         took = end - start
         # the longest time in the dump with no PONG: from its start to the
         # first, between two, from the last to its end
@@ -751,7 +669,7 @@ def stale_and_bad_iterators_are_refused(t):
                 "ERR not found")
         refused(c.cmd("BF.SCANDUMP", "nope", 1), "missing filter, iter 1",
                 "ERR not found")
-        chunks = dump(c, "f")
+        chunks = scandump(c, "f")
         # every iterator of a finished dump is stale
         for it, _ in chunks:
             refused(c.cmd("BF.SCANDUMP", "f", it), "finished dump's %d" % it)
@@ -789,10 +707,10 @@ def loadchunk_data_is_exempt_from_max_line_and_nothing_else(t):
     b = Server(t, name="b", server_extra="max_line = 1024").start()
     ra = rpy(a)
     ra.execute_command("BF.RESERVE", "f", "0.001", BIG)
-    held = keys("held", 10000)
+    held = url_keys("held", 10000)
     madd(ra, "f", held)
     ca = Resp(a.port)
-    chunks = dump(ca, "f")
+    chunks = scandump(ca, "f")
     t.ok(max(len(d) for _, d in chunks) > 1 << 20, "chunks of MBs")
     c = Resp(b.port)
     load_ok(t, c, "f", chunks, "chunks over max_line")
@@ -856,7 +774,7 @@ def filter_without_slices_dumps_whole_and_loads_back(t):
             Server(t, name="b") as b:
         t.eq(shape(a, "win")["slices"], "0", "win has no slice")
         c = Resp(a.port)
-        chunks = dump(c, "win")
+        chunks = scandump(c, "win")
         t.ok(len(chunks) >= 1 and all(len(d) >= HDR for _, d in chunks),
              "chunks: %r" % ([len(d) for _, d in chunks],))
         t.eq(len(dump_redispy(rpy(a), "win")), len(chunks),

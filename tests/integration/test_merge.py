@@ -22,9 +22,6 @@ timing: PING latency during a merge is only printed as a diagnostic.
 """
 import math
 import socket
-import subprocess
-import sys
-import threading
 import time
 
 from seendtest import *
@@ -43,25 +40,11 @@ N_DURABLE = 3000 if WRAPPER else 30000
 BATCH = 10000           # BF.MEXISTS/BF.MADD keys per request (~0.5 MB)
 
 
-def one(s, *words):
-    """One request on a connection of its own."""
-    c = Resp(s.port)
-    try:
-        return c.cmd(*words)
-    finally:
-        c.close()
-
-
 def rpy(s):
     return redis.Redis(port=s.port, socket_timeout=120 * SLOW)
 
 
 # ---- keys, filling, asking ----
-
-def keys(tag, n, start=0):
-    return ["https://%s.example.org/page/%d?q=%d" % (tag, i % 97, i)
-            for i in range(start, start + n)]
-
 
 def madd(r, name, ks):
     p = r.pipeline(transaction=False)
@@ -74,13 +57,7 @@ def madd(r, name, ks):
 
 
 def mexists(r, name, ks):
-    p = r.pipeline(transaction=False)
-    for i in range(0, len(ks), BATCH):
-        p.execute_command("BF.MEXISTS", name, *ks[i:i + BATCH])
-    out = []
-    for got in p.execute():
-        out.extend(got)
-    return out
+    return bf_mexists(r, name, ks, BATCH)
 
 
 def all_held(t, r, name, ks, what):
@@ -95,14 +72,7 @@ def all_held(t, r, name, ks, what):
 
 def info(s, name):
     """INFO <name> over the line protocol, as a dict of strings."""
-    c = s.client(timeout=60)
-    try:
-        got = c.info(name)
-    finally:
-        c.close()
-    if "capacity" not in got:
-        raise Failed("INFO %s: %r" % (name, got))
-    return got
+    return filter_info(s, name, timeout=60)
 
 
 # INFO <filter>'s fields that describe the filter (not its traffic or
@@ -145,19 +115,6 @@ def merge_ok(t, c, *words):
     t.eq(got, "OK", "MERGE %s" % " ".join(words))
 
 
-def dump(c, name):
-    """The chunks of one whole dump as [(iter, data)], over raw RESP."""
-    out, it = [], 0
-    while True:
-        got = c.cmd("BF.SCANDUMP", name, it)
-        if isinstance(got, Err) or not isinstance(got, list) or len(got) != 2:
-            raise Failed("BF.SCANDUMP %s %d: %r" % (name, it, got))
-        it, data = got
-        if it == 0:
-            return out
-        out.append((it, data))
-
-
 def load_ok(t, c, name, chunks, what):
     got = [c.cmd("BF.LOADCHUNK", name, it, data) for it, data in chunks]
     t.eq(got, ["OK"] * len(chunks), what + ": BF.LOADCHUNK replies")
@@ -181,7 +138,7 @@ def merge_of_two_seeds_into_a_new_name_holds_every_key_sources_unchanged(t):
         c, r = Resp(s.port), rpy(s)
         reserve(t, c, "x", "0.001", 2 * N_UNION)
         reserve(t, c, "y", "0.001", 2 * N_UNION)
-        kx, ky = keys("x", N_UNION), keys("y", N_UNION)
+        kx, ky = url_keys("x", N_UNION), url_keys("y", N_UNION)
         madd(r, "x", kx)
         madd(r, "y", ky)
         before = {n: info(s, n) for n in ("x", "y")}
@@ -211,7 +168,7 @@ def merge_of_two_seeds_into_a_new_name_holds_every_key_sources_unchanged(t):
         # a first source that has grown (several own slices), and a
         # source that has merged slices itself (u)
         reserve(t, c, "g", "0.01", N_UNION // 16, "EXPANSION", "2")
-        kg = keys("g", N_UNION)
+        kg = url_keys("g", N_UNION)
         madd(r, "g", kg)
         ig, iu = info(s, "g"), info(s, "u")
         t.ok(int(ig["slices"]) >= 3, "g grew: %s slices" % ig["slices"])
@@ -236,10 +193,10 @@ def copies_of_one_dump_are_ored_without_merged_slices(t):
         c, r = Resp(s.port), rpy(s)
         # room for all keys in one slice: no growth on either side
         reserve(t, c, "a", "0.001", 4 * (N_COPY + N_COPY_MORE))
-        base = keys("base", N_COPY)
+        base = url_keys("base", N_COPY)
         madd(r, "a", base)
-        load_ok(t, c, "a2", dump(c, "a"), "a2")
-        more = keys("more", N_COPY_MORE)
+        load_ok(t, c, "a2", scandump(c, "a"), "a2")
+        more = url_keys("more", N_COPY_MORE)
         madd(r, "a2", more)
         ia, ia2 = info(s, "a"), info(s, "a2")
         t.eq(ia2["slices"], ia["slices"], "a2's slices are a's")
@@ -265,14 +222,14 @@ def estimated_fp_rate_after_a_merge_matches_the_measured_rate(t):
         c, r = Resp(s.port), rpy(s)
         for n in ("p", "q"):
             reserve(t, c, n, "0.01", FP_CAP, "NONSCALING")
-            madd(r, n, keys(n, FP_CAP))
+            madd(r, n, url_keys(n, FP_CAP))
         merge_ok(t, c, "pq", "p", "q")
         i = info(s, "pq")
         est = float(i["estimated_fp_rate"])
         rate = float(info(s, "p")["error_rate"])
-        all_held(t, r, "pq", keys("p", FP_CAP) + keys("q", FP_CAP),
+        all_held(t, r, "pq", url_keys("p", FP_CAP) + url_keys("q", FP_CAP),
                  "the sources' keys")
-        fresh = keys("fresh-fp", FP_FRESH)
+        fresh = url_keys("fresh-fp", FP_FRESH)
         got = mexists(r, "pq", fresh)
         t.eq(len(got), FP_FRESH, "answers")
         measured = sum(got) / FP_FRESH
@@ -327,7 +284,7 @@ def refused_merges_change_nothing(t):
         c, r = Resp(s.port), rpy(s)
         lc = s.client()
         for n in ("plain", "plain2", "win", "norm"):
-            madd(r, n, keys(n, 500))
+            madd(r, n, url_keys(n, 500))
         fl = filters(s)
         before = {n: stable(s, n) for n in ("plain", "plain2", "win",
                                              "norm")}
@@ -384,7 +341,7 @@ def growth_off_dst_pushed_past_capacity_is_full(t):
         c, r = Resp(s.port), rpy(s)
         reserve(t, c, "d", "0.01", 1000, "NONSCALING")
         reserve(t, c, "big", "0.01", 5000, "NONSCALING")
-        kd, kb = keys("d", 900), keys("big", 5000)
+        kd, kb = url_keys("d", 900), url_keys("big", 5000)
         madd(r, "d", kd)
         madd(r, "big", kb)
         t.eq(info(s, "d")["growth"], "off", "d's growth")
@@ -400,7 +357,7 @@ def growth_off_dst_pushed_past_capacity_is_full(t):
         # new keys (answered 0 by CHECK, so not false positives) are
         # refused, over both protocols, and not recorded
         lc = s.client()
-        new = [k for k in keys("new", 200)
+        new = [k for k in url_keys("new", 200)
                if lc.cmd("CHECK d " + k) == "0"]
         t.ok(len(new) >= 100, "fresh keys answering 0: %d" % len(new))
         got = c.cmd("BF.ADD", "d", new[0])
@@ -444,8 +401,9 @@ error_rate = 0.001
 def line_protocol_merge_of_two_sources_and_its_token_limit(t):
     with Server(t, filters=LINE_FILTERS) as s:
         c = s.client(timeout=60)
-        ka, kb, kc = keys("fa", 5000), keys("fb", 5000), keys("fc", 100)
-        kd = keys("dst", 1000)
+        ka, kb = url_keys("fa", 5000), url_keys("fb", 5000)
+        kc = url_keys("fc", 100)
+        kd = url_keys("dst", 1000)
         for name, ks in (("fa", ka), ("fb", kb), ("fc", kc), ("dst", kd)):
             got = line_many(c, ["SEEN %s %s" % (name, k) for k in ks])
             t.ok(all(x in ("0", "1") for x in got),
@@ -473,16 +431,16 @@ def keys_added_to_dst_during_a_merge_stay(t):
         c, r = Resp(s.port), rpy(s)
         reserve(t, c, "src", "0.001", BIGISH)
         reserve(t, c, "dst", "0.001", BIGISH)
-        ksrc, kdst = keys("src", 20000), keys("dst", 20000)
+        ksrc, kdst = url_keys("src", 20000), url_keys("dst", 20000)
         madd(r, "src", ksrc)
         madd(r, "dst", kdst)
         # and a copy of src's dump: its merge ORs into the slice that
         # takes the new keys
-        load_ok(t, c, "twin", dump(c, "src"), "twin")
-        more = keys("more", 20000)
+        load_ok(t, c, "twin", scandump(c, "src"), "twin")
+        more = url_keys("more", 20000)
         madd(r, "src", more)
-        during = {"dst": keys("during-dst", 30000),
-                  "twin": keys("during-twin", 30000)}
+        during = {"dst": url_keys("during-dst", 30000),
+                  "twin": url_keys("during-twin", 30000)}
         for dst in ("dst", "twin"):
             m = Resp(s.port)
             m.send("MERGE", dst, "src")
@@ -504,70 +462,27 @@ def keys_added_to_dst_during_a_merge_stay(t):
 
 # ---- 8: the loop goes on ----
 
-# A process of its own: PINGs on one connection, printing when each was
-# sent and answered (CLOCK_MONOTONIC, the same clock as the test's).
-PINGER = r"""
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=120)
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-while True:
-    sent = time.monotonic()
-    s.sendall(b"*1\r\n$4\r\nPING\r\n")
-    got = b""
-    while not got.endswith(b"\r\n"):
-        part = s.recv(64)
-        if not part:
-            sys.exit("closed")
-        got += part
-    if got != b"+PONG\r\n":
-        sys.exit("PING: %r" % got)
-    print("%.6f %.6f" % (sent, time.monotonic()), flush=True)
-"""
-
-
 @test
 def ping_is_answered_while_a_big_merge_runs(t):
     with Server(t) as s:
         c, r = Resp(s.port), rpy(s)
         reserve(t, c, "h1", "0.001", HUGE)
         reserve(t, c, "h2", "0.001", HUGE)
-        k1, k2 = keys("h1", 10000), keys("h2", 10000)
+        k1, k2 = url_keys("h1", 10000), url_keys("h2", 10000)
         madd(r, "h1", k1)
         madd(r, "h2", k2)
-        proc = subprocess.Popen([sys.executable, "-c", PINGER, str(s.port)],
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        pongs = []              # (sent, answered)
-
-        def reader():
-            for line in proc.stdout:
-                try:
-                    sent, done = map(float, line.split())
-                except ValueError:
-                    continue
-                pongs.append((sent, done))
-
-        th = threading.Thread(target=reader, daemon=True)
-        th.start()
+        pinger = Pinger(s.port, timeout=120)
         try:
-            t.ok(wait_until(lambda: pongs or proc.poll() is not None,
-                            timeout=10) and pongs,
-                 "PING answered before the merge")
+            pinger.answered(t, "the merge")
             start = time.monotonic()
             got = c.cmd("MERGE", "hu", "h1", "h2")
             end = time.monotonic()
             t.eq(got, "OK", "MERGE hu h1 h2")
-            t.eq(proc.poll(), None, "the pinger still runs")
+            t.eq(pinger.proc.poll(), None, "the pinger still runs")
         finally:
-            # the reader ends at the pinger's EOF; closing its pipe under
-            # the reader (communicate) would race with it
-            proc.terminate()
-            proc.wait(timeout=30)
-            th.join(30)
-            proc.stdout.close()
-            proc.stderr.close()
-        during = [(a, b) for a, b in pongs if a >= start and b <= end]
-        before = [b - a for a, b in pongs if b < start] or [0]
+            pinger.stop()
+        during = pinger.between(start, end)
+        before = pinger.latencies_before(start)
         t.ok(len(during) > 0, "PINGs answered before the MERGE's +OK")
         diag("merge of %s bytes in %.3f s; %d PINGs answered meanwhile, "
              "max latency %.1f ms (%.1f ms before the merge)" % (
@@ -583,7 +498,7 @@ def durable_setup(t, s, tag):
     """Sources x, y (other seeds) and an existing e; merges them into a
     new n<tag> and into e<tag>. Returns {dst: (keys, INFO)}."""
     c, r = Resp(s.port), rpy(s)
-    kx, ky, ke = (keys(tag + n, N_DURABLE) for n in ("x", "y", "e"))
+    kx, ky, ke = (url_keys(tag + n, N_DURABLE) for n in ("x", "y", "e"))
     for n, ks in (("x", kx), ("y", ky), ("e", ke)):
         reserve(t, c, tag + n, "0.001", 2 * N_DURABLE)
         madd(r, tag + n, ks)
@@ -630,14 +545,14 @@ def acknowledged_merge_survives_sigterm_and_kill9(t):
 def merged_filter_survives_scandump_loadchunk(t):
     with Server(t, name="a") as a, Server(t, name="b") as b:
         ca, ra = Resp(a.port), rpy(a)
-        kx, ky, ke = (keys(n, N_UNION) for n in ("x", "y", "e"))
+        kx, ky, ke = (url_keys(n, N_UNION) for n in ("x", "y", "e"))
         for n, ks in (("x", kx), ("y", ky), ("e", ke)):
             reserve(t, ca, n, "0.001", 2 * N_UNION)
             madd(ra, n, ks)
         merge_ok(t, ca, "e", "x", "y")
         ia = info(a, "e")
         t.ok(int(ia["merged_slices"]) >= 1, "e has merged slices")
-        chunks = dump(ca, "e")
+        chunks = scandump(ca, "e")
         cb, rb = Resp(b.port), rpy(b)
         load_ok(t, cb, "e", chunks, "e on b")
         load_ok(t, ca, "e2", chunks, "e2 on a")
@@ -669,7 +584,7 @@ def del_of_dst_or_a_source_during_a_merge_does_not_crash(t):
         for n in ("s2", "d1", "s3"):
             reserve(t, c, n, "0.001", BIGISH)
         for n in ("s1", "s2", "d1", "s3"):
-            madd(r, n, keys(n, 2000))
+            madd(r, n, url_keys(n, 2000))
         outcomes = []
         for dst, srcs, victim in (("d1", ("s1", "s2"), "d1"),
                                   ("d2", ("s1", "s3"), "s3"),
@@ -711,7 +626,7 @@ def del_of_dst_or_a_source_during_a_merge_does_not_crash(t):
             t.eq(c.cmd("BF.ADD", "d4", "mine"), 1, "BF.ADD d4")
             t.eq(c.cmd("BF.EXISTS", "d4", "mine"), 1, "d4 keeps its key")
         else:
-            all_held(t, r, "d4", keys("s1", 2000), "d4: s1's keys")
+            all_held(t, r, "d4", url_keys("s1", 2000), "d4: s1's keys")
         for o in outcomes:
             diag(o)
         t.eq(rpy(s).ping(), True, "PING at the end")
@@ -721,7 +636,7 @@ def del_of_dst_or_a_source_during_a_merge_does_not_crash(t):
              "FILTERS")
         for n in names:
             info(s, n)
-        all_held(t, r, "s1", keys("s1", 2000), "s1 unchanged")
+        all_held(t, r, "s1", url_keys("s1", 2000), "s1 unchanged")
         c.close()
         # and so they stay: what was dropped does not come back
         t.eq(s.stop(), 0, "SIGTERM")
