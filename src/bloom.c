@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -11,6 +12,23 @@
 #include <unistd.h>
 
 #include "bloom.h"
+
+#ifdef BLOOM_AVX2
+int	bloom_avx2;
+
+/* Before main: the batches choose their block operations by it, and the
+ * environment's SEEND_NO_AVX2 (set, not empty) keeps the scalar ones, for
+ * tests that run both. */
+__attribute__((constructor)) static void
+bloom_cpu_init(void)
+{
+	const char *off = getenv("SEEND_NO_AVX2");
+
+	__builtin_cpu_init();
+	bloom_avx2 = __builtin_cpu_supports("avx2") &&
+	    __builtin_cpu_supports("popcnt") && (off == NULL || *off == '\0');
+}
+#endif
 
 #define HUGE_PAGE	(2UL << 20)
 #define HUGE_PAGE_MIN	(4 * HUGE_PAGE)

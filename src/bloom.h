@@ -264,4 +264,130 @@ bloom_add(struct bloom *b, uint64_t h)
 	return bloom_add_masks(b, h, mask);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/*
+ * The same block operations with AVX2, where the CPU has it (bloom_avx2,
+ * set at start): the sixteen 32-bit or eight 64-bit masks of the layout
+ * above made by variable shifts in two 256-bit registers, tested and set
+ * two instructions each. A request's scalar masks and word loops were its
+ * largest cost (about 150 instructions of 430, bench/RESULTS.md); the
+ * bits, and so every file, are the same (test_bloom compares both ways).
+ * The batches call them through functions of that target (command.c).
+ */
+#define BLOOM_AVX2		1
+#define BLOOM_AVX2_INLINE \
+	static inline __attribute__((always_inline, target("avx2,popcnt")))
+
+extern int	bloom_avx2;	/* 1: the CPU has AVX2 and POPCNT */
+
+/* bloom_masks' words 0-3 in m[0], 4-7 in m[1]. */
+BLOOM_AVX2_INLINE void
+bloom_masks_avx2(const struct bloom *b, uint64_t h, __m256i m[2])
+{
+	const uint64_t	 bits = bloom_mix(h);
+	const __m256i	 v = _mm256_set1_epi64x((long long)bits);
+	const __m256i	 one = _mm256_set1_epi64x(1);
+
+	switch (b->hashes) {
+	case 4: {
+		/* word 2i: 1 << p, word 2i+1: 1 << (p - 64); a count of 64
+		 * or more (p - 64 wraps when p < 64) shifts to 0 */
+		const __m256i	p127 = _mm256_set1_epi64x(127);
+		const __m256i	hi = _mm256_set_epi64x(64, 0, 64, 0);
+		__m256i		p;
+
+		p = _mm256_and_si256(_mm256_srlv_epi64(v,
+		    _mm256_set_epi64x(7, 7, 0, 0)), p127);
+		m[0] = _mm256_sllv_epi64(one, _mm256_sub_epi64(p, hi));
+		p = _mm256_and_si256(_mm256_srlv_epi64(v,
+		    _mm256_set_epi64x(21, 21, 14, 14)), p127);
+		m[1] = _mm256_sllv_epi64(one, _mm256_sub_epi64(p, hi));
+		break;
+	}
+	case 8: {
+		const __m256i	p63 = _mm256_set1_epi64x(63);
+
+		m[0] = _mm256_sllv_epi64(one, _mm256_and_si256(
+		    _mm256_srlv_epi64(v, _mm256_set_epi64x(18, 12, 6, 0)), p63));
+		m[1] = _mm256_sllv_epi64(one, _mm256_and_si256(
+		    _mm256_srlv_epi64(v, _mm256_set_epi64x(42, 36, 30, 24)),
+		    p63));
+		break;
+	}
+	default: {
+		/* word w's halves take the 5-bit fields at 10w and 10w + 5
+		 * (of bits for words 0-5, of more for 6 and 7): each 64-bit
+		 * lane shifted to its field, its high half to the next */
+		const uint64_t	 more = bloom_mix(h ^ 0x9e3779b97f4a7c15ULL);
+		const __m256i	 v1 = _mm256_set_epi64x((long long)more,
+				    (long long)more, (long long)bits,
+				    (long long)bits);
+		const __m256i	 p31 = _mm256_set1_epi32(31);
+		const __m256i	 one32 = _mm256_set1_epi32(1);
+		__m256i		 q;
+
+		q = _mm256_srlv_epi64(v, _mm256_set_epi64x(30, 20, 10, 0));
+		q = _mm256_blend_epi32(q, _mm256_slli_epi64(
+		    _mm256_srli_epi64(q, 5), 32), 0xaa);
+		m[0] = _mm256_sllv_epi32(one32, _mm256_and_si256(q, p31));
+		q = _mm256_srlv_epi64(v1, _mm256_set_epi64x(10, 0, 50, 40));
+		q = _mm256_blend_epi32(q, _mm256_slli_epi64(
+		    _mm256_srli_epi64(q, 5), 32), 0xaa);
+		m[1] = _mm256_sllv_epi32(one32, _mm256_and_si256(q, p31));
+		break;
+	}
+	}
+}
+
+/* bloom_check, with AVX2. */
+BLOOM_AVX2_INLINE int
+bloom_check_avx2(const struct bloom *b, uint64_t h)
+{
+	const __m256i	*blk = (const __m256i *)bloom_block(b, h);
+	__m256i		 m[2], missing;
+
+	bloom_masks_avx2(b, h, m);
+	missing = _mm256_or_si256(
+	    _mm256_andnot_si256(_mm256_loadu_si256(blk), m[0]),
+	    _mm256_andnot_si256(_mm256_loadu_si256(blk + 1), m[1]));
+	return _mm256_testz_si256(missing, missing);
+}
+
+/* bloom_add, with AVX2: the new bits are counted by the 32-bit halves
+ * (k = 16) or the words (k = 4, 8) they change, as there. */
+BLOOM_AVX2_INLINE int
+bloom_add_avx2(struct bloom *b, uint64_t h)
+{
+	__m256i		*blk = (__m256i *)bloom_block(b, h);
+	__m256i		 m[2], w0, w1, f0, f1;
+	const __m256i	 zero = _mm256_setzero_si256();
+	unsigned	 same;
+
+	bloom_masks_avx2(b, h, m);
+	w0 = _mm256_loadu_si256(blk);
+	w1 = _mm256_loadu_si256(blk + 1);
+	f0 = _mm256_andnot_si256(w0, m[0]);
+	f1 = _mm256_andnot_si256(w1, m[1]);
+	if (_mm256_testz_si256(_mm256_or_si256(f0, f1),
+	    _mm256_or_si256(f0, f1)))
+		return 1;
+	if (b->hashes == 16)
+		same = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+		    _mm256_cmpeq_epi32(f0, zero))) |
+		    (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+		    _mm256_cmpeq_epi32(f1, zero))) << 8;
+	else
+		same = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(
+		    _mm256_cmpeq_epi64(f0, zero))) |
+		    (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(
+		    _mm256_cmpeq_epi64(f1, zero))) << 4 | 0xff00;
+	_mm256_storeu_si256(blk, _mm256_or_si256(w0, m[0]));
+	_mm256_storeu_si256(blk + 1, _mm256_or_si256(w1, m[1]));
+	b->bits_set += 16 - (uint64_t)__builtin_popcount(same);
+	b->count++;
+	return 0;
+}
+#endif
+
 #endif

@@ -1234,38 +1234,79 @@ put_answer(char *out, uint64_t hit, int resp)
  * A batch whose keys all go to f, a filter of one slice b with room for
  * all of them (so none can fill it): prefetch and answer on b alone, the
  * filter's counters added once; replies as lines, or (resp) as RESP
- * integers for SETNX/SADD/BF.ADD. Returns n.
+ * integers for SETNX/SADD/BF.ADD. Returns n. Made twice (ANSWER_FAST):
+ * with bloom.h's scalar block operations, and with its AVX2 ones in
+ * functions of that target, which the batch calls where the CPU has it.
  */
+#define ANSWER_FAST(name, attrs, CHECK, ADD)				\
+static inline attrs int							\
+name(struct core *core, struct filter *f, struct bloom *b,		\
+    const struct simple *q, int n, char *out, uint64_t *checks,		\
+    uint64_t *check_hits, uint64_t *seen_hits, int resp)		\
+{									\
+	uint64_t	 nchecks = 0, chits = 0, shits = 0, hit;	\
+									\
+	for (int i = 0; i < n; i++)					\
+		bloom_prefetch(b, q[i].h);				\
+	for (int i = 0; i < n; i++) {					\
+		if (q[i].check) {					\
+			hit = (uint64_t)CHECK(b, q[i].h);		\
+			nchecks++;					\
+			chits += hit;					\
+		} else {						\
+			hit = (uint64_t)ADD(b, q[i].h);			\
+			shits += hit;					\
+			if (!hit)					\
+				journal_key(core, f, q[i].h);		\
+		}							\
+		out = put_answer(out, hit, resp);			\
+	}								\
+	f->checks += nchecks;						\
+	f->seen_old += shits;						\
+	f->seen_new += (uint64_t)n - nchecks - shits;			\
+	*checks += nchecks;						\
+	*check_hits += chits;						\
+	*seen_hits += shits;						\
+	return n;							\
+}
+
+ANSWER_FAST(answer_fast, __attribute__((always_inline)), bloom_check,
+    bloom_add)
+
+#ifdef BLOOM_AVX2
+ANSWER_FAST(answer_fast_avx2, __attribute__((always_inline,
+    target("avx2,popcnt"))), bloom_check_avx2, bloom_add_avx2)
+
+/* answer_fast_avx2 for each kind of answer, a constant in each */
+#define ANSWER_FAST_AVX2_AS(name, how)					\
+__attribute__((noinline, target("avx2,popcnt"))) static int		\
+name(struct core *core, struct filter *f, struct bloom *b,		\
+    const struct simple *q, int n, char *out, uint64_t *checks,		\
+    uint64_t *check_hits, uint64_t *seen_hits)				\
+{									\
+	return answer_fast_avx2(core, f, b, q, n, out, checks,		\
+	    check_hits, seen_hits, how);				\
+}
+ANSWER_FAST_AVX2_AS(answer_fast_avx2_line, ANSWER_LINE)
+ANSWER_FAST_AVX2_AS(answer_fast_avx2_int, ANSWER_INT)
+ANSWER_FAST_AVX2_AS(answer_fast_avx2_bool, ANSWER_BOOL)
+
+/* The AVX2 batch for resp (a constant where answer_batch is inlined). */
 static inline __attribute__((always_inline)) int
-answer_fast(struct core *core, struct filter *f, struct bloom *b,
+answer_fast_simd(struct core *core, struct filter *f, struct bloom *b,
     const struct simple *q, int n, char *out, uint64_t *checks,
     uint64_t *check_hits, uint64_t *seen_hits, int resp)
 {
-	uint64_t	 nchecks = 0, chits = 0, shits = 0, hit;
-
-	for (int i = 0; i < n; i++)
-		bloom_prefetch(b, q[i].h);
-	for (int i = 0; i < n; i++) {
-		if (q[i].check) {
-			hit = (uint64_t)bloom_check(b, q[i].h);
-			nchecks++;
-			chits += hit;
-		} else {
-			hit = (uint64_t)bloom_add(b, q[i].h);
-			shits += hit;
-			if (!hit)
-				journal_key(core, f, q[i].h);
-		}
-		out = put_answer(out, hit, resp);
-	}
-	f->checks += nchecks;
-	f->seen_old += shits;
-	f->seen_new += (uint64_t)n - nchecks - shits;
-	*checks += nchecks;
-	*check_hits += chits;
-	*seen_hits += shits;
-	return n;
+	if (resp == ANSWER_LINE)
+		return answer_fast_avx2_line(core, f, b, q, n, out, checks,
+		    check_hits, seen_hits);
+	if (resp == ANSWER_INT)
+		return answer_fast_avx2_int(core, f, b, q, n, out, checks,
+		    check_hits, seen_hits);
+	return answer_fast_avx2_bool(core, f, b, q, n, out, checks,
+	    check_hits, seen_hits);
 }
+#endif
 
 /*
  * answer_fast for a cuckoo filter of one slice c, not full, with room for
@@ -1339,12 +1380,18 @@ answer_batch(struct session *s, struct buf *in, struct buf *ob,
 	out = ob->data + ob->len;
 	b = q[0].f->fast;
 	c = q[0].f->fast_cuckoo;
-	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n)
+	if (uniform && b != NULL && q[0].f->next_mark - b->count > (uint64_t)n) {
 		/* one filter of one slice with room for every key: each
 		 * key is one Bloom filter operation, nothing else */
-		i = answer_fast(s->core, q[0].f, b, q, n, out, &checks,
-		    &check_hits, &seen_hits, resp);
-	else if (uniform && c != NULL &&
+#ifdef BLOOM_AVX2
+		if (bloom_avx2)
+			i = answer_fast_simd(s->core, q[0].f, b, q, n, out,
+			    &checks, &check_hits, &seen_hits, resp);
+		else
+#endif
+			i = answer_fast(s->core, q[0].f, b, q, n, out,
+			    &checks, &check_hits, &seen_hits, resp);
+	} else if (uniform && c != NULL &&
 	    q[0].f->next_mark - c->count > (uint64_t)n) {
 		i = answer_fast_cuckoo(s->core, q[0].f, c, q, n, out, &checks,
 		    &check_hits, &seen_hits, resp);

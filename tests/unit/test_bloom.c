@@ -559,6 +559,72 @@ test_tiny(void)
 	bloom_free(&b);
 }
 
+#ifdef BLOOM_AVX2
+/*
+ * Every k, where the CPU has AVX2: the batches' AVX2 block operations set
+ * the same bits as the scalar ones (the layout of every file), answer the
+ * same, and count the same bits_set and count, key after key: two filters
+ * of 2048 blocks filled by each way to about half their bits (keys share
+ * blocks, and a key in four is asked again).
+ */
+__attribute__((target("avx2,popcnt"))) static void
+test_avx2_same_k(uint32_t k);
+
+static void
+test_avx2_same(void)
+{
+	static const uint32_t ks[] = { 4, 8, 16 };
+
+	if (!bloom_avx2) {
+		for (size_t i = 0; i < 3; i++)
+			ok(1, "# SKIP k=%u: no AVX2 here (or SEEND_NO_AVX2 is set)", ks[i]);
+		return;
+	}
+	for (size_t i = 0; i < 3; i++)
+		test_avx2_same_k(ks[i]);
+}
+
+__attribute__((target("avx2,popcnt"))) static void
+test_avx2_same_k(uint32_t k)
+{
+	struct bloom	 a, v;
+	uint64_t	 s = 7, m[BLOOM_BLOCK_WORDS], mv[BLOOM_BLOCK_WORDS];
+	__m256i		 r[2];
+	int		 bad_mask = 0, bad_answer = 0;
+
+	if (bloom_init(&a, 2048, k, 1) != 0 || bloom_init(&v, 2048, k, 1) != 0) {
+		ok(0, "bloom_init(2048, %u)", k);
+		return;
+	}
+	for (int t = 0; t < 60000; t++) {
+		/* a key in four asked again */
+		uint64_t h = t % 4 == 3 ? s * 0x9e3779b97f4a7c15ULL :
+		    splitmix64(&s);
+
+		bloom_masks(&a, h, m);
+		bloom_masks_avx2(&v, h, r);
+		_mm256_storeu_si256((__m256i *)mv, r[0]);
+		_mm256_storeu_si256((__m256i *)(mv + 4), r[1]);
+		bad_mask += memcmp(m, mv, sizeof(m)) != 0;
+		if (t % 3 == 0)
+			bad_answer += bloom_check(&a, h) !=
+			    bloom_check_avx2(&v, h);
+		else
+			bad_answer += bloom_add(&a, h) != bloom_add_avx2(&v, h);
+	}
+	ok(bad_mask == 0 && bad_answer == 0 &&
+	    memcmp(a.words, v.words, bloom_bytes(&a)) == 0 &&
+	    a.bits_set == v.bits_set && a.count == v.count,
+	    "k=%u: AVX2 and scalar agree on 60000 keys (%d masks, %d "
+	    "answers differ; bits_set %llu/%llu, count %llu/%llu)",
+	    k, bad_mask, bad_answer, (unsigned long long)a.bits_set,
+	    (unsigned long long)v.bits_set, (unsigned long long)a.count,
+	    (unsigned long long)v.count);
+	bloom_free(&a);
+	bloom_free(&v);
+}
+#endif
+
 int
 main(void)
 {
@@ -567,6 +633,9 @@ main(void)
 	test_fp_rate_grid();
 	test_init_rejects();
 	test_masks();
+#ifdef BLOOM_AVX2
+	test_avx2_same();
+#endif
 	test_bits_set_every_k();
 	test_block_uniform();
 	test_add_semantics();
