@@ -355,7 +355,10 @@ bloom_check_avx2(const struct bloom *b, uint64_t h)
 }
 
 /* bloom_add, with AVX2: the new bits are counted by the 32-bit halves
- * (k = 16) or the words (k = 4, 8) they change, as there. */
+ * (k = 16) or the words (k = 4, 8) they change, as there. The block is
+ * stored as two 32-byte halves, not word by word with relaxed atomics:
+ * the snapshot thread reads words (snapshot.c's write_array), which x86
+ * does not tear, and a rewritten word keeps every bit it had. */
 BLOOM_AVX2_INLINE int
 bloom_add_avx2(struct bloom *b, uint64_t h)
 {

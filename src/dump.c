@@ -232,8 +232,9 @@ put_header_payload(unsigned char *p, const struct dump_image *im)
 
 /*
  * n bytes of a live array from byte off: each word read whole with a
- * relaxed atomic load (bloom_add stores them so), and only the words that
- * hold the range, so the last chunk never reads past the array.
+ * relaxed atomic load (the event loop writes whole words, see
+ * snapshot.c's write_array), and only the words that hold the range, so
+ * the last chunk never reads past the array.
  */
 static void
 read_live(const struct bloom *b, uint64_t off, unsigned char *dst, size_t n)

@@ -150,8 +150,6 @@ static void
 clmul_make(void)
 {
 	__builtin_cpu_init();
-	clmul_ok = __builtin_cpu_supports("pclmul") &&
-	    __builtin_cpu_supports("ssse3");
 	k64_ = xpow_mod(64);
 	for (unsigned t = 0; t < 16; t++)
 		kt[t] = _mm_set_epi64x((long long)xpow_mod(64 + 8 * t),
@@ -159,6 +157,9 @@ clmul_make(void)
 	k128 = xpow_mod(128);
 	k192 = xpow_mod(192);
 	mu = x80_div();
+	/* last: keyslot_of takes the folding path on this flag alone */
+	clmul_ok = __builtin_cpu_supports("pclmul") &&
+	    __builtin_cpu_supports("ssse3");
 }
 
 /*

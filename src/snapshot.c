@@ -301,9 +301,11 @@ holes_allowed(int fd)
  * while we read, so two reads of the same word could differ; hashing and
  * writing one copy means the trailer always matches the bytes on disk.
  *
- * What the copy holds: every word is read with a relaxed atomic load and
- * stored by bloom_add with a relaxed atomic store, so each word is seen
- * whole, before or after an update. Bits only go from 0 to 1, so any bit set
+ * What the copy holds: every word is read with a relaxed atomic load; the
+ * event loop, the only writer, stores words with relaxed atomic stores
+ * (bloom_add) or 32-byte AVX2 stores (bloom_add_avx2) that x86 does not
+ * tear within an aligned 8-byte word, and a word it rewrites holds every
+ * bit it held before either way. Bits only go from 0 to 1, so any bit set
  * before the write began is 1 in the copy: every key added before that
  * point is in the snapshot (the caller takes count and bits_set then).
  * Keys added during the write may be there in part or whole; a partial key
