@@ -181,6 +181,19 @@ cuckoo_free(struct cuckoo *c)
 	memset(c, 0, sizeof(*c));
 }
 
+int
+cuckoo_add_second(struct cuckoo *c, uint64_t fp, uint64_t i1, uint64_t i2,
+    uint64_t h)
+{
+	uint64_t e = cuckoo_bucket_empties(c, cuckoo_bucket_get(c, i2));
+
+	if (e == 0)
+		return cuckoo_add_slow(c, fp, i1, i2, h);
+	cuckoo_bucket_fill(c, i2, e, fp);
+	c->count++;
+	return 0;
+}
+
 /*
  * Both buckets are full. A random walk: put fp in a random slot of the
  * current bucket, carry the fingerprint it held to that one's other

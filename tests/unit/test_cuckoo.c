@@ -349,6 +349,71 @@ test_layout(void)
 	    "agrees");
 }
 
+/* The bucket of 4 slots at i, read slot by slot. */
+static void
+read_bucket(const struct cuckoo *c, uint64_t i, uint64_t out[CUCKOO_SLOTS])
+{
+	for (unsigned s = 0; s < CUCKOO_SLOTS; s++)
+		out[s] = cuckoo_get(c, i, s);
+}
+
+/*
+ * Where an add stores a new key's fingerprint: the first empty slot of its
+ * first bucket, else of its second, and nothing else changes (the inlined
+ * add ORs the fingerprint in at the lowest empty lane's flag, a shift that
+ * is easy to get off by one lane or bit). Both adds are checked, the
+ * batches' (cuckoo_test_add_at) and cuckoo_add, with deletes making holes
+ * in the middle of buckets, for every f.
+ */
+static void
+test_add_places(void)
+{
+	int bad = 0, checked = 0;
+
+	for (uint32_t f = CUCKOO_FP_MIN; f <= CUCKOO_FP_MAX; f++) {
+		struct cuckoo c;
+		uint64_t s = 77 + f, t = 77 + f;
+
+		if (cuckoo_init(&c, 37, f, 5) != 0) {
+			ok(0, "cuckoo_init(37, %u)", f);
+			return;
+		}
+		for (int j = 0; j < 140; j++) {
+			uint64_t h = splitmix64(&s), b1[4], b2[4], a1[4], a2[4];
+			struct cuckoo_at at;
+			int r, target = -1, slot = -1;
+
+			cuckoo_locate(&c, h, &at);
+			read_bucket(&c, at.i1, b1);
+			read_bucket(&c, at.i2, b2);
+			for (unsigned k = 0; k < CUCKOO_SLOTS && slot < 0; k++)
+				if (b1[k] == 0)
+					target = 1, slot = (int)k;
+			for (unsigned k = 0; k < CUCKOO_SLOTS && slot < 0; k++)
+				if (b2[k] == 0)
+					target = 2, slot = (int)k;
+			r = j % 2 ? cuckoo_add(&c, h) :
+			    cuckoo_test_add_at(&c, &at, h);
+			read_bucket(&c, at.i1, a1);
+			read_bucket(&c, at.i2, a2);
+			if (slot >= 0 && r == 0 && at.i1 != at.i2) {
+				uint64_t *want = target == 1 ? b1 : b2;
+
+				want[slot] = at.fp;
+				bad += memcmp(a1, b1, sizeof(a1)) != 0 ||
+				    memcmp(a2, b2, sizeof(a2)) != 0;
+				checked++;
+			}
+			if (j % 3 == 2)	/* a hole where an older key was */
+				cuckoo_delete(&c, splitmix64(&t));
+		}
+		cuckoo_free(&c);
+	}
+	ok(bad == 0 && checked > 500, "an add stores the fingerprint in the "
+	    "first empty slot of its first bucket, else its second, and "
+	    "changes nothing else (%d of %d adds wrong)", bad, checked);
+}
+
 /* FP rate of NKEYS fresh URLs (ids from `from`) on. */
 static double
 measure_fp(const struct cuckoo *c, uint64_t from, uint64_t *pos)
@@ -797,6 +862,7 @@ main(void)
 	test_init();
 	test_index_alt();
 	test_layout();
+	test_add_places();
 	test_colliding();
 	test_collision_stress();
 	test_full();
