@@ -438,7 +438,8 @@ cuckoo_add(struct cuckoo *c, uint64_t h)
  * SEEN in one table of a located key (h: the key's hash, for the kicks):
  * 1 if its fingerprint is in one of its buckets, else stores it and
  * answers 0; -1 if it was not held and there is no room (the table is
- * then as before). Both buckets are read once.
+ * then as before). Both buckets are read once for the answer; the second
+ * again, out of line, when the first is full.
  */
 static inline __attribute__((always_inline)) int
 cuckoo_test_add_at(struct cuckoo *c, const struct cuckoo_at *at, uint64_t h)
