@@ -662,9 +662,21 @@ def a_replica_syncs_over_tls_as_a_user_and_follows_writes(t):
             cl.close()
             t.eq(repltest.ask(prim, "WAIT", "1", "20000"), 1,
                  "WAIT: the replica has them")
-            for u in (urls[0], urls[-1], more[0], more[-1]):
-                t.eq(repltest.ask(rep, "EXISTS", u), 1,
-                     "the replica holds " + u)
+            rc = rep.client()
+            every = urls + more
+            rc.send("".join("CHECK %s\n" % u for u in every))
+            missing = [u for u in every if rc.line() != "1"]
+            rc.close()
+            if missing:
+                # what both sides said, for a loss seen once in CI (the
+                # ASan stage) and not again in 35 runs
+                diag("the first missing: %s, the primary holds it: %r; the "
+                     "primary's INFO stats: %r\n%s"
+                     % (missing[0], repltest.ask(prim, "EXISTS", missing[0]),
+                        repltest.info(prim, "stats"),
+                        repltest.state([prim, rep])))
+            t.eq(len(missing), 0, "the replica holds all %d URLs after WAIT"
+                 % len(every))
             pi = repltest.info(prim)
             t.contains(pi.get("slave0", ""), "port=%d" % rep.tport,
                        "the replica announces its TLS port")
