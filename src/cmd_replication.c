@@ -351,7 +351,9 @@ cmd_wait(struct session *s, struct op *op, struct result *r)
 		    "propagated.");
 		return;
 	}
-	/* nothing written: every connected replica holds it all */
+	/* this connection wrote nothing: every connected replica holds all
+	 * it wrote, so WAIT answers at once, as Redis's for a client whose
+	 * woff is 0; what other connections wrote is theirs to WAIT for */
 	if (!s->wrote && !s->journaled && (long long)rp->online >= want) {
 		result_int(r, (long long)rp->online);
 		return;
