@@ -17,9 +17,11 @@ other replicas as its replicas, and passes the map on.
    replica, every live node's CLUSTER SLOTS names it for shard 0's slots
    within 20 s (scaled), the maps agree, the client goes on; restarted
    with its data_dir, the old primary is made a replica by Sentinel and
-   the map lists it under the promoted node. Every URL acknowledged by
-   WAIT 1 before the kill, and every URL acknowledged after the promotion,
-   answers seen (a replica may lose the writes it had not received).
+   the map lists it under the promoted node. Every URL acknowledged before
+   each replica reached its primary's offset (what WAIT 1 on the crawler's
+   connections would answer), and every URL acknowledged after the
+   promotion, answers seen (a replica may lose the writes it had not
+   received).
 
 Every wait is for a condition, with a timeout scaled by SLOW.
 """
@@ -223,7 +225,7 @@ def test_sentinel_fails_a_shard_over_and_the_map_follows(t):
             "slave_repl_offset", -1)) >= off, 10),
             "%s's replica reached its offset %d" % (p.name, off))
     confirmed = crawler.acked[:mark]
-    crawler.wait_for(t, 200, "after the WAITs", since=mark)
+    crawler.wait_for(t, 200, "after the replicas caught up", since=mark)
 
     p0.kill9()
     killed_at = len(crawler.acked)
@@ -270,7 +272,7 @@ def test_sentinel_fails_a_shard_over_and_the_map_follows(t):
     diag("crawler: %d URLs, %d errors (last %s)" % (
         len(crawler.acked), crawler.errors, crawler.last_error))
 
-    # acknowledged and kept: WAIT 1 before the kill; after the kill, the
+    # acknowledged and kept: replicated before the kill; after it, the
     # other shards'; after the promotion, all
     kept = confirmed + [u for u in crawler.acked[killed_at:promoted_at]
                         if not in_shard0(u)] + crawler.acked[promoted_at:]
