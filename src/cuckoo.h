@@ -297,10 +297,9 @@ cuckoo_bucket_has(const struct cuckoo *c, uint64_t b, uint64_t fp)
 }
 
 /*
- * The first empty slot of bucket b, or -1: SWAR again, the lowest zero
- * lane (a borrow only runs upward, so the lowest flagged lane is a true
- * zero). Its flag is bit s*f + f-1; s = bit / f, as bit * ceil(2^16/f)
- * >> 16 (exact: the error is under 64/2^16 < 1/f).
+ * Bucket b's empty slots as flags, 0 when it is full: SWAR again, the
+ * zero lanes; a borrow only runs upward, so the lowest flagged lane is a
+ * true zero (higher flags may be false ones). Its flag is bit s*f + f-1.
  */
 static inline uint64_t
 cuckoo_bucket_empties(const struct cuckoo *c, uint64_t b)
@@ -308,6 +307,8 @@ cuckoo_bucket_empties(const struct cuckoo *c, uint64_t b)
 	return (b - c->lane_low) & ~b & c->lane_high;
 }
 
+/* The first empty slot of bucket b, or -1: the lowest flag's bit / f, as
+ * bit * ceil(2^16/f) >> 16 (exact: the error is under 64/2^16 < 1/f). */
 static inline int
 cuckoo_bucket_free(const struct cuckoo *c, uint64_t b)
 {
