@@ -286,3 +286,49 @@ bloom_popcount(const struct bloom *b)
 		n += (uint64_t)__builtin_popcountll(b->words[i]);
 	return n;
 }
+
+void
+bloom_or_range(struct bloom *b, uint64_t first, const void *src, uint64_t n)
+{
+	uint64_t	*w = b->words + first * BLOOM_BLOCK_WORDS;
+	const unsigned char *p = src;
+	uint64_t	 words = n * BLOOM_BLOCK_WORDS, add = 0;
+
+	for (uint64_t i = 0; i < words; i++) {
+		uint64_t v, old, nw;
+
+		memcpy(&v, p + i * 8, 8);	/* src need not be aligned */
+		if (v == 0)
+			continue;
+		old = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+		if ((nw = old | v) == old)
+			continue;
+		__atomic_store_n(&w[i], nw, __ATOMIC_RELAXED);
+		add += (uint64_t)__builtin_popcountll(nw & ~old);
+	}
+	b->bits_set += add;
+}
+
+void
+bloom_clear_range(struct bloom *b, uint64_t first, uint64_t n)
+{
+	uintptr_t	 page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uint64_t	*w = b->words + first * BLOOM_BLOCK_WORDS;
+	uint64_t	 words = n * BLOOM_BLOCK_WORDS, gone = 0;
+	uintptr_t	 a = (uintptr_t)w, e = (uintptr_t)(w + words);
+	uintptr_t	 pa = (a + page - 1) & ~(page - 1), pe = e & ~(page - 1);
+
+	for (uint64_t i = 0; i < words; i++)
+		gone += (uint64_t)__builtin_popcountll(
+		    __atomic_load_n(&w[i], __ATOMIC_RELAXED));
+	if (pa < pe && madvise((void *)pa, pe - pa, MADV_DONTNEED) == 0) {
+		/* the edges the pages leave */
+		for (uint64_t *q = w; (uintptr_t)q < pa; q++)
+			__atomic_store_n(q, 0, __ATOMIC_RELAXED);
+		for (uint64_t *q = (uint64_t *)pe; (uintptr_t)q < e; q++)
+			__atomic_store_n(q, 0, __ATOMIC_RELAXED);
+	} else
+		for (uint64_t i = 0; i < words; i++)
+			__atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+	b->bits_set -= gone < b->bits_set ? gone : b->bits_set;
+}

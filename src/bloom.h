@@ -91,6 +91,17 @@ uint64_t bloom_random_seed(void);
 /* Counts the 1 bits by reading the whole array (tests and tools; seend
  * keeps bits_set up to date instead). */
 uint64_t bloom_popcount(const struct bloom *);
+/*
+ * A slot's move between nodes (cluster_move.c): blocks [first, first + n)
+ * OR-ed with src's n blocks (only words that gain a bit are written, each
+ * with a relaxed atomic store, so a range that adds nothing faults in no
+ * page), and the same blocks cleared: their whole pages given back to the
+ * kernel (MADV_DONTNEED: anonymous pages read as zero again), the rest
+ * zeroed. Both keep bits_set. The caller keeps the range inside the array.
+ */
+void	bloom_or_range(struct bloom *, uint64_t first, const void *src,
+	    uint64_t n);
+void	bloom_clear_range(struct bloom *, uint64_t first, uint64_t n);
 
 static inline size_t
 bloom_bytes(const struct bloom *b)

@@ -52,6 +52,33 @@ static const struct option cluster_longopts[] = {
 	{ NULL,			0,			NULL, 0 },
 };
 
+/* --weight <id>=<w> (repeated, or several in one as redis-cli takes). */
+static int
+weight_arg(const char *verb, const char *arg, struct args *a)
+{
+	const char	*eq = strchr(arg, '=');
+	char		*end;
+	double		 w;
+
+	if (eq == NULL || eq == arg || (size_t)(eq - arg) > CLUSTER_ID_LEN ||
+	    a->nweights == CLUSTER_MAP_MAX_NODES) {
+		fprintf(stderr, "seen-cli: cluster %s: %s: not <id>=<weight>\n",
+		    verb, arg);
+		return -1;
+	}
+	errno = 0;
+	w = strtod(eq + 1, &end);
+	if (eq[1] == '\0' || *end != '\0' || errno != 0 || !(w >= 0)) {
+		fprintf(stderr, "seen-cli: cluster %s: %s: not <id>=<weight>\n",
+		    verb, arg);
+		return -1;
+	}
+	memcpy(a->weights[a->nweights].id, arg, (size_t)(eq - arg));
+	a->weights[a->nweights].id[eq - arg] = '\0';
+	a->weights[a->nweights++].w = w;
+	return 0;
+}
+
 /* Parses options; allowed is a list of OPT_ values ending in 0. Returns
  * 0, or 2 (usage) after saying why. */
 int
@@ -107,7 +134,27 @@ parse_args(struct cl *cl, int argc, char **argv, const int *allowed,
 		case OPT_YES:
 			cl->yes = 1;
 			break;
-		default:	/* taken, to be used by a later step */
+		case OPT_WEIGHT:
+			if (weight_arg(argv[0], optarg, a) == -1)
+				return 2;
+			break;
+		case OPT_USE_EMPTY:
+			a->use_empty = 1;
+			break;
+		case OPT_SIMULATE:
+			a->simulate = 1;
+			break;
+		case OPT_THRESHOLD:
+			errno = 0;
+			a->threshold = strtod(optarg, &end);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    !(a->threshold > 0)) {
+				fprintf(stderr, "seen-cli: cluster %s: %s: not "
+				    "a threshold\n", argv[0], optarg);
+				return 2;
+			}
+			break;
+		default:	/* --timeout, --pipeline: redis-cli's, taken */
 			break;
 		}
 	}
@@ -153,32 +200,6 @@ cmd_info(struct cl *cl, int argc, char **argv)
 	return rc;
 }
 
-/* reshard and rebalance: their arguments are taken now so that scripts
- * written for them fail for the right reason. */
-static int
-cmd_move(struct cl *cl, int argc, char **argv)
-{
-	static const int	 reshard[] = { OPT_FROM, OPT_TO, OPT_SLOTS,
-				    OPT_YES, OPT_TIMEOUT, OPT_PIPELINE, 0 };
-	static const int	 rebalance[] = { OPT_WEIGHT, OPT_USE_EMPTY,
-				    OPT_THRESHOLD, OPT_SIMULATE, OPT_YES,
-				    OPT_TIMEOUT, OPT_PIPELINE, 0 };
-	int			 is_reshard = strcmp(argv[0], "reshard") == 0;
-	struct args		 a;
-
-	if (parse_args(cl, argc, argv, is_reshard ? reshard : rebalance, &a)
-	    != 0 || a.n != 1) {
-		verb_usage(argv[0], is_reshard ? "host:port --from <id> --to "
-		    "<id> --slots <n> [--yes]" : "host:port [--weight "
-		    "<id>=<w>] [--use-empty-masters] [--threshold <t>] "
-		    "[--simulate]");
-		return 2;
-	}
-	fprintf(stderr, "seen-cli: cluster %s: moving slots is not available "
-	    "yet\n", argv[0]);
-	return 2;
-}
-
 static void
 cluster_usage(FILE *fp)
 {
@@ -191,7 +212,8 @@ cluster_usage(FILE *fp)
 	    "  check host:port\n"
 	    "  fix host:port [--yes]\n"
 	    "  info host:port\n"
-	    "  reshard host:port --from <id> --to <id> --slots <n> [--yes]\n"
+	    "  reshard host:port --from <id>[,<id>...]|all --to <id> "
+	    "--slots <n> [--yes]\n"
 	    "  rebalance host:port [--weight <id>=<w>] [--use-empty-masters] "
 	    "[--threshold <t>] [--simulate]\n");
 }

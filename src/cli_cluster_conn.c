@@ -14,13 +14,15 @@
 #include <unistd.h>
 
 #include "cli_cluster_int.h"
+#include "cluster_move.h"
 #include "client.h"
 #include "cluster_map.h"
 
 /* The longest reply header line we take ("$123", "-ERR ..."). */
 #define MAX_HEADER	65536
 /* The largest bulk reply: a map (CLUSTER_MAP_MAX_TEXT) or an INFO. */
-#define MAX_BULK	(4u << 20)
+/* a map, or a moving slot's bits (CLUSTER SLOTBITS: cluster_move.h) */
+#define MAX_BULK	(CLUSTER_MOVE_MAX + 4096)
 /* Seconds a node may take to answer one command. */
 #define NODE_TIMEOUT	10
 
@@ -155,20 +157,22 @@ rc_reply(struct rconn *c, struct reply *r)
 	return -1;
 }
 
+/* argv[i] is lens[i] bytes (lens NULL: strings). */
 static int
-rc_send(struct rconn *c, int argc, const char *const argv[])
+rc_send(struct rconn *c, int argc, const char *const argv[],
+    const size_t *lens)
 {
 	char	*buf, *p;
 	size_t	 len = 32;
 	int	 i, rc;
 
 	for (i = 0; i < argc; i++)
-		len += strlen(argv[i]) + 32;
+		len += (lens ? lens[i] : strlen(argv[i])) + 32;
 	if ((buf = malloc(len)) == NULL)
 		return -1;
 	p = buf + sprintf(buf, "*%d\r\n", argc);
 	for (i = 0; i < argc; i++) {
-		size_t alen = strlen(argv[i]);
+		size_t alen = lens ? lens[i] : strlen(argv[i]);
 
 		p += sprintf(p, "$%zu\r\n", alen);
 		memcpy(p, argv[i], alen);
@@ -203,6 +207,26 @@ node_free(struct cnode *n)
 	n->has_map = 0;
 }
 
+int
+node_call_argv(struct cnode *n, struct reply *r, int argc,
+    const char *const argv[], const size_t *lens)
+{
+	if (n->c.fd == -1) {
+		if (n->err[0] == '\0')
+			snprintf(n->err, sizeof(n->err), "not connected");
+		return -1;
+	}
+	if (rc_send(&n->c, argc, argv, lens) == -1 ||
+	    rc_reply(&n->c, r) == -1) {
+		snprintf(n->err, sizeof(n->err), "%s", errno == EPROTO ?
+		    "a reply seen-cli does not understand" : errno == EAGAIN ?
+		    "no answer in time" : strerror(errno));
+		node_close(n);
+		return -1;
+	}
+	return 0;
+}
+
 /* Sends a command and reads its reply: 0, or -1 with n->err set and the
  * connection closed (error replies are the caller's to judge). */
 int
@@ -216,19 +240,7 @@ node_call(struct cnode *n, struct reply *r, int argc, ...)
 	for (i = 0; i < argc && i < 8; i++)
 		argv[i] = va_arg(ap, const char *);
 	va_end(ap);
-	if (n->c.fd == -1) {
-		if (n->err[0] == '\0')
-			snprintf(n->err, sizeof(n->err), "not connected");
-		return -1;
-	}
-	if (rc_send(&n->c, argc, argv) == -1 || rc_reply(&n->c, r) == -1) {
-		snprintf(n->err, sizeof(n->err), "%s", errno == EPROTO ?
-		    "a reply seen-cli does not understand" : errno == EAGAIN ?
-		    "no answer in time" : strerror(errno));
-		node_close(n);
-		return -1;
-	}
-	return 0;
+	return node_call_argv(n, r, i, argv, NULL);
 }
 
 /* "host:port", "[v6]:port" -> host and port. */

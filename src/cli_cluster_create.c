@@ -12,6 +12,7 @@
 
 #include "cli_cluster_int.h"
 #include "cluster_map.h"
+#include "filter.h"
 
 /* Node indexes in the order redis-cli takes them: one from each host in
  * turn, so that primaries spread over hosts. */
@@ -179,6 +180,9 @@ cmd_create(struct cl *cl, int argc, char **argv)
 	}
 	/* the map: primaries at 0..p, then the replicas */
 	m.epoch = epoch + 1;
+	/* the partitioned filters' one seed on every node: what lets a
+	 * slot's bits be copied from one node to another (cluster_map.h) */
+	m.seed = filter_new_seed(1);
 	for (i = 0; i < n; i++)
 		index[order[i]] = (int)i;
 	for (i = 0; i < n; i++) {

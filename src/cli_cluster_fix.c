@@ -61,6 +61,80 @@ fleet_grow(const struct cl *cl, struct fleet *f, const struct cluster_map *m)
 }
 
 /*
+ * A hand-over a kill interrupted (cluster_move.h): node n pauses slots
+ * a..b for node to. When the newest map gives them away, its push below
+ * finishes it; when it still gives them to n, the target never took them
+ * (it takes a map only after their keys are saved there), and the pause
+ * is ended here: a roll back. But not while the target cannot be asked:
+ * it may hold a newer map that gives it the slots. 0, or -1 (said).
+ */
+static int
+end_handoff(struct fleet *f, struct cnode *n, const struct cluster_map *m,
+    unsigned a, unsigned b, const char *to)
+{
+	struct cnode	*t = fleet_find(f, to);
+	struct reply	 r;
+	char		 sa[16], sb[16];
+	int		 me = cluster_map_find(m, n->id), mine = 0;
+
+	for (unsigned s = a; s <= b; s++)
+		mine |= me >= 0 && m->owner[s] == me;
+	if (!mine) {
+		printf(">>> Slots %u-%u paused on %s: the newest map gives them "
+		    "to another node; finishing the hand-over\n", a, b,
+		    n->name);
+		return 0;
+	}
+	if (t == NULL || !t->up) {
+		printf("[ERR] Slots %u-%u are paused on %s for node %s, which "
+		    "cannot be asked (%s): bring it back and run fix again\n",
+		    a, b, n->name, to, t == NULL ? "no map names it" : t->err);
+		return -1;
+	}
+	printf(">>> Slots %u-%u paused on %s: %s never took them; rolling "
+	    "back (%s serves them again)\n", a, b, n->name, t->name, n->name);
+	snprintf(sa, sizeof(sa), "%u", a);
+	snprintf(sb, sizeof(sb), "%u", b);
+	if (node_call(n, &r, 5, "CLUSTER", "HANDOFF", "CANCEL", sa, sb) == -1) {
+		printf("[ERR] %s: %s\n", n->name, n->err);
+		return -1;
+	}
+	if (r.type != '+')
+		printf("[ERR] %s: CLUSTER HANDOFF CANCEL: %s\n", n->name,
+		    r.type == '-' ? r.str : "unexpected reply");
+	reply_free(&r);
+	return r.type == '+' ? 0 : -1;
+}
+
+/* Every node's paused slots ended (end_handoff): 0, or -1. */
+static int
+end_handoffs(struct fleet *f, const struct cluster_map *m)
+{
+	int	 rc = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		char		*text, *line, *next;
+		unsigned	 a, b;
+		char		 id[CLUSTER_ID_LEN + 2];
+
+		if (!f->nodes[i].up ||
+		    (text = node_handoffs(&f->nodes[i])) == NULL)
+			continue;
+		for (line = text; *line != '\0'; line = next) {
+			if ((next = strchr(line, '\n')) == NULL)
+				next = line + strlen(line);
+			else
+				*next++ = '\0';
+			if (sscanf(line, "%u %u %41s", &a, &b, id) == 3 &&
+			    end_handoff(f, &f->nodes[i], m, a, b, id) == -1)
+				rc = -1;
+		}
+		free(text);
+	}
+	return rc;
+}
+
+/*
  * Gives the uncovered slots of m to its primaries, the ones with the
  * fewest slots first, each up to an even share, in contiguous ranges.
  * Returns the count of slots given, or -1 when m has no primary.
@@ -168,12 +242,6 @@ cmd_fix(struct cl *cl, int argc, char **argv)
 	}
 	rc = 1;
 	memset(&m, 0, sizeof(m));
-	/*
-	 * TODO (a later step, with reshard): finish or roll back a slot
-	 * move that was interrupted (a node kill -9'd mid-move), as
-	 * redis-cli's fix closes open slots, before the maps are made to
-	 * agree.
-	 */
 	if (view_load(cl, &v, a.pos[0]) == -1)
 		goto out;
 	/* every map read, and every node each of them names */
@@ -203,6 +271,9 @@ cmd_fix(struct cl *cl, int argc, char **argv)
 		goto nomem;
 	printf(">>> The newest map is epoch %" PRIu64 " (%zu nodes)\n",
 	    m.epoch, m.nnodes);
+	printf(">>> Check for open slots...\n");
+	if (end_handoffs(&f, &m) == -1)
+		goto out;
 	if (slots_covered(&m) < CLUSTER_SLOTS) {
 		printf(">>> Fixing slots coverage...\n");
 		printf("The following slots are covered by no node:\n");

@@ -3,7 +3,8 @@
  *
  * Top to bottom, each calling only the files below it: the verbs that
  * change a cluster (cli_cluster_create.c, cli_cluster_node.c for add-node
- * and del-node, cli_cluster_fix.c); cli_cluster.c, the arguments and the
+ * and del-node, cli_cluster_fix.c, cli_cluster_move.c for reshard and
+ * rebalance); cli_cluster.c, the arguments and the
  * dispatch, which reaches the verbs only through its table; then
  * cli_cluster_view.c, the maps, pushing one, and a cluster as one node
  * describes it; and cli_cluster_conn.c, RESP to one node.
@@ -79,6 +80,14 @@ struct args {
 	const char	*replica_of;
 	const char	*from, *to;
 	long		 slots;
+	/* rebalance's */
+	struct {
+		char	 id[CLUSTER_ID_LEN + 1];
+		double	 w;
+	}		 weights[CLUSTER_MAP_MAX_NODES];
+	int		 nweights;
+	int		 use_empty, simulate;
+	double		 threshold;
 };
 
 /* cli_cluster.c */
@@ -91,6 +100,8 @@ int	cmd_create(struct cl *cl, int argc, char **argv);
 int	cmd_add_node(struct cl *cl, int argc, char **argv);
 int	cmd_del_node(struct cl *cl, int argc, char **argv);
 int	cmd_fix(struct cl *cl, int argc, char **argv);
+/* reshard and rebalance: cli_cluster_move.c */
+int	cmd_move(struct cl *cl, int argc, char **argv);
 
 /* cli_cluster_view.c: maps */
 int	map_add_cnode(const struct cl *cl, struct cluster_map *m,
@@ -113,6 +124,9 @@ void	view_free(struct view *v);
 int	view_load(const struct cl *cl, struct view *v, const char *addr);
 int	show_info(struct view *v);
 int	check_view(struct view *v);
+/* CLUSTER HANDOFF LIST of n: "<first> <last> <node-id>" lines (malloc'd;
+ * "" for none), or NULL with why in n->err. */
+char	*node_handoffs(struct cnode *n);
 int	run_check(const struct cl *cl, const char *addr, int info);
 
 /* cli_cluster_conn.c */
@@ -120,6 +134,9 @@ void	reply_free(struct reply *r);
 void	node_close(struct cnode *n);
 void	node_free(struct cnode *n);
 int	node_call(struct cnode *n, struct reply *r, int argc, ...);
+/* The same with argv[i] of lens[i] bytes (binary; lens NULL: strings). */
+int	node_call_argv(struct cnode *n, struct reply *r, int argc,
+	    const char *const argv[], const size_t *lens);
 void	node_setaddr(struct cnode *n, const char *host, unsigned port,
 	    unsigned connect_port);
 int	node_open(const struct cl *cl, struct cnode *n);

@@ -149,6 +149,9 @@ map_canon(struct cluster_map *m)
 		return -1;
 	rc |= buf_printf(&t, &len, &cap, "%s\nepoch %" PRIu64 "\n",
 	    CLUSTER_MAP_MAGIC, m->epoch);
+	if (m->seed != 0)
+		rc |= buf_printf(&t, &len, &cap, "seed %016" PRIx64 "\n",
+		    m->seed);
 	for (i = 0; i < m->nnodes; i++) {
 		const struct cluster_node *cn = &m->nodes[i];
 
@@ -522,6 +525,57 @@ show_info(struct view *v)
 	return bad;
 }
 
+char *
+node_handoffs(struct cnode *n)
+{
+	struct reply	 r;
+	char		*text = NULL;
+
+	if (n->c.fd == -1 || node_call(n, &r, 3, "CLUSTER", "HANDOFF",
+	    "LIST") == -1)
+		return NULL;
+	if (r.type == '$' && r.str != NULL) {
+		text = r.str;
+		r.str = NULL;
+	} else
+		snprintf(n->err, sizeof(n->err), "CLUSTER HANDOFF LIST: %s",
+		    r.type == '-' ? r.str : "unexpected reply");
+	reply_free(&r);
+	return text;
+}
+
+/* Prints the slots each reachable primary of v pauses for a hand-over
+ * (redis-cli's open slots); returns how many ranges. */
+static int
+report_handoffs(struct view *v)
+{
+	int	 n = 0;
+
+	for (size_t i = 0; i < v->map.nnodes; i++) {
+		char		*text, *line, *next;
+		unsigned	 a, b;
+		char		 id[CLUSTER_ID_LEN + 2];
+
+		if (!v->nodes[i].up || (text = node_handoffs(&v->nodes[i])) ==
+		    NULL)
+			continue;
+		for (line = text; *line != '\0'; line = next) {
+			if ((next = strchr(line, '\n')) == NULL)
+				next = line + strlen(line);
+			else
+				*next++ = '\0';
+			if (sscanf(line, "%u %u %41s", &a, &b, id) != 3)
+				continue;
+			printf("[WARNING] Node %s has slots %u-%u paused for "
+			    "their hand-over to %s\n", v->nodes[i].name, a, b,
+			    id);
+			n++;
+		}
+		free(text);
+	}
+	return n;
+}
+
 /* redis-cli's clusterManagerCheckCluster: 0 when every node is reachable
  * and holds the entry's map and every slot is covered, else -1. */
 int
@@ -566,7 +620,12 @@ check_view(struct view *v)
 		ok = 0;
 	}
 	printf(">>> Check for open slots...\n");
-	/* TODO: slots being moved (a later step) are reported here */
+	if (report_handoffs(v) > 0) {
+		printf("[ERR] Slots are being handed over: a move was "
+		    "interrupted (seen-cli cluster fix finishes or rolls it "
+		    "back).\n");
+		ok = 0;
+	}
 	printf(">>> Check slots coverage...\n");
 	if (slots_covered(&v->map) == CLUSTER_SLOTS)
 		printf("[OK] All %d slots covered.\n", CLUSTER_SLOTS);

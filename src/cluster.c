@@ -14,6 +14,7 @@
 
 #include "cluster.h"
 #include "cluster_map.h"
+#include "cluster_move.h"
 #include "config.h"
 #include "fileio.h"
 #include "filter.h"
@@ -162,7 +163,8 @@ cluster_open(const struct config *cfg, char *err, size_t errlen)
 		    strcmp(c->host, "::") == 0 || strcmp(c->host, "*") == 0)
 			c->host[0] = '\0';
 	}
-	if (map_open(c, cfg->data_dir, err, errlen) == -1)
+	if (map_open(c, cfg->data_dir, err, errlen) == -1 ||
+	    cluster_handoff_load(c, cfg->data_dir, err, errlen) == -1)
 		goto fail;
 	return c;
 fail:
@@ -177,10 +179,15 @@ hold(struct cluster *c, struct cluster_map *m, int me)
 	struct cluster_map *old = c->map;
 
 	c->map = m;
-	c->owner = m->owner;
 	c->me = (uint16_t)me;
 	c->removed = 0;
+	c->map_gen++;
+	cluster_serve_update(c);
+	c->owner = c->serve;
 	cluster_routing = 1;
+	/* a partitioned filter made from now on hashes with the cluster's
+	 * seed (one on every node: its slots' bits can move) */
+	filter_set_part_seed(m->seed);
 	/* the share of its shard (a replica's primary's) a slot-major
 	 * filter's part holds here */
 	filter_set_part(cluster_map_slots_of(m, m->nodes[me].primary >= 0 ?

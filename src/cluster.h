@@ -27,6 +27,18 @@ struct core;
 
 /* The node ID's file in data_dir: the ID and a newline. */
 #define CLUSTER_ID_FILE		"cluster-node-id"
+/* The pauses of slots being handed over (cluster_move.h), in data_dir. */
+#define CLUSTER_HANDOFF_FILE	"cluster-handoff"
+#define CLUSTER_HANDOFF_MAGIC	"seend-cluster-handoff 1"
+#define CLUSTER_HANDOFF_MAX	256	/* ranges paused at once */
+/* serve[] of a slot this node owns but is handing over: -TRYAGAIN */
+#define CLUSTER_PAUSED		0xfffe
+
+/* Slots first..last paused for their hand-over to node to. */
+struct cluster_handoff {
+	uint16_t	 first, last;
+	char		 to[CLUSTER_ID_LEN + 1];
+};
 
 struct cluster {
 	char		 myid[CLUSTER_ID_LEN + 1];
@@ -40,8 +52,19 @@ struct cluster {
 	/* the map held (cluster_map.h), NULL: none, a cluster of one; its
 	 * owner[] and this node's index in it, for the requests' checks */
 	struct cluster_map *map;
-	const uint16_t	*owner;
+	const uint16_t	*owner;		/* serve, once a map is held */
 	uint16_t	 me;
+	/* the map's owner[] with the slots handed over CLUSTER_PAUSED:
+	 * what requests are checked against (cluster_serve_update) */
+	uint16_t	 serve[CLUSTER_SLOTS];
+	struct cluster_handoff handoffs[CLUSTER_HANDOFF_MAX];
+	size_t		 nhandoffs;
+	/* maps held since the start, and the one cluster_move_apply last
+	 * saw; the slots whose ranges the filters hold for the shard then
+	 * (held_valid: set once, at the first apply) */
+	unsigned	 map_gen, applied_gen;
+	uint8_t		 held[CLUSTER_SLOTS];
+	int		 held_valid;
 	/* the primary (node ID) this node was a replica of in the map held
 	 * when it became a primary by role (Sentinel's REPLICAOF NO ONE);
 	 * "": not promoted since its start or its last move to a replica */
@@ -115,7 +138,8 @@ void		 cluster_became_replica(struct cluster *c);
  * replica by role does nothing: the promoted node's map reaches it.
  */
 int		 cluster_reconcile(struct cluster *c, const char *dir);
-/* Whether slot is served here: owned by this node in the map held. */
+/* Whether slot is served here: owned by this node in the map held, and
+ * not being handed over. */
 static inline int
 cluster_owns(const struct cluster *c, unsigned slot)
 {

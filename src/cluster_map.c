@@ -43,6 +43,8 @@ struct parse {
 	size_t		 errlen;
 	uint64_t	 epoch;
 	int		 epoch_line;
+	uint64_t	 seed;
+	int		 seed_line;
 	struct pnode	*nodes;
 	size_t		 nnodes, nodes_cap;
 	struct pslots	*sl;
@@ -153,6 +155,35 @@ epoch_line(struct parse *p, int line, const char *pos, const char *end)
 		return fail(p, line, "epoch must be 1..%lld",
 		    (long long)INT64_MAX);
 	p->epoch_line = line;
+	return 0;
+}
+
+/* "seed <16 hex digits>": the partitioned filters' hash seed. */
+static int
+seed_line(struct parse *p, int line, const char *pos, const char *end)
+{
+	const char	*f;
+	size_t		 n;
+	uint64_t	 v = 0;
+
+	if (p->seed_line != 0)
+		return fail(p, line, "seed given twice (also on line %d)",
+		    p->seed_line);
+	if (field(&pos, end, &f, &n) != 1 || pos != NULL || n != 16)
+		return fail(p, line, "seed must be 16 lower-case hex digits");
+	for (size_t i = 0; i < n; i++) {
+		int d = f[i] >= '0' && f[i] <= '9' ? f[i] - '0' :
+		    f[i] >= 'a' && f[i] <= 'f' ? f[i] - 'a' + 10 : -1;
+
+		if (d < 0)
+			return fail(p, line, "seed must be 16 lower-case hex "
+			    "digits");
+		v = v << 4 | (uint64_t)d;
+	}
+	if (v == 0)
+		return fail(p, line, "seed must not be zero");
+	p->seed = v;
+	p->seed_line = line;
 	return 0;
 }
 
@@ -325,11 +356,13 @@ one_line(struct parse *p, int line, const char *s, const char *end)
 		return fail(p, line, "a space at the start");
 	if (is(f, n, "epoch"))
 		return epoch_line(p, line, pos, end);
+	if (is(f, n, "seed"))
+		return seed_line(p, line, pos, end);
 	if (is(f, n, "node"))
 		return node_line(p, line, pos, end);
 	if (is(f, n, "slots"))
 		return slots_line(p, line, pos, end);
-	return fail(p, line, "not an epoch, node or slots line");
+	return fail(p, line, "not an epoch, seed, node or slots line");
 }
 
 static int
@@ -455,6 +488,7 @@ cluster_map_parse(const char *text, size_t len, struct cluster_map *m,
 		goto out;
 	}
 	m->epoch = p->epoch;
+	m->seed = p->seed;
 	m->nnodes = p->nnodes;
 	for (size_t i = 0; i < p->nnodes; i++)
 		m->nodes[i] = p->nodes[i].n;
@@ -493,6 +527,9 @@ cluster_map_format(const struct cluster_map *m, size_t *lenp)
 		goto fail;
 	len += snprintf(out + len, cap - len, "%s\nepoch %llu\n",
 	    CLUSTER_MAP_MAGIC, (unsigned long long)m->epoch);
+	if (m->seed != 0)
+		len += snprintf(out + len, cap - len, "seed %016llx\n",
+		    (unsigned long long)m->seed);
 	for (size_t i = 0; i < m->nnodes; i++) {
 		const struct cluster_node *n = &m->nodes[i];
 

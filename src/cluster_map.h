@@ -17,6 +17,7 @@
  *
  *   seend-cluster-map 1
  *   epoch <n>                             n: 1 .. 2^63-1
+ *   seed <16 hex digits>                  optional, not zero
  *   node <id> <host> <port> <tls-port> <primary-id>|-
  *   ...
  *   slots <id> <a>[-<b>] [<a>[-<b>] ...]
@@ -29,9 +30,17 @@
  * give each slot at most once, in ranges a <= b < 16384. The canonical
  * form (cluster_map_format) has nodes in ascending ID order, one "slots"
  * line per primary that owns any (in the nodes' order), ranges ascending
- * and merged, single slots as "a", and no other spacing; the parser takes
- * the same lines in any order, ranges unmerged, "\r\n" ends, and refuses
+ * and merged, single slots as "a", the seed line (if any) after the
+ * epoch, and no other spacing; the parser takes the same lines in any
+ * order, ranges unmerged, "\r\n" ends, and refuses
  * anything else with the line's number.
+ *
+ * The seed is the hash seed of every partitioned filter (filter.h's
+ * slot-major layout) on every node, drawn by seen-cli cluster create and
+ * kept by every later map: a slot's bits mean the same on two nodes only
+ * when both hashed its keys with one seed, so that they can be copied
+ * from one to the other (a move, cluster_move.h). A map without one
+ * (made before slots could move) moves nothing.
  */
 #ifndef SEEND_CLUSTER_MAP_H
 #define SEEND_CLUSTER_MAP_H
@@ -61,6 +70,7 @@ struct cluster_node {
 
 struct cluster_map {
 	uint64_t	 epoch;
+	uint64_t	 seed;			/* 0: none */
 	size_t		 nnodes;
 	struct cluster_node *nodes;		/* ascending by id */
 	uint16_t	 owner[CLUSTER_SLOTS];	/* index in nodes[], or

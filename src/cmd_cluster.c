@@ -576,6 +576,16 @@ reply_help(struct result *r)
 		"GETMAP",
 		"    Return the cluster's map this node holds (null: none, a "
 		    "cluster of one).",
+		"SLOTBITS <first> <last>",
+		"    Return the partitioned filters' bits of those slots (a "
+		    "move's copy).",
+		"SLOTMERGE <image> [SAVE]",
+		"    OR a SLOTBITS image into this node's filters (SAVE: and "
+		    "snapshot them).",
+		"HANDOFF START <first> <last> <node-id> | CANCEL <first> "
+		    "<last> | LIST",
+		"    Pause slots for their hand-over to another node (-TRYAGAIN)"
+		    ", or end it.",
 		"HELP",
 		"    Prints this help.",
 	};
@@ -590,7 +600,7 @@ reply_help(struct result *r)
 enum sub {
 	SUB_OTHER, SUB_SLOTS, SUB_SHARDS, SUB_NODES, SUB_INFO, SUB_MYID,
 	SUB_KEYSLOT, SUB_COUNTKEYS, SUB_GETKEYS, SUB_HELP, SUB_SETMAP,
-	SUB_GETMAP,
+	SUB_GETMAP, SUB_SLOTBITS, SUB_SLOTMERGE, SUB_HANDOFF,
 };
 
 /* Redis 7.0.15's CLUSTER subcommands and their arities (the command's
@@ -613,6 +623,10 @@ static const struct subcommand {
 	/* seend's: the map (cluster_map.h) */
 	{ "SETMAP", 3, SUB_SETMAP },
 	{ "GETMAP", 2, SUB_GETMAP },
+	/* seend's: a slot's move (cluster_move.h) */
+	{ "SLOTBITS", 4, SUB_SLOTBITS },
+	{ "SLOTMERGE", -3, SUB_SLOTMERGE },
+	{ "HANDOFF", -3, SUB_HANDOFF },
 	{ "ADDSLOTS", -3, SUB_OTHER },
 	{ "ADDSLOTSRANGE", -4, SUB_OTHER },
 	{ "BUMPEPOCH", 2, SUB_OTHER },
@@ -793,6 +807,15 @@ cmd_cluster(struct session *s, struct op *op, struct result *r)
 		return;
 	case SUB_GETMAP:
 		reply_getmap(s->core->cluster, r);
+		return;
+	case SUB_SLOTBITS:
+		cmd_cluster_slotbits(s, op, r);
+		return;
+	case SUB_SLOTMERGE:
+		cmd_cluster_slotmerge(s, op, r);
+		return;
+	case SUB_HANDOFF:
+		cmd_cluster_handoff(s, op, r);
 		return;
 	case SUB_OTHER:
 		result_error(r, "ERR", "CLUSTER %s is not supported: a seend "

@@ -573,9 +573,10 @@ channels_refused(const struct op *op, const struct acl_user *u)
 }
 
 /*
- * seend's CLUSTER SETMAP and GETMAP are not in Redis's COMMAND INFO: their
- * permission is that of the Redis subcommand of the same categories,
- * SETSLOT's (@admin @slow @dangerous) and NODES' (@slow), and a refusal
+ * seend's CLUSTER SETMAP, GETMAP, SLOTBITS, SLOTMERGE and HANDOFF are not
+ * in Redis's COMMAND INFO: their permission is that of the Redis
+ * subcommand of the same categories, SETSLOT's (@admin @slow @dangerous;
+ * GETMAP: NODES', @slow), and a refusal
  * names them (*name). The bit of the twin, or -1.
  */
 static int
@@ -583,6 +584,17 @@ cluster_sub_twin(int id, const struct op *op, const char **name)
 {
 	if (proto_token_is(op->argv[1], op->argl[1], "SETMAP")) {
 		*name = "cluster|setmap";
+		return acl_catalog_sub(id, "setslot", 7);
+	}
+	/* a move's steps (cluster_move.h) change or read what a node
+	 * serves, as SETSLOT does */
+	if (proto_token_is(op->argv[1], op->argl[1], "SLOTBITS") ||
+	    proto_token_is(op->argv[1], op->argl[1], "SLOTMERGE") ||
+	    proto_token_is(op->argv[1], op->argl[1], "HANDOFF")) {
+		*name = proto_token_is(op->argv[1], op->argl[1], "SLOTBITS") ?
+		    "cluster|slotbits" : proto_token_is(op->argv[1],
+		    op->argl[1], "HANDOFF") ? "cluster|handoff" :
+		    "cluster|slotmerge";
 		return acl_catalog_sub(id, "setslot", 7);
 	}
 	if (proto_token_is(op->argv[1], op->argl[1], "GETMAP")) {
@@ -767,6 +779,14 @@ cluster_refused(struct session *s, struct op *op, struct result *r)
 	}
 	if ((owner = cl->owner[slot]) == cl->me)
 		return 0;
+	/* being handed over (cluster_move.h): nothing is recorded here now,
+	 * and the new owner serves it once the map says so */
+	if (owner == CLUSTER_PAUSED) {
+		result_error(r, line ? "ERR" : "TRYAGAIN", "%sHash slot %u is "
+		    "being handed over to another node, try again", line ?
+		    "TRYAGAIN " : "", slot);
+		return 1;
+	}
 	if (owner == CLUSTER_NO_NODE) {
 		result_error(r, line ? "ERR" : "CLUSTERDOWN", "%sHash slot not "
 		    "served", line ? "CLUSTERDOWN " : "");

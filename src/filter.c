@@ -21,6 +21,8 @@ int64_t		filter_now_ms;
 uint64_t	filter_memory_used;
 uint64_t	filter_memory_limit;
 static unsigned	part_slots = KEYSLOT_COUNT, part_gen;
+/* filter_set_part_seed's: 0, or low 16 bits FILTER_SEED_SLOTS */
+static uint64_t	part_seed;
 
 void
 filter_clock_update(void)
@@ -644,6 +646,14 @@ filter_set_part(unsigned slots)
 }
 
 void
+filter_set_part_seed(uint64_t seed)
+{
+	if (seed != 0)
+		seed = (seed & ~(uint64_t)0xffff) | FILTER_SEED_SLOTS;
+	__atomic_store_n(&part_seed, seed, __ATOMIC_RELAXED);
+}
+
+void
 filter_set_normalize(struct filter *f, int on)
 {
 	f->normalize = on != 0;
@@ -1100,6 +1110,8 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 		return NULL;
 	}
 	f->seed = filter_new_seed(f->slot_major);
+	if (f->slot_major && __atomic_load_n(&part_seed, __ATOMIC_RELAXED) != 0)
+		f->seed = __atomic_load_n(&part_seed, __ATOMIC_RELAXED);
 	if (f->expire_ms > 0) {
 		/* its first period opens with its first key */
 		refresh(f);
@@ -1745,4 +1757,38 @@ filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
 	plan->fp_rate = 1.0 - miss;
 	plan->bits_per_key = keys ? (double)plan->bytes * 8 / (double)keys : 0;
 	return 0;
+}
+
+struct bloom *
+filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
+{
+	char	 why[256];
+
+	if (!f->slot_major || f->type != FILTER_TYPE_BLOOM) {
+		snprintf(err, errlen, "filter %s is not partitioned by slot",
+		    f->name);
+		return NULL;
+	}
+	/* a window's slices are periods: the same index is another period
+	 * on another node */
+	if (f->expire_ms > 0) {
+		snprintf(err, errlen, "filter %s has a window (expire): its "
+		    "slots cannot move", f->name);
+		return NULL;
+	}
+	while (f->nslices <= i) {
+		int64_t start = f->head != NULL ? f->head->start_ms : now_ms();
+
+		if (add_slice(f, start, why, sizeof(why)) == -1) {
+			snprintf(err, errlen, "filter %s cannot add slice %zu: "
+			    "%s", f->name, f->nslices + 1, why);
+			return NULL;
+		}
+		f->full = 0;
+		f->warned = 0;
+		refresh(f);
+		log_info("filter %s grew to %zu slices to take moved slots",
+		    f->name, f->nslices);
+	}
+	return &f->slices[i]->bloom;
 }

@@ -216,6 +216,9 @@ extern uint64_t	 filter_memory_limit;
  * cluster of one. filter_part_check applies a change.
  */
 void		 filter_set_part(unsigned slots);
+/* The seed of the cluster's map (0: none): a slot-major filter created
+ * from now on hashes with it instead of a random one (cluster_map.h). */
+void		 filter_set_part_seed(uint64_t seed);
 /* Whether f hashes url_normalize()d keys (its other hash settings kept
  * in step). */
 void		 filter_set_normalize(struct filter *, int on);
@@ -324,6 +327,14 @@ int		 filter_add_own(struct filter *, struct slice *s);
 /* After slices' counts grew from outside (MERGE): the head is looked at
  * again (grows, warns, or is full), and the filter owes a snapshot. */
 void		 filter_counts_changed(struct filter *);
+/*
+ * Slice i (oldest first) of a slot-major filter taking a moved slot's
+ * blocks (cluster_move.c): slices are added, as growth adds them, until
+ * there is one; its bits, or NULL with why in err (growth off, a window,
+ * max_memory).
+ */
+struct bloom	*filter_part_slice(struct filter *, size_t i, char *err,
+		    size_t errlen);
 /* Adds s (its reference is taken) as a merged slice of seed. -1 if out
  * of memory. */
 int		 filter_add_merged(struct filter *, struct slice *s,

@@ -21,6 +21,8 @@
  *   cmd_replication.c ROLE REPLICAOF SLAVEOF and INFO's replication
  *                     fields (issue 23: a primary without replicas)
  *   cmd_cluster.c     CLUSTER ASKING (the node itself: cluster.c)
+ *   cmd_cluster_move.c CLUSTER SLOTBITS SLOTMERGE HANDOFF (a slot's move:
+ *                     cluster_move.c)
  *   command.c         the table, dispatch, SEEN/CHECK and the fast paths
  */
 #ifndef SEEND_HANDLER_H
@@ -98,6 +100,10 @@ void	cmd_acl(struct session *, struct op *, struct result *);
 /* cmd_cluster.c */
 void	cmd_cluster(struct session *, struct op *, struct result *);
 void	cmd_asking(struct session *, struct op *, struct result *);
+/* cmd_cluster_move.c (cmd_cluster dispatches them) */
+void	cmd_cluster_slotbits(struct session *, struct op *, struct result *);
+void	cmd_cluster_slotmerge(struct session *, struct op *, struct result *);
+void	cmd_cluster_handoff(struct session *, struct op *, struct result *);
 /* cmd_connection.c */
 void	cmd_ping(struct session *, struct op *, struct result *);
 void	cmd_echo(struct session *, struct op *, struct result *);

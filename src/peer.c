@@ -35,6 +35,7 @@
 #include <openssl/ssl.h>
 
 #include "cluster.h"
+#include "cluster_move.h"
 #include "cluster_map.h"
 #include "config.h"
 #include "core.h"
@@ -842,6 +843,9 @@ peer_map_changed(struct core *core)
 	 * then grow it at another key */
 	for (size_t i = 0; i < core->reg->nfilters; i++)
 		filter_part_check(core->reg->filters[i]);
+	/* and the slots it gave away are freed, their pauses ended, before
+	 * the SETMAP that gave them is answered */
+	cluster_move_apply(core);
 	if (peers_of(core) == NULL)
 		return;
 	P->changed = 1;

@@ -253,6 +253,13 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		    req->argl[0] == 7 &&
 		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0)
 			big = 2;
+		/* and a moving slot's bits (CLUSTER SLOTMERGE <image>
+		 * [SAVE]: cluster_move.h, at most a chunk too) */
+		else if (i == 1 && (n == 3 || n == 4) && lim->max_chunk > 0 &&
+		    l == 9 && strncasecmp(p + body, "SLOTMERGE", 9) == 0 &&
+		    req->argl[0] == 7 &&
+		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0)
+			big = 2;
 		if (big >= 0 && big > i && max_bulk == lim->max_bulk) {
 			max_bulk = lim->max_chunk;
 			max_request = lim->max_request + lim->max_chunk;

@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
+#include "cluster_move.h"
 #include "cluster_map.h"
 #include "command.h"
 #include "config.h"
@@ -564,6 +565,9 @@ server_tick(struct server *srv)
 		filter_retry(core->reg->filters[i]);
 		filter_part_check(core->reg->filters[i]);
 	}
+	/* a map held since the start (or taken by a role change): the
+	 * ranges of slots not the shard's freed (cluster_move.h) */
+	cluster_move_apply(core);
 	/* runtime filters whose EXPIRE deadline has come are dropped */
 	keyspace_expire_due(core, filter_now_ms);
 	/* and dumps no client asks for any more */

@@ -411,14 +411,17 @@ def create_asks_on_a_terminal(t):
 
 
 @test
-def reshard_and_rebalance_are_not_available_yet(t):
-    for argv in (["reshard", "127.0.0.1:1", "--from", "a" * 40, "--to",
-                  "b" * 40, "--slots", "10", "--yes"],
-                 ["rebalance", "127.0.0.1:1", "--use-empty-masters"]):
-        rc, out, err = cli(t, "cluster", *argv)
-        t.eq(rc, 2, "%s exits 2" % argv[0])
-        t.eq(err, "seen-cli: cluster %s: moving slots is not available "
-             "yet\n" % argv[0])
+def reshard_and_rebalance_say_what_they_need(t):
+    rc, out, err = cli(t, "cluster", "reshard", "127.0.0.1:1", "--yes")
+    t.eq(rc, 2, "reshard without --from, --to and --slots exits 2")
+    t.contains(err, "usage: seen-cli cluster reshard host:port --from")
+    rc, out, err = cli(t, "cluster", "rebalance", "127.0.0.1:1",
+                       "--weight", "abc")
+    t.eq(rc, 2, "a weight that is not <id>=<w> exits 2")
+    t.contains(err, "abc: not <id>=<weight>")
+    rc, out, err = cli(t, "cluster", "rebalance", "127.0.0.1:1",
+                       "--threshold", "x")
+    t.eq(rc, 2, "a threshold that is not a number exits 2")
     rc, out, err = cli(t, "cluster", "frobnicate")
     t.eq(rc, 2, "an unknown verb exits 2")
     rc, out, err = cli(t, "cluster", "create")

@@ -1,0 +1,574 @@
+/*
+ * cli_cluster_move.c - seen-cli cluster reshard and rebalance: slots move
+ * from node to node in small groups, each as cluster_move.h says (copy,
+ * pause, copy again and save, a new map to the target, then the source,
+ * then the rest), so that no key recorded before or during the move is
+ * ever answered new again, and a kill -9 at any step leaves each slot
+ * with one node (seen-cli cluster fix ends what a kill interrupted).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_cluster_int.h"
+#include "cluster_map.h"
+#include "cluster_move.h"
+
+/* Slots handed over at once at most: a group is one pause and one map. */
+#define GROUP_MAX	512
+
+/* A move under way: the cluster, the map all nodes hold, and the two
+ * nodes of the current group. */
+struct move {
+	const struct cl		*cl;
+	struct view		*v;
+	struct cluster_map	 m;	/* the newest map pushed */
+	uint64_t		 epoch;	/* the highest any node holds */
+	unsigned		 moved;
+};
+
+static double
+now_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CLUSTER SLOTBITS a b of src into *img: 0, or -1 after saying why. */
+static int
+slot_bits(struct cnode *src, unsigned a, unsigned b, struct reply *img)
+{
+	char	 sa[16], sb[16];
+
+	snprintf(sa, sizeof(sa), "%u", a);
+	snprintf(sb, sizeof(sb), "%u", b);
+	if (node_call(src, img, 4, "CLUSTER", "SLOTBITS", sa, sb) == -1) {
+		printf("[ERR] %s: CLUSTER SLOTBITS %u %u: %s\n", src->name, a,
+		    b, src->err);
+		return -1;
+	}
+	if (img->type != '$' || img->str == NULL) {
+		printf("[ERR] %s: CLUSTER SLOTBITS %u %u: %s\n", src->name, a,
+		    b, img->type == '-' ? img->str : "unexpected reply");
+		reply_free(img);
+		return -1;
+	}
+	return 0;
+}
+
+/* CLUSTER SLOTMERGE img [SAVE] to dst: 0, 1 (refused: nothing durable),
+ * or -1 (no answer: it may have been taken). */
+static int
+slot_merge(struct cnode *dst, const struct reply *img, int save)
+{
+	const char	*argv[4] = { "CLUSTER", "SLOTMERGE", img->str, "SAVE" };
+	size_t		 lens[4] = { 7, 9, img->len, 4 };
+	struct reply	 r;
+	int		 rc = 0;
+
+	if (node_call_argv(dst, &r, save ? 4 : 3, argv, lens) == -1) {
+		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
+		    dst->err);
+		return -1;
+	}
+	if (r.type != '+') {
+		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
+		    r.type == '-' ? r.str : "unexpected reply");
+		rc = 1;
+	}
+	reply_free(&r);
+	return rc;
+}
+
+/* CLUSTER HANDOFF START|CANCEL a b [id] on src: 0, 1 refused, -1 no
+ * answer. */
+static int
+handoff(struct cnode *src, const char *verb, unsigned a, unsigned b,
+    const char *id)
+{
+	char		 sa[16], sb[16];
+	struct reply	 r;
+	int		 rc = 0;
+
+	snprintf(sa, sizeof(sa), "%u", a);
+	snprintf(sb, sizeof(sb), "%u", b);
+	if ((id != NULL ? node_call(src, &r, 6, "CLUSTER", "HANDOFF", verb, sa,
+	    sb, id) : node_call(src, &r, 5, "CLUSTER", "HANDOFF", verb, sa,
+	    sb)) == -1) {
+		printf("[ERR] %s: CLUSTER HANDOFF %s %u %u: %s\n", src->name,
+		    verb, a, b, src->err);
+		return -1;
+	}
+	if (r.type != '+') {
+		printf("[ERR] %s: CLUSTER HANDOFF %s %u %u: %s\n", src->name,
+		    verb, a, b, r.type == '-' ? r.str : "unexpected reply");
+		rc = 1;
+	}
+	reply_free(&r);
+	return rc;
+}
+
+/* The pause of a..b on src ended after a failed step: 0, or -1 (the
+ * operator must run fix). */
+static int
+roll_back(const struct cl *cl, struct cnode *src, unsigned a, unsigned b)
+{
+	if ((src->c.fd != -1 || node_open(cl, src) == 0) &&
+	    handoff(src, "CANCEL", a, b, NULL) == 0) {
+		printf(">>> Slots %u-%u stay with %s\n", a, b, src->name);
+		return 0;
+	}
+	printf("[ERR] Slots %u-%u may still be paused on %s: run seen-cli "
+	    "cluster fix\n", a, b, src->name);
+	return -1;
+}
+
+/* SETMAP text to n: 0 taken, 1 refused, -1 no answer. */
+static int
+give_map(const struct cl *cl, struct cnode *n, const char *text)
+{
+	struct reply	 r;
+	int		 rc = 0;
+
+	if (n->c.fd == -1 && node_open(cl, n) == -1) {
+		printf("[ERR] %s: %s\n", n->name, n->err);
+		return -1;
+	}
+	if (node_call(n, &r, 3, "CLUSTER", "SETMAP", text) == -1) {
+		printf("[ERR] %s: CLUSTER SETMAP: %s\n", n->name, n->err);
+		return -1;
+	}
+	if (r.type != '+') {
+		printf("[ERR] %s refused the map: %s\n", n->name, r.type ==
+		    '-' ? r.str : "unexpected reply");
+		rc = 1;
+	}
+	reply_free(&r);
+	return rc;
+}
+
+/*
+ * Slots a..b from node si to node di (indexes in mv->m): the steps of
+ * cluster_move.h. 0 moved; -1 not moved (rolled back, or fix must end it:
+ * said).
+ */
+static int
+move_group(struct move *mv, int si, int di, unsigned a, unsigned b)
+{
+	struct cnode		*src = &mv->v->nodes[si], *dst = &mv->v->nodes[di];
+	struct cluster_map	 next;
+	struct reply		 img;
+	char			*text;
+	size_t			 len;
+	int			 rc;
+
+	/* 1. the bits so far, the source serving */
+	if (slot_bits(src, a, b, &img) == -1)
+		return -1;
+	rc = slot_merge(dst, &img, 0);
+	reply_free(&img);
+	if (rc != 0)
+		return -1;
+	/* 2. the pause */
+	if ((rc = handoff(src, "START", a, b, mv->m.nodes[di].id)) != 0) {
+		if (rc == -1)
+			(void)roll_back(mv->cl, src, a, b);
+		return -1;
+	}
+	/* 3. every key, saved on the target */
+	if (slot_bits(src, a, b, &img) == -1) {
+		(void)roll_back(mv->cl, src, a, b);
+		return -1;
+	}
+	rc = slot_merge(dst, &img, 1);
+	reply_free(&img);
+	if (rc != 0) {
+		(void)roll_back(mv->cl, src, a, b);
+		return -1;
+	}
+	/* 4. the map: the target first */
+	if (cluster_map_copy(&next, &mv->m) == -1) {
+		fprintf(stderr, "seen-cli: cluster: %s\n", strerror(ENOMEM));
+		(void)roll_back(mv->cl, src, a, b);
+		return -1;
+	}
+	for (unsigned s = a; s <= b; s++)
+		next.owner[s] = (uint16_t)di;
+	next.epoch = ++mv->epoch;
+	if ((text = cluster_map_format(&next, &len)) == NULL) {
+		cluster_map_free(&next);
+		(void)roll_back(mv->cl, src, a, b);
+		return -1;
+	}
+	if ((rc = give_map(mv->cl, dst, text)) != 0) {
+		free(text);
+		cluster_map_free(&next);
+		if (rc == 1)
+			(void)roll_back(mv->cl, src, a, b);
+		else
+			printf("[ERR] %s may or may not hold slots %u-%u now: "
+			    "run seen-cli cluster fix\n", dst->name, a, b);
+		return -1;
+	}
+	cluster_map_free(&mv->m);
+	mv->m = next;
+	/* then the source, which stops pausing and frees the range */
+	if (give_map(mv->cl, src, text) != 0)
+		printf("[WARNING] %s pauses slots %u-%u until the map reaches "
+		    "it (from a peer, or seen-cli cluster fix)\n", src->name,
+		    a, b);
+	/* and the rest (the nodes pass it on among themselves too) */
+	for (size_t i = 0; i < mv->m.nnodes; i++)
+		if ((int)i != si && (int)i != di &&
+		    give_map(mv->cl, &mv->v->nodes[i], text) != 0)
+			printf("[WARNING] %s will take the map from a peer\n",
+			    mv->v->nodes[i].name);
+	free(text);
+	mv->moved += b - a + 1;
+	return 0;
+}
+
+/* The slots one image may hold, from the size of slot a's. */
+static unsigned
+group_size(struct cnode *src, unsigned a)
+{
+	struct reply	 img;
+	size_t		 per;
+	unsigned	 g;
+
+	if (slot_bits(src, a, a, &img) == -1)
+		return 0;
+	per = img.len;
+	reply_free(&img);
+	g = per == 0 ? GROUP_MAX : (unsigned)((CLUSTER_MOVE_MAX / 2) / per);
+	return g < 1 ? 1 : g > GROUP_MAX ? GROUP_MAX : g;
+}
+
+/* Moves the n lowest slots of node si to node di, group by group. */
+static int
+move_slots(struct move *mv, int si, int di, unsigned n)
+{
+	unsigned	 g = 0, left = n;
+	struct cnode	*src = &mv->v->nodes[si];
+
+	for (unsigned s = 0; s < CLUSTER_SLOTS && left > 0;) {
+		unsigned e;
+
+		if (mv->m.owner[s] != si) {
+			s++;
+			continue;
+		}
+		if (g == 0 && (g = group_size(src, s)) == 0)
+			return -1;
+		for (e = s; e + 1 < CLUSTER_SLOTS && mv->m.owner[e + 1] == si &&
+		    e + 1 - s < g && e + 1 - s < left; e++)
+			;
+		printf("Moving slots %u-%u from %s to %s\n", s, e,
+		    mv->m.nodes[si].id, mv->m.nodes[di].id);
+		fflush(stdout);
+		if (move_group(mv, si, di, s, e) == -1)
+			return -1;
+		left -= e - s + 1;
+		s = e + 1;
+	}
+	return 0;
+}
+
+/* Loads the cluster for a move: a map with a seed that every node holds,
+ * every primary reachable, and nothing paused. */
+static int
+load_for_move(const struct cl *cl, struct view *v, struct move *mv,
+    const char *addr)
+{
+	memset(mv, 0, sizeof(*mv));
+	mv->cl = cl;
+	mv->v = v;
+	if (view_load(cl, v, addr) == -1)
+		return -1;
+	if (v->implicit) {
+		printf("[ERR] %s holds no map: a cluster of one has no other "
+		    "node to move slots to (seen-cli cluster create)\n",
+		    v->entry.name);
+		return -1;
+	}
+	if (check_view(v) == -1) {
+		printf("[ERR] Please fix your cluster problems before "
+		    "resharding (seen-cli cluster fix)\n");
+		return -1;
+	}
+	if (v->map.seed == 0) {
+		printf("[ERR] The map has no seed: it was made before slots "
+		    "could move, and the nodes' filters hash with seeds of "
+		    "their own\n");
+		return -1;
+	}
+	mv->epoch = v->map.epoch;
+	if (cluster_map_copy(&mv->m, &v->map) == -1) {
+		fprintf(stderr, "seen-cli: cluster: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+/* A primary named by id (a unique prefix, as redis-cli takes) in m. */
+static int
+find_primary(const struct cluster_map *m, const char *id)
+{
+	int	 found = -1;
+	size_t	 n = strlen(id);
+
+	for (size_t i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].primary < 0 && n > 0 &&
+		    strncmp(m->nodes[i].id, id, n) == 0) {
+			if (found >= 0)
+				return -2;
+			found = (int)i;
+		}
+	return found;
+}
+
+static void
+move_done(struct move *mv, double start)
+{
+	printf(">>> %u slot(s) moved in %.1f s (epoch %" PRIu64 ")\n",
+	    mv->moved, now_secs() - start, mv->m.epoch);
+}
+
+/* seen-cli cluster reshard host:port --from <id>[,<id>...]|all --to <id>
+ * --slots <n> */
+static int
+cmd_reshard(struct cl *cl, int argc, char **argv)
+{
+	static const int	 allowed[] = { OPT_FROM, OPT_TO, OPT_SLOTS,
+				    OPT_YES, OPT_TIMEOUT, OPT_PIPELINE, 0 };
+	struct args		 a;
+	struct view		 v;
+	struct move		 mv;
+	int			 di, from[CLUSTER_MAP_MAX_NODES], nfrom = 0;
+	unsigned		 have = 0, want;
+	int			 rc = 1;
+	double			 start = now_secs();
+
+	if (parse_args(cl, argc, argv, allowed, &a) != 0 || a.n != 1 ||
+	    a.from == NULL || a.to == NULL || a.slots <= 0) {
+		verb_usage("reshard", "host:port --from <id>[,<id>...]|all "
+		    "--to <id> --slots <n> [--yes]");
+		return 2;
+	}
+	if (load_for_move(cl, &v, &mv, a.pos[0]) == -1)
+		goto out;
+	if ((di = find_primary(&mv.m, a.to)) < 0) {
+		printf("*** The specified node (%s) is not known or not a "
+		    "master, please retry.\n", a.to);
+		goto out;
+	}
+	if (strcmp(a.from, "all") == 0) {
+		for (size_t i = 0; i < mv.m.nnodes; i++)
+			if (mv.m.nodes[i].primary < 0 && (int)i != di)
+				from[nfrom++] = (int)i;
+	} else {
+		char *list = strdup(a.from), *tok, *save = NULL;
+
+		for (tok = list ? strtok_r(list, ",", &save) : NULL;
+		    tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+			int si = find_primary(&mv.m, tok);
+
+			if (si < 0 || si == di) {
+				printf("*** The specified node (%s) is not "
+				    "known or is not a master other than the "
+				    "target, please retry.\n", tok);
+				free(list);
+				goto out;
+			}
+			from[nfrom++] = si;
+		}
+		free(list);
+	}
+	for (int i = 0; i < nfrom; i++)
+		have += cluster_map_slots_of(&mv.m, from[i]);
+	want = (unsigned)a.slots;
+	if (want > have) {
+		printf("*** The source node(s) own only %u slots, %u asked\n",
+		    have, want);
+		goto out;
+	}
+	printf("\nReady to move %u slots.\n", want);
+	printf("  Source nodes:\n");
+	for (int i = 0; i < nfrom; i++)
+		printf("    M: %s %s:%u\n", mv.m.nodes[from[i]].id,
+		    mv.m.nodes[from[i]].host, mv.m.nodes[from[i]].port);
+	printf("  Destination node:\n    M: %s %s:%u\n", mv.m.nodes[di].id,
+	    mv.m.nodes[di].host, mv.m.nodes[di].port);
+	if (!confirm(cl, "Do you want to proceed with the proposed reshard "
+	    "plan (yes/no)?")) {
+		rc = 1;
+		goto out;
+	}
+	/* from each source its share, as redis-cli's plan: by slots owned,
+	 * the first source taking the rounding */
+	{
+		unsigned left = want;
+
+		for (int i = 0; i < nfrom && left > 0; i++) {
+			unsigned own = cluster_map_slots_of(&mv.m, from[i]);
+			unsigned n = i == 0 ? (unsigned)ceil((double)want *
+			    own / have) : (unsigned)floor((double)want * own /
+			    have);
+
+			if (n > left)
+				n = left;
+			if (n > own)
+				n = own;
+			if (move_slots(&mv, from[i], di, n) == -1)
+				goto out;
+			left -= n;
+		}
+		if (left > 0 && move_slots(&mv, from[0], di, left) == -1)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (mv.m.nodes != NULL) {
+		move_done(&mv, start);
+		cluster_map_free(&mv.m);
+	}
+	view_free(&v);
+	return rc;
+}
+
+/* One primary's place in a rebalance. */
+struct bal {
+	int		 node;
+	double		 weight;
+	long		 balance;	/* slots to give (> 0) or take (< 0) */
+};
+
+static int
+bal_cmp(const void *x, const void *y)
+{
+	const struct bal *a = x, *b = y;
+
+	return (a->balance > b->balance) - (a->balance < b->balance);
+}
+
+/* seen-cli cluster rebalance host:port [--weight <id>=<w>]...
+ * [--use-empty-masters] [--threshold <t>] [--simulate]: redis-cli's
+ * clusterManagerCommandRebalance, by slots. */
+static int
+cmd_rebalance(struct cl *cl, int argc, char **argv)
+{
+	static const int	 allowed[] = { OPT_WEIGHT, OPT_USE_EMPTY,
+				    OPT_THRESHOLD, OPT_SIMULATE, OPT_YES,
+				    OPT_TIMEOUT, OPT_PIPELINE, 0 };
+	struct args		 a;
+	struct view		 v;
+	struct move		 mv;
+	struct bal		 b[CLUSTER_MAP_MAX_NODES];
+	int			 n = 0, rc = 1, over = 0;
+	double			 total = 0, start = now_secs();
+	long			 sum = 0;
+
+	if (parse_args(cl, argc, argv, allowed, &a) != 0 || a.n != 1) {
+		verb_usage("rebalance", "host:port [--weight <id>=<w>] "
+		    "[--use-empty-masters] [--threshold <t>] [--simulate]");
+		return 2;
+	}
+	if (load_for_move(cl, &v, &mv, a.pos[0]) == -1)
+		goto out;
+	for (size_t i = 0; i < mv.m.nnodes; i++) {
+		double w = 1;
+
+		if (mv.m.nodes[i].primary >= 0)
+			continue;
+		for (int k = 0; k < a.nweights; k++) {
+			size_t l = strlen(a.weights[k].id);
+
+			if (l > 0 && strncmp(mv.m.nodes[i].id, a.weights[k].id,
+			    l) == 0)
+				w = a.weights[k].w;
+		}
+		/* an empty master takes slots only when asked to */
+		if (!a.use_empty && cluster_map_slots_of(&mv.m, (int)i) == 0)
+			w = 0;
+		b[n].node = (int)i;
+		b[n].weight = w;
+		total += w;
+		n++;
+	}
+	if (total <= 0) {
+		printf("*** No master to balance slots over\n");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		long want = (long)((double)CLUSTER_SLOTS * b[i].weight / total);
+		long own = (long)cluster_map_slots_of(&mv.m, b[i].node);
+		double pct = want == 0 ? (own > 0 ? 100 : 0) :
+		    fabs((double)(want - own) / (double)want * 100);
+
+		b[i].balance = own - want;
+		sum += b[i].balance;
+		if (pct > (a.threshold > 0 ? a.threshold : 2))
+			over = 1;
+	}
+	if (!over) {
+		printf("*** No rebalancing needed! All nodes are within the "
+		    "%.2f%% threshold.\n", a.threshold > 0 ? a.threshold : 2.0);
+		rc = 0;
+		goto out;
+	}
+	/* the rounding's slots go to the nodes that take the most, as
+	 * redis-cli gives them to the first of the receivers */
+	qsort(b, (size_t)n, sizeof(b[0]), bal_cmp);
+	for (int i = 0; sum > 0 && i < n; i++, sum--)
+		b[i].balance++;
+	for (int i = n - 1; sum < 0 && i >= 0; i--, sum++)
+		b[i].balance--;
+	printf(">>> Rebalancing across %d nodes. Total weight = %.2f\n", n,
+	    total);
+	/* receivers (balance < 0) from the front, givers from the back */
+	for (int dst = 0, src = n - 1; dst < src;) {
+		long k;
+
+		if (b[dst].balance >= 0) {
+			dst++;
+			continue;
+		}
+		if (b[src].balance <= 0) {
+			src--;
+			continue;
+		}
+		k = -b[dst].balance < b[src].balance ? -b[dst].balance :
+		    b[src].balance;
+		printf("Moving %ld slots from %s:%u to %s:%u\n", k,
+		    mv.m.nodes[b[src].node].host, mv.m.nodes[b[src].node].port,
+		    mv.m.nodes[b[dst].node].host,
+		    mv.m.nodes[b[dst].node].port);
+		if (!a.simulate && move_slots(&mv, b[src].node, b[dst].node,
+		    (unsigned)k) == -1)
+			goto out;
+		b[dst].balance += k;
+		b[src].balance -= k;
+	}
+	rc = 0;
+out:
+	if (mv.m.nodes != NULL) {
+		move_done(&mv, start);
+		cluster_map_free(&mv.m);
+	}
+	view_free(&v);
+	return rc;
+}
+
+int
+cmd_move(struct cl *cl, int argc, char **argv)
+{
+	return strcmp(argv[0], "reshard") == 0 ? cmd_reshard(cl, argc, argv) :
+	    cmd_rebalance(cl, argc, argv);
+}

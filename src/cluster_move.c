@@ -1,0 +1,660 @@
+/*
+ * cluster_move.c - a slot's bits out of one node and into another, and
+ * the pause that hands it over; see cluster_move.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "cluster.h"
+#include "cluster_map.h"
+#include "cluster_move.h"
+#include "config.h"
+#include "core.h"
+#include "fileio.h"
+#include "filter.h"
+#include "keyslot.h"
+#include "log.h"
+#include "registry.h"
+
+/* ---- the pauses ---- */
+
+/* The shard whose slots this node's filters hold: its own, or its
+ * primary's. */
+static unsigned
+shard_of(const struct cluster *c)
+{
+	int p = c->map->nodes[c->me].primary;
+
+	return p >= 0 ? (unsigned)p : c->me;
+}
+
+void
+cluster_serve_update(struct cluster *c)
+{
+	if (c->map == NULL)
+		return;
+	memcpy(c->serve, c->map->owner, sizeof(c->serve));
+	for (size_t i = 0; i < c->nhandoffs; i++)
+		for (unsigned s = c->handoffs[i].first;
+		    s <= c->handoffs[i].last; s++)
+			if (c->serve[s] == c->me)
+				c->serve[s] = CLUSTER_PAUSED;
+}
+
+/* The pauses into dir, whole or not at all (an empty list: no file). */
+static int
+handoff_save(const struct cluster *c, const char *dir, char *err,
+    size_t errlen)
+{
+	char	*text;
+	size_t	 cap = 64 + c->nhandoffs * (CLUSTER_ID_LEN + 16), len;
+	int	 rc;
+
+	if ((text = malloc(cap)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	len = (size_t)snprintf(text, cap, "%s\n", CLUSTER_HANDOFF_MAGIC);
+	for (size_t i = 0; i < c->nhandoffs; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%u %u %s\n",
+		    c->handoffs[i].first, c->handoffs[i].last,
+		    c->handoffs[i].to);
+	rc = fileio_write_small(dir, CLUSTER_HANDOFF_FILE, text, len, err,
+	    errlen);
+	free(text);
+	return rc;
+}
+
+/* One line "<first> <last> <node-id>" of the file into h. */
+static int
+handoff_parse_line(const char *line, struct cluster_handoff *h)
+{
+	unsigned	 a, b;
+	char		 id[CLUSTER_ID_LEN + 2];
+	int		 used = 0;
+
+	if (sscanf(line, "%5u %5u %41s%n", &a, &b, id, &used) != 3 ||
+	    line[used] != '\0' || a > b || b >= CLUSTER_SLOTS ||
+	    !cluster_id_valid(id, strlen(id)))
+		return -1;
+	h->first = (uint16_t)a;
+	h->last = (uint16_t)b;
+	memcpy(h->to, id, CLUSTER_ID_LEN + 1);
+	return 0;
+}
+
+int
+cluster_handoff_load(struct cluster *c, const char *dir, char *err,
+    size_t errlen)
+{
+	char	*text, *line, *next, why[512];
+	size_t	 len;
+	int	 rc, n = 0;
+
+	c->nhandoffs = 0;
+	rc = fileio_read_small(dir, CLUSTER_HANDOFF_FILE, 1 << 20, &text, &len,
+	    why, sizeof(why));
+	if (rc <= 0) {
+		if (rc == -1)
+			snprintf(err, errlen, "%s", why);
+		return rc;
+	}
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		n++;
+		if (n == 1 ? strcmp(line, CLUSTER_HANDOFF_MAGIC) != 0 :
+		    c->nhandoffs == CLUSTER_HANDOFF_MAX ||
+		    handoff_parse_line(line, &c->handoffs[c->nhandoffs++]) ==
+		    -1) {
+			snprintf(err, errlen, "%s/%s: line %d cannot be used "
+			    "(seen-cli cluster fix ends the hand-over it "
+			    "recorded; remove the file only if no move is "
+			    "under way)", dir, CLUSTER_HANDOFF_FILE, n);
+			free(text);
+			c->nhandoffs = 0;
+			return -1;
+		}
+	}
+	free(text);
+	cluster_serve_update(c);
+	if (c->nhandoffs > 0)
+		log_warn("cluster: %zu range(s) of slots paused for a "
+		    "hand-over that had not ended (seen-cli cluster fix ends "
+		    "it)", c->nhandoffs);
+	return 0;
+}
+
+int
+cluster_handoff_start(struct cluster *c, const char *dir, unsigned first,
+    unsigned last, const char *to, char *err, size_t errlen)
+{
+	int	 t;
+
+	if (c->map == NULL) {
+		snprintf(err, errlen, "this node holds no map (a cluster of "
+		    "one has nobody to hand slots to)");
+		return -1;
+	}
+	if (first > last || last >= CLUSTER_SLOTS) {
+		snprintf(err, errlen, "slots %u..%u are not a range of "
+		    "0..%d", first, last, CLUSTER_SLOTS - 1);
+		return -1;
+	}
+	if ((t = cluster_map_find(c->map, to)) < 0 ||
+	    c->map->nodes[t].primary >= 0 || (unsigned)t == c->me) {
+		snprintf(err, errlen, "node %s is not another primary of the "
+		    "map held", to);
+		return -1;
+	}
+	for (unsigned s = first; s <= last; s++)
+		if (c->map->owner[s] != c->me) {
+			snprintf(err, errlen, "slot %u is not this node's", s);
+			return -1;
+		}
+	for (size_t i = 0; i < c->nhandoffs; i++) {
+		const struct cluster_handoff *h = &c->handoffs[i];
+
+		if (h->first == first && h->last == last &&
+		    strcmp(h->to, to) == 0)
+			return 0;
+		if (h->first <= last && first <= h->last) {
+			snprintf(err, errlen, "slots %u..%u are being handed "
+			    "over already (%u..%u to %s)", first, last,
+			    h->first, h->last, h->to);
+			return -1;
+		}
+	}
+	if (c->nhandoffs == CLUSTER_HANDOFF_MAX) {
+		snprintf(err, errlen, "%d ranges are being handed over "
+		    "already", CLUSTER_HANDOFF_MAX);
+		return -1;
+	}
+	c->handoffs[c->nhandoffs].first = (uint16_t)first;
+	c->handoffs[c->nhandoffs].last = (uint16_t)last;
+	memcpy(c->handoffs[c->nhandoffs].to, to, CLUSTER_ID_LEN + 1);
+	c->nhandoffs++;
+	if (handoff_save(c, dir, err, errlen) == -1) {
+		c->nhandoffs--;
+		return -1;
+	}
+	cluster_serve_update(c);
+	return 0;
+}
+
+/* Drops the pauses keep() says no to; saved when any went. */
+static int
+handoff_drop(struct cluster *c, const char *dir,
+    int (*keep)(const struct cluster *, const struct cluster_handoff *,
+    const void *), const void *arg, char *err, size_t errlen)
+{
+	struct cluster_handoff	 was[CLUSTER_HANDOFF_MAX];
+	size_t			 n = 0, before = c->nhandoffs;
+
+	memcpy(was, c->handoffs, before * sizeof(was[0]));
+	for (size_t i = 0; i < before; i++)
+		if (keep(c, &was[i], arg))
+			c->handoffs[n++] = was[i];
+	if (n == before)
+		return 0;
+	c->nhandoffs = n;
+	if (handoff_save(c, dir, err, errlen) == -1) {
+		memcpy(c->handoffs, was, before * sizeof(was[0]));
+		c->nhandoffs = before;
+		return -1;
+	}
+	cluster_serve_update(c);
+	return 0;
+}
+
+/* cancel's keep: a pause outside the range asked */
+static int
+outside(const struct cluster *c, const struct cluster_handoff *h,
+    const void *arg)
+{
+	const unsigned *r = arg;
+
+	(void)c;
+	return h->last < r[0] || h->first > r[1];
+}
+
+int
+cluster_handoff_cancel(struct cluster *c, const char *dir, unsigned first,
+    unsigned last, char *err, size_t errlen)
+{
+	unsigned r[2] = { first, last };
+
+	return handoff_drop(c, dir, outside, r, err, errlen);
+}
+
+/* apply's keep: a pause of slots the node still owns */
+static int
+still_mine(const struct cluster *c, const struct cluster_handoff *h,
+    const void *arg)
+{
+	(void)arg;
+	for (unsigned s = h->first; s <= h->last; s++)
+		if (c->map->owner[s] == c->me)
+			return 1;
+	return 0;
+}
+
+/* ---- the image ---- */
+
+/* Blocks of slot first's range in a slice of nblocks, and their count. */
+static uint64_t
+range_start(uint64_t nblocks, unsigned slot)
+{
+	return nblocks / KEYSLOT_COUNT * slot;
+}
+
+/* Whether a runtime filter's name falls in first..last: it does not move
+ * with the bits. */
+static const struct filter *
+named_in(const struct core *core, unsigned first, unsigned last)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		const struct filter *f = core->reg->filters[i];
+		unsigned slot;
+
+		if (!f->runtime)
+			continue;
+		slot = keyslot_of(f->name, f->namelen);
+		if (slot >= first && slot <= last)
+			return f;
+	}
+	return NULL;
+}
+
+/* The bytes an image of first..last takes. */
+static size_t
+image_size(const struct core *core, unsigned nslots)
+{
+	size_t n = 16 + 8;	/* the header, the checksum */
+
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		const struct filter *f = core->reg->filters[i];
+
+		if (!f->slot_major || f->runtime)
+			continue;
+		n += 1 + f->namelen + 8 + 4;
+		for (size_t j = 0; j < f->nslices; j++)
+			n += 20 + (size_t)(f->slices[j]->bloom.nblocks /
+			    KEYSLOT_COUNT) * nslots * BLOOM_BLOCK_BYTES;
+	}
+	return n;
+}
+
+unsigned char *
+cluster_move_export(const struct core *core, unsigned first, unsigned last,
+    size_t *lenp, char *err, size_t errlen)
+{
+	const struct cluster	*c = core->cluster;
+	const struct filter	*named;
+	unsigned		 nslots, owned = 0, shard;
+	unsigned char		*out, *p;
+	size_t			 len, nf = 0;
+
+	if (c == NULL || c->map == NULL) {
+		snprintf(err, errlen, "this node holds no map");
+		return NULL;
+	}
+	if (first > last || last >= CLUSTER_SLOTS) {
+		snprintf(err, errlen, "slots %u..%u are not a range of "
+		    "0..%d", first, last, CLUSTER_SLOTS - 1);
+		return NULL;
+	}
+	if ((named = named_in(core, first, last)) != NULL) {
+		snprintf(err, errlen, "slot %u holds the named filter %s, "
+		    "which cannot move yet", keyslot_of(named->name,
+		    named->namelen), named->name);
+		return NULL;
+	}
+	nslots = last - first + 1;
+	if ((len = image_size(core, nslots)) > CLUSTER_MOVE_MAX) {
+		snprintf(err, errlen, "slots %u..%u take %zu bytes, more than "
+		    "%u: ask for fewer", first, last, len, CLUSTER_MOVE_MAX);
+		return NULL;
+	}
+	if ((out = malloc(len)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	shard = shard_of(c);
+	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+		owned += c->map->owner[s] == shard;
+	memcpy(out, CLUSTER_MOVE_MAGIC, 8);
+	put_le16(out + 8, (uint16_t)first);
+	put_le16(out + 10, (uint16_t)last);
+	p = out + 16;
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		const struct filter *f = core->reg->filters[i];
+		unsigned mine = 0;
+
+		if (!f->slot_major || f->runtime)
+			continue;
+		for (unsigned s = first; s <= last; s++)
+			mine += c->map->owner[s] == shard;
+		nf++;
+		*p++ = (unsigned char)f->namelen;
+		memcpy(p, f->name, f->namelen);
+		p += f->namelen;
+		put_le64(p, f->seed);
+		put_le32(p + 8, (uint32_t)f->nslices);
+		p += 12;
+		for (size_t j = 0; j < f->nslices; j++) {
+			const struct bloom *b = &f->slices[j]->bloom;
+			uint64_t per = b->nblocks / KEYSLOT_COUNT;
+			size_t bytes = (size_t)(per * nslots) *
+			    BLOOM_BLOCK_BYTES;
+
+			put_le64(p, b->nblocks);
+			put_le32(p + 8, b->hashes);
+			put_le64(p + 12, owned == 0 ? 0 : (uint64_t)((double)
+			    b->count * mine / owned));
+			p += 20;
+			memcpy(p, b->words + range_start(b->nblocks, first) *
+			    BLOOM_BLOCK_WORDS, bytes);
+			p += bytes;
+		}
+	}
+	put_le32(out + 12, (uint32_t)nf);
+	put_le64(p, XXH3_64bits(out, (size_t)(p - out)));
+	*lenp = len;
+	return out;
+}
+
+/* One filter of an image, as read. */
+struct image_filter {
+	struct filter		*f;
+	uint32_t		 nslices;
+	const unsigned char	*slices;	/* the first slice's header */
+};
+
+/* Bounds-checked reads of an image. */
+struct reader {
+	const unsigned char	*p, *end;
+};
+
+static const unsigned char *
+take(struct reader *r, size_t n)
+{
+	const unsigned char *at = r->p;
+
+	if ((size_t)(r->end - r->p) < n)
+		return NULL;
+	r->p += n;
+	return at;
+}
+
+/* Reads and checks one filter of the image against this node's. */
+static int
+read_filter(struct core *core, struct reader *r, unsigned nslots,
+    struct image_filter *out, char *err, size_t errlen)
+{
+	const unsigned char	*q;
+	char			 name[FILTER_NAME_MAX + 1];
+	size_t			 nl;
+	uint64_t		 seed;
+	struct filter		*f;
+
+	if ((q = take(r, 1)) == NULL || (nl = *q) == 0 ||
+	    nl > FILTER_NAME_MAX || (q = take(r, nl + 12)) == NULL)
+		goto short_image;
+	memcpy(name, q, nl);
+	name[nl] = '\0';
+	seed = get_le64(q + nl);
+	out->nslices = get_le32(q + nl + 8);
+	if ((f = registry_find(core->reg, name, nl)) == NULL ||
+	    !f->slot_major || f->runtime) {
+		snprintf(err, errlen, "filter %s is not a partitioned filter "
+		    "here (every node's config must have its [filter.%s])",
+		    name, name);
+		return -1;
+	}
+	if (f->seed != seed) {
+		snprintf(err, errlen, "filter %s hashes with another seed "
+		    "here (%016llx, the source's %016llx): its keys were "
+		    "recorded before the map gave the cluster one seed, and "
+		    "its slots cannot move", name,
+		    (unsigned long long)f->seed, (unsigned long long)seed);
+		return -1;
+	}
+	if (out->nslices > FILTER_MAX_SLICES) {
+		snprintf(err, errlen, "filter %s: %u slices", name,
+		    out->nslices);
+		return -1;
+	}
+	out->f = f;
+	out->slices = r->p;
+	for (uint32_t j = 0; j < out->nslices; j++) {
+		uint64_t nblocks, per;
+		uint32_t hashes;
+
+		if ((q = take(r, 20)) == NULL)
+			goto short_image;
+		nblocks = get_le64(q);
+		hashes = get_le32(q + 8);
+		per = nblocks / KEYSLOT_COUNT;
+		if (nblocks == 0 || nblocks % KEYSLOT_COUNT != 0 ||
+		    nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES) {
+			snprintf(err, errlen, "filter %s: slice %u of %llu "
+			    "blocks is not laid out by slot", name, j + 1,
+			    (unsigned long long)nblocks);
+			return -1;
+		}
+		if (j < f->nslices && (f->slices[j]->bloom.nblocks != nblocks ||
+		    f->slices[j]->bloom.hashes != hashes)) {
+			snprintf(err, errlen, "filter %s: slice %u is %llu "
+			    "blocks, k = %u here and %llu, k = %u on the "
+			    "source (are capacity, error_rate and growth the "
+			    "same on every node?)", name, j + 1,
+			    (unsigned long long)f->slices[j]->bloom.nblocks,
+			    f->slices[j]->bloom.hashes,
+			    (unsigned long long)nblocks, hashes);
+			return -1;
+		}
+		if (take(r, (size_t)(per * nslots) * BLOOM_BLOCK_BYTES) ==
+		    NULL)
+			goto short_image;
+	}
+	return 0;
+short_image:
+	snprintf(err, errlen, "the image ends early");
+	return -1;
+}
+
+/* One filter's slices OR-ed in (slices added as needed). */
+static int
+merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
+    int final, char *err, size_t errlen)
+{
+	const unsigned char *q = im->slices;
+
+	for (uint32_t j = 0; j < im->nslices; j++) {
+		uint64_t	 nblocks = get_le64(q), per;
+		uint32_t	 hashes = get_le32(q + 8);
+		uint64_t	 keys = get_le64(q + 12);
+		struct bloom	*b;
+
+		per = nblocks / KEYSLOT_COUNT;
+		if ((b = filter_part_slice(im->f, j, err, errlen)) == NULL)
+			return -1;
+		if (b->nblocks != nblocks || b->hashes != hashes) {
+			snprintf(err, errlen, "filter %s: slice %u as added "
+			    "here is %llu blocks, k = %u; on the source %llu, "
+			    "k = %u (are capacity, error_rate and growth the "
+			    "same on every node?)", im->f->name, j + 1,
+			    (unsigned long long)b->nblocks, b->hashes,
+			    (unsigned long long)nblocks, hashes);
+			return -1;
+		}
+		bloom_or_range(b, range_start(nblocks, first), q + 20,
+		    per * nslots);
+		if (final)
+			b->count += keys;
+		q += 20 + (size_t)(per * nslots) * BLOOM_BLOCK_BYTES;
+	}
+	filter_counts_changed(im->f);
+	return 0;
+}
+
+int
+cluster_move_import(struct core *core, const unsigned char *p, size_t len,
+    int final, struct filter **changed, size_t max, size_t *n, char *err,
+    size_t errlen)
+{
+	struct image_filter	*ims = NULL;
+	struct reader		 r;
+	unsigned		 first, last, nslots;
+	uint32_t		 nf;
+	int			 rc = -1;
+
+	*n = 0;
+	if (core->cluster == NULL || core->cluster->map == NULL) {
+		snprintf(err, errlen, "this node holds no map");
+		return -1;
+	}
+	if (len < 28 || memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "not an image of slots (CLUSTER "
+		    "SLOTBITS makes them)");
+		return -1;
+	}
+	if (get_le64(p + len - 8) != XXH3_64bits(p, len - 8)) {
+		snprintf(err, errlen, "the image's checksum does not match");
+		return -1;
+	}
+	first = get_le16(p + 8);
+	last = get_le16(p + 10);
+	nf = get_le32(p + 12);
+	if (first > last || last >= CLUSTER_SLOTS || nf > max) {
+		snprintf(err, errlen, "the image names slots %u..%u and %u "
+		    "filters", first, last, nf);
+		return -1;
+	}
+	nslots = last - first + 1;
+	if (nf > 0 && (ims = calloc(nf, sizeof(*ims))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	r.p = p + 16;
+	r.end = p + len - 8;
+	for (uint32_t i = 0; i < nf; i++)
+		if (read_filter(core, &r, nslots, &ims[i], err, errlen) == -1)
+			goto out;
+	if (r.p != r.end) {
+		snprintf(err, errlen, "the image has %zu bytes more than its "
+		    "filters", (size_t)(r.end - r.p));
+		goto out;
+	}
+	for (uint32_t i = 0; i < nf; i++) {
+		if (merge_filter(&ims[i], first, nslots, final, err,
+		    errlen) == -1)
+			goto out;
+		changed[(*n)++] = ims[i].f;
+	}
+	rc = 0;
+out:
+	free(ims);
+	return rc;
+}
+
+/* ---- a map taken ---- */
+
+/* Empty partitioned filters take the map's seed. */
+static void
+take_seed(struct core *core, uint64_t seed)
+{
+	seed = (seed & ~(uint64_t)0xffff) | FILTER_SEED_SLOTS;
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter *f = core->reg->filters[i];
+
+		if (!f->slot_major || f->runtime || f->seed == seed)
+			continue;
+		if (filter_reseed(f, seed) == 0)
+			log_info("filter %s hashes with the cluster's seed",
+			    f->name);
+		else
+			log_warn("filter %s keeps its own seed: it holds keys "
+			    "recorded before this node joined a cluster, and "
+			    "its slots cannot move to another node", f->name);
+	}
+}
+
+/* Slots a..b's ranges freed in every partitioned filter; counted: their
+ * share (of held) of each slice's keys goes with them. */
+static void
+free_range(struct core *core, unsigned a, unsigned b, unsigned held,
+    int counted)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter *f = core->reg->filters[i];
+
+		if (!f->slot_major || f->runtime)
+			continue;
+		for (size_t j = 0; j < f->nslices; j++) {
+			struct bloom *bl = &f->slices[j]->bloom;
+			uint64_t per = bl->nblocks / KEYSLOT_COUNT, gone;
+
+			if (bl->words == NULL)
+				continue;
+			bloom_clear_range(bl, range_start(bl->nblocks, a),
+			    per * (b - a + 1));
+			if (!counted || held == 0)
+				continue;
+			gone = (uint64_t)((double)bl->count * (b - a + 1) /
+			    held);
+			bl->count -= gone < bl->count ? gone : bl->count;
+		}
+		if (counted)
+			filter_counts_changed(f);
+	}
+}
+
+void
+cluster_move_apply(struct core *core)
+{
+	struct cluster	*c = core->cluster;
+	unsigned	 shard, held = 0, freed = 0;
+	char		 err[512];
+
+	if (c == NULL || c->map == NULL || c->applied_gen == c->map_gen)
+		return;
+	c->applied_gen = c->map_gen;
+	shard = shard_of(c);
+	if (c->map->seed != 0)
+		take_seed(core, c->map->seed);
+	/* at the start every range not the shard's is freed (a snapshot
+	 * or the journal may hold slots given away before a kill): their
+	 * keys were never counted in */
+	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+		held += !c->held_valid || c->held[s];
+	for (unsigned s = 0; s < CLUSTER_SLOTS;) {
+		unsigned e = s;
+
+		if (c->map->owner[s] == shard ||
+		    (c->held_valid && !c->held[s])) {
+			s++;
+			continue;
+		}
+		while (e + 1 < CLUSTER_SLOTS && c->map->owner[e + 1] != shard &&
+		    (!c->held_valid || c->held[e + 1]))
+			e++;
+		free_range(core, s, e, held, c->held_valid);
+		freed += e - s + 1;
+		s = e + 1;
+	}
+	if (freed > 0 && c->held_valid)
+		log_info("cluster: the ranges of %u slot(s) given away freed",
+		    freed);
+	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+		c->held[s] = c->map->owner[s] == shard;
+	c->held_valid = 1;
+	if (handoff_drop(c, core->cfg->data_dir, still_mine, NULL, err,
+	    sizeof(err)) == -1)
+		log_warn("cluster: the hand-over's end cannot be saved: %s "
+		    "(the slots are another node's and answered MOVED)", err);
+	cluster_serve_update(c);
+}

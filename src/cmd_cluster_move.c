@@ -1,0 +1,223 @@
+/*
+ * cmd_cluster_move.c - the node's part of a slot's move (cluster_move.h):
+ * CLUSTER SLOTBITS <first> <last>, CLUSTER SLOTMERGE <image> [SAVE] and
+ * CLUSTER HANDOFF START <first> <last> <node-id> | CANCEL <first> <last> |
+ * LIST. seen-cli cluster reshard and fix send them; cmd_cluster.c
+ * dispatches them here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cluster.h"
+#include "cluster_move.h"
+#include "config.h"
+#include "core.h"
+#include "filter.h"
+#include "handler.h"
+#include "log.h"
+#include "proto.h"
+#include "registry.h"
+#include "resp.h"
+#include "saver.h"
+#include "session.h"
+
+/* Two slot arguments, first <= last: 0, or -1 with the error in r. */
+static int
+range_args(const struct op *op, int at, unsigned *first, unsigned *last,
+    struct result *r)
+{
+	long long a, b;
+
+	if (command_arg_ll(op->argv[at], op->argl[at], &a) == -1 ||
+	    command_arg_ll(op->argv[at + 1], op->argl[at + 1], &b) == -1 ||
+	    a < 0 || b < a || b >= CLUSTER_SLOTS) {
+		result_error(r, "ERR", "Invalid slot range: two slots, the "
+		    "first not above the second, in 0..%d", CLUSTER_SLOTS - 1);
+		return -1;
+	}
+	*first = (unsigned)a;
+	*last = (unsigned)b;
+	return 0;
+}
+
+/* CLUSTER SLOTBITS <first> <last>: the image (a bulk string). */
+void
+cmd_cluster_slotbits(struct session *s, struct op *op, struct result *r)
+{
+	unsigned	 first, last;
+	unsigned char	*img;
+	size_t		 len;
+	char		 err[512];
+	struct buf	*b;
+
+	if (op->argc != 4) {
+		result_error(r, "ERR", "wrong number of arguments for "
+		    "'cluster|slotbits' command");
+		return;
+	}
+	if (range_args(op, 2, &first, &last, r) == -1)
+		return;
+	if ((img = cluster_move_export(s->core, first, last, &len, err,
+	    sizeof(err))) == NULL) {
+		result_error(r, "ERR", "%s", err);
+		return;
+	}
+	b = result_reset();
+	if (resp_add_bulk(b, (const char *)img, len) == -1)
+		result_error(r, "ERR", "out of memory");
+	else
+		result_scratch(r, RESULT_ARRAY);
+	free(img);
+}
+
+/* The filters changed by a SLOTMERGE ... SAVE snapshotted; the reply
+ * waits for them (0), or the error is in r (-1). */
+static int
+save_changed(struct session *s, struct filter **changed, size_t n,
+    struct result *r)
+{
+	struct core		*core = s->core;
+	struct save_wait	*w;
+	size_t			 queued = 0;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		result_error(r, "ERR", "merged, but out of memory for the "
+		    "snapshots");
+		return -1;
+	}
+	w->pending = 1;		/* held while the jobs are queued */
+	for (size_t i = 0; i < n; i++) {
+		if (saver_submit(core->saver, changed[i], core->cfg->data_dir,
+		    w) == 0) {
+			queued++;
+			continue;
+		}
+		w->failed = 1;
+		snprintf(w->err, sizeof(w->err), "merged, but the snapshot "
+		    "of %s cannot be queued: out of memory", changed[i]->name);
+	}
+	if (queued == 0) {
+		saver_wait_done(core->saver, w);
+		result_error(r, "ERR", "merged, but no snapshot could be "
+		    "queued: out of memory");
+		return -1;
+	}
+	w->pending--;		/* the jobs hold it now */
+	r->kind = RESULT_WAIT;
+	r->wait = w;
+	return 0;
+}
+
+/* CLUSTER SLOTMERGE <image> [SAVE] */
+void
+cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
+{
+	struct core	*core = s->core;
+	struct filter	**changed;
+	size_t		 n = 0, max = core->reg->nfilters;
+	int		 save = op->argc == 4;
+	char		 err[700];
+
+	if (op->argc != 3 && !(op->argc == 4 &&
+	    proto_token_is(op->argv[3], op->argl[3], "SAVE"))) {
+		result_error(r, "ERR", "syntax error: CLUSTER SLOTMERGE <image> "
+		    "[SAVE]");
+		return;
+	}
+	if ((changed = calloc(max + 1, sizeof(*changed))) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	if (cluster_move_import(core, (const unsigned char *)op->argv[2],
+	    op->argl[2], save, changed, max, &n, err, sizeof(err)) == -1) {
+		result_error(r, "ERR", "%s", err);
+		free(changed);
+		return;
+	}
+	if (!save || n == 0) {
+		result_status(r, "OK");
+		free(changed);
+		return;
+	}
+	/* the stream says keys, not ranges: replicas take the slots from
+	 * a full sync, as after MERGE */
+	core->repl.resync_why = "moved slots arrived (CLUSTER SLOTMERGE)";
+	log_info("client %llu (%s): moved slots merged into %zu filter(s)",
+	    (unsigned long long)s->id, s->peer, n);
+	(void)save_changed(s, changed, n, r);
+	free(changed);
+}
+
+/* CLUSTER HANDOFF LIST: "<first> <last> <node-id>" lines. */
+static void
+handoff_list(const struct cluster *c, struct result *r)
+{
+	char	*text;
+	size_t	 cap = 16 + c->nhandoffs * (CLUSTER_ID_LEN + 16), len = 0;
+
+	if ((text = malloc(cap)) == NULL) {
+		result_error(r, "ERR", "out of memory");
+		return;
+	}
+	text[0] = '\0';
+	for (size_t i = 0; i < c->nhandoffs; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%u %u %s\n",
+		    c->handoffs[i].first, c->handoffs[i].last,
+		    c->handoffs[i].to);
+	result_bulk(r, text, len);
+	free(text);
+}
+
+/* CLUSTER HANDOFF START <first> <last> <node-id> | CANCEL <first> <last> |
+ * LIST */
+void
+cmd_cluster_handoff(struct session *s, struct op *op, struct result *r)
+{
+	struct cluster	*c = s->core->cluster;
+	const char	*dir = s->core->cfg->data_dir;
+	unsigned	 first, last;
+	char		 err[512], id[CLUSTER_ID_LEN + 1];
+	int		 rc;
+
+	if (op->argc == 3 && proto_token_is(op->argv[2], op->argl[2], "LIST")) {
+		handoff_list(c, r);
+		return;
+	}
+	if (op->argc == 6 && proto_token_is(op->argv[2], op->argl[2],
+	    "START")) {
+		if (range_args(op, 3, &first, &last, r) == -1)
+			return;
+		if (!cluster_id_valid(op->argv[5], op->argl[5])) {
+			result_error(r, "ERR", "Invalid node name");
+			return;
+		}
+		memcpy(id, op->argv[5], CLUSTER_ID_LEN);
+		id[CLUSTER_ID_LEN] = '\0';
+		rc = cluster_handoff_start(c, dir, first, last, id, err,
+		    sizeof(err));
+		if (rc == 0)
+			log_info("client %llu (%s): slots %u-%u paused for "
+			    "their hand-over to %s", (unsigned long long)s->id,
+			    s->peer, first, last, id);
+	} else if (op->argc == 5 && proto_token_is(op->argv[2], op->argl[2],
+	    "CANCEL")) {
+		if (range_args(op, 3, &first, &last, r) == -1)
+			return;
+		rc = cluster_handoff_cancel(c, dir, first, last, err,
+		    sizeof(err));
+		if (rc == 0)
+			log_info("client %llu (%s): the hand-over of slots "
+			    "%u-%u cancelled: served here again",
+			    (unsigned long long)s->id, s->peer, first, last);
+	} else {
+		result_error(r, "ERR", "syntax error: CLUSTER HANDOFF START "
+		    "<first> <last> <node-id> | CANCEL <first> <last> | LIST");
+		return;
+	}
+	if (rc == -1)
+		result_error(r, "ERR", "%s", err);
+	else
+		result_status(r, "OK");
+}
