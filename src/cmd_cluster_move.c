@@ -150,24 +150,24 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 	free(changed);
 }
 
-/* CLUSTER HANDOFF LIST: "<first> <last> <node-id>" lines. */
+/* CLUSTER HANDOFF LIST: "<first> <last> <node-id>" lines, one bulk
+ * string (built in the result's scratch buffer: result_bulk keeps a
+ * pointer). */
 static void
 handoff_list(const struct cluster *c, struct result *r)
 {
-	char	*text;
-	size_t	 cap = 16 + c->nhandoffs * (CLUSTER_ID_LEN + 16), len = 0;
+	struct buf *b = result_reset(), text = { 0 };
+	int	    rc = 0;
 
-	if ((text = malloc(cap)) == NULL) {
+	for (size_t i = 0; i < c->nhandoffs && rc == 0; i++)
+		rc = buf_printf(&text, "%u %u %s\n", c->handoffs[i].first,
+		    c->handoffs[i].last, c->handoffs[i].to);
+	if (rc == -1 || resp_add_bulk(b, text.data ? (const char *)text.data :
+	    "", text.len) == -1)
 		result_error(r, "ERR", "out of memory");
-		return;
-	}
-	text[0] = '\0';
-	for (size_t i = 0; i < c->nhandoffs; i++)
-		len += (size_t)snprintf(text + len, cap - len, "%u %u %s\n",
-		    c->handoffs[i].first, c->handoffs[i].last,
-		    c->handoffs[i].to);
-	result_bulk(r, text, len);
-	free(text);
+	else
+		result_scratch(r, RESULT_ARRAY);
+	buf_free(&text);
 }
 
 /* CLUSTER HANDOFF START <first> <last> <node-id> | CANCEL <first> <last> |

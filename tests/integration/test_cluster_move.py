@@ -20,6 +20,7 @@ on the target, and hand it over by a new map. What they must show:
   are not images, slots not owned, and a filter of another seed are
   refused with a clear error and change nothing.
 """
+import logging
 import os
 import random
 import re
@@ -33,9 +34,14 @@ from clustertest import *
 
 redis = system_module("redis")
 from redis.cluster import ClusterNode, RedisCluster  # noqa: E402
+# redis-py logs every MOVED and TRYAGAIN it follows with a traceback
+logging.getLogger("redis").setLevel(logging.CRITICAL)
 
 SCALE = 1 if not WRAPPER else 0.1
 URLS = max(int(20000 * SCALE), 2000)
+# kill -9 runs per side (one under valgrind)
+RUNS = int(os.environ.get("SEEND_MOVE_KILL_RUNS", "10" if not WRAPPER else
+                          "1"))
 FILTERS = """
 [filter.default]
 capacity = 400000
@@ -156,6 +162,243 @@ def rebalance_onto_a_new_node_keeps_every_url_seen(t):
     again = record(rc, keys)
     rc.close()
     t.eq(sum(again), 0, "no URL answered new again")
+
+
+class Writers:
+    """n threads recording fresh URLs through RedisCluster clients of
+    their own until stopped, each URL until it is answered (an error, a
+    TRYAGAIN past redis-py's tries or a node killed, is retried with the
+    same URL): acked holds (URL, first answer) in order."""
+
+    def __init__(self, ns, n=2, prefix="w"):
+        self.ns = ns
+        self.prefix = prefix
+        self.acked = []
+        self.errors = 0
+        self.failed = None
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(i,),
+                                         daemon=True) for i in range(n)]
+        for th in self.threads:
+            th.start()
+
+    def run(self, i):
+        rc, k = None, 0
+        try:
+            while not self.stopping.is_set():
+                key = "https://%s%d.example/p/%d" % (self.prefix, i, k)
+                try:
+                    if rc is None:
+                        rc = RedisCluster(
+                            startup_nodes=[ClusterNode("127.0.0.1", s.port)
+                                           for s in self.ns],
+                            socket_timeout=5 * SLOW)
+                    got = rc.setnx(key, "1")
+                except (redis.exceptions.RedisError, OSError):
+                    with self.lock:
+                        self.errors += 1
+                    if rc is not None:
+                        try:
+                            rc.close()
+                        except Exception:
+                            pass
+                    rc = None
+                    time.sleep(0.05)
+                    continue
+                with self.lock:
+                    self.acked.append((key, got))
+                k += 1
+        except Exception as e:     # reported by stop()
+            self.failed = e
+
+    def count(self):
+        with self.lock:
+            return len(self.acked)
+
+    def stop(self, t):
+        self.stopping.set()
+        for th in self.threads:
+            th.join(timeout=120 * SLOW)
+        t.ok(self.failed is None, "the writers ran: %r" % (self.failed,))
+        diag("%d URLs recorded by the writers, %d errors retried" %
+             (len(self.acked), self.errors))
+        return [k for k, _ in self.acked]
+
+
+def fp_allowed(n):
+    """False positives allowed among n fresh URLs at error_rate 0.001."""
+    return poisson_bounds(n * 0.001)[1]
+
+
+def first_answers_new(t, w):
+    """The writers' URLs were first answered new (but for false
+    positives: a Bloom filter's first pass promises no more)."""
+    seen_first = sum(1 for _, got in w.acked if not got)
+    t.ok(seen_first <= fp_allowed(len(w.acked)),
+         "%d of %d fresh URLs first answered seen (allowed %d)" %
+         (seen_first, len(w.acked), fp_allowed(len(w.acked))))
+
+
+@test
+def writers_throughout_a_rebalance_and_a_removal_lose_nothing(t):
+    ns = nodes(t, 4)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns[:3]], "--yes")
+    ok_cli(t, "cluster", "add-node", addr(ns[3]), addr(ns[0]))
+    before = urls("before", URLS)
+    rc = client(ns[:3])
+    record(rc, before)
+    rc.close()
+    w = Writers(ns[:3])
+    wait_until(lambda: w.count() >= 200, timeout=30)
+    out = ok_cli(t, "cluster", "rebalance", addr(ns[0]),
+                 "--use-empty-masters", "--yes")
+    t.contains(out, "slot(s) moved")
+    # and the new node removed again: its slots resharded away, one
+    # old node each, then del-node
+    n3 = myid(ns[3])
+    left = slots_of(ns[3])
+    for i, s in enumerate(ns[:3]):
+        n = left // 3 + (1 if i < left % 3 else 0)
+        ok_cli(t, "cluster", "reshard", addr(ns[0]), "--from", n3, "--to",
+               myid(s), "--slots", str(n), "--yes")
+    t.eq(slots_of(ns[3]), 0, "the fourth node gave all its slots away")
+    c = w.count()
+    wait_until(lambda: w.count() >= c + 200, timeout=30)
+    during = w.stop(t)
+    ok_cli(t, "cluster", "del-node", addr(ns[0]), n3)
+    first_answers_new(t, w)
+    t.ok(len(during) >= 400, "the writers kept recording: %d URLs" %
+         len(during))
+    seen_all(t, ns[:3], before + during, "after the moves")
+    rc = client(ns[:3])
+    again = record(rc, before + during)
+    rc.close()
+    t.eq(sum(again), 0, "no URL answered new again")
+    ok_cli(t, "cluster", "check", addr(ns[1]))
+
+
+def kill_during_a_move(t, victim_is_source, run):
+    """One run: two primaries, URLs recorded, a reshard of most of the
+    source's slots to the target killed (-9) on one side at a random
+    moment, the node restarted, fix, then every URL acknowledged before
+    or during it answered seen, and every slot with one node."""
+    ns = nodes(t, 2, name="k%d-" % run)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
+    src, dst = ns
+    before = urls("k%d" % run, URLS // 4)
+    rc = client(ns)
+    record(rc, before)
+    rc.close()
+    w = Writers(ns, prefix="k%dw" % run)
+    wait_until(lambda: w.count() >= 50, timeout=30)
+    p = subprocess.Popen([SEEN_CLI, "cluster", "reshard", addr(src),
+                          "--from", myid(src), "--to", myid(dst),
+                          "--slots", "4000", "--yes"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, text=True)
+    # the kill comes a random moment after a random group's start: any
+    # step of a hand-over (4000 slots go in 8 groups of 512 or fewer)
+    victim = src if victim_is_source else dst
+    group, lines = random.randint(1, 8), []
+    for line in p.stdout:
+        lines.append(line)
+        if line.startswith("Moving slots") and group == 1:
+            break
+        group -= line.startswith("Moving slots")
+    time.sleep(random.uniform(0, 0.05) * SLOW)
+    victim.kill9()
+    out = "".join(lines) + p.communicate(timeout=300 * SLOW)[0]
+    victim.start()
+    fixed = None
+    for _ in range(10):
+        rc_, fixed, err = cli(t, "cluster", "fix", addr(dst), "--yes")
+        if rc_ == 0:
+            break
+        time.sleep(0.5 * SLOW)
+    t.eq(rc_, 0, "fix exits 0 after the kill; reshard said:\n%s\nfix:\n%s"
+         % (out, fixed))
+    c = w.count()
+    wait_until(lambda: w.count() >= c + 50, timeout=60)
+    during = w.stop(t)
+    first_answers_new(t, w)
+    ok_cli(t, "cluster", "check", addr(src))
+    moved = slots_of(dst) - 8192
+    diag("run %d: %s killed, %d slots had moved, %d paused groups rolled "
+         "back" % (run, victim.name, moved, fixed.count("rolling back")))
+    seen_all(t, ns, before + during, "run %d (%s killed, %d slots had "
+             "moved)" % (run, victim.name, moved))
+    for s in ns:
+        s.stop()
+
+
+@test
+def kill_9_of_the_source_during_a_move_loses_nothing(t):
+    for run in range(RUNS):
+        kill_during_a_move(t, True, run)
+
+
+@test
+def kill_9_of_the_target_during_a_move_loses_nothing(t):
+    for run in range(RUNS):
+        kill_during_a_move(t, False, run)
+
+
+@test
+def bad_moves_are_refused_and_change_nothing(t):
+    ns = nodes(t, 2)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
+    a, b = ns
+    rc, out, err = cli(t, "cluster", "reshard", addr(a), "--from", myid(a),
+                       "--to", "f" * 40, "--slots", "10", "--yes")
+    t.eq(rc, 1, "a move to an unknown node exits 1")
+    t.contains(out, "is not known or not a master")
+    rc, out, err = cli(t, "cluster", "reshard", addr(a), "--from", myid(a),
+                       "--to", myid(b), "--slots", "9000", "--yes")
+    t.eq(rc, 1, "more slots than the source owns: exits 1")
+    t.contains(out, "own only 8192 slots, 9000 asked")
+    # the node commands themselves
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", "not an image"),
+         Err("ERR not an image of slots (CLUSTER SLOTBITS makes them)"))
+    img = ask(a, "CLUSTER", "SLOTBITS", "0", "3")
+    t.ok(isinstance(img, bytes) and img.startswith(b"SEENDSB1"),
+         "SLOTBITS gives an image")
+    bad = img[:-9] + bytes([img[-9] ^ 1]) + img[-8:]
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", bad),
+         Err("ERR the image's checksum does not match"))
+    t.eq(ask(a, "CLUSTER", "SLOTBITS", "5", "3"),
+         Err("ERR Invalid slot range: two slots, the first not above the "
+             "second, in 0..16383"))
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "START", "9000", "9001", myid(b)),
+         Err("ERR slot 9000 is not this node's"))
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "START", "0", "1", myid(a)),
+         Err("ERR node %s is not another primary of the map held" % myid(a)))
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "LIST"), b"")
+    # a pause answers TRYAGAIN for its slots alone, and survives a
+    # restart until it is cancelled
+    key = next(k for k in urls("pause", 200000) if keyslot(k) <= 1)
+    other = next(k for k in urls("pause", 1000) if 2 <= keyslot(k) < 8192)
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "START", "0", "1", myid(b)), "OK")
+    t.eq(ask(a, "SETNX", key, "1"),
+         Err("TRYAGAIN Hash slot %d is being handed over to another node, "
+             "try again" % keyslot(key)))
+    t.eq(ask(a, "SETNX", other, "1"), 1)
+    a.kill9()
+    a.start()
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "LIST"), ("0 1 %s\n" %
+                                                myid(b)).encode())
+    t.eq(ask(a, "EXISTS", key), Err("TRYAGAIN Hash slot %d is being handed "
+                                    "over to another node, try again" %
+                                    keyslot(key)))
+    rc, out, err = cli(t, "cluster", "check", addr(a))
+    t.eq(rc, 1, "check exits 1 while slots are paused")
+    t.contains(out, "has slots 0-1 paused for their hand-over to %s" %
+               myid(b))
+    rc, out, err = cli(t, "cluster", "fix", addr(a), "--yes")
+    t.eq(rc, 0, "fix rolls the pause back: %s" % out)
+    t.contains(out, "rolling back")
+    t.eq(ask(a, "SETNX", key, "1"), 1)
+    ok_cli(t, "cluster", "check", addr(b))
 
 
 if __name__ == "__main__":

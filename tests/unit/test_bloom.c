@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bloom.h"
 #include "tap.h"
@@ -559,6 +561,298 @@ test_tiny(void)
 	bloom_free(&b);
 }
 
+/* ---- a slot's range moved (bloom_or_range, bloom_clear_range) ---- */
+
+/* n blocks of random words at p (any alignment), one word in four zero. */
+static void
+fill_blocks(unsigned char *p, uint64_t n, uint64_t s)
+{
+	for (uint64_t i = 0; i < n * BLOOM_BLOCK_WORDS; i++) {
+		uint64_t v = splitmix64(&s);
+
+		v = (v & 3) == 0 ? 0 : v & splitmix64(&s);
+		memcpy(p + i * 8, &v, 8);
+	}
+}
+
+static uint64_t
+popcount_words(const uint64_t *w, uint64_t nwords)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; i < nwords; i++)
+		n += (uint64_t)__builtin_popcountll(w[i]);
+	return n;
+}
+
+/* Pages of [p, p + len) resident (p page aligned), -1: mincore failed. */
+static long
+resident_pages(const void *p, size_t len)
+{
+	size_t		 page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t		 n = (len + page - 1) / page;
+	unsigned char	*vec = malloc(n);
+	long		 r = 0;
+
+	if (vec == NULL || mincore((void *)(uintptr_t)p, len, vec) == -1) {
+		free(vec);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		r += vec[i] & 1;
+	free(vec);
+	return r;
+}
+
+/* A filter of nb blocks with 3000 keys in it (bits_set kept by bloom_add). */
+static int
+init_keys(struct bloom *b, uint64_t nb)
+{
+	uint64_t s = 11;
+
+	if (bloom_init(b, nb, 8, SEED_A) != 0)
+		return -1;
+	for (int t = 0; t < 3000; t++)
+		(void)bloom_add(b, splitmix64(&s));
+	return 0;
+}
+
+/*
+ * bloom_or_range: into an empty filter the range becomes src's blocks;
+ * into a partly set one each word of the range is OR-ed, and bits_set
+ * grows by the bits new only (== popcount); again, or from a src that is
+ * not 8-byte aligned, the same; a src of zero words changes nothing and
+ * faults in no page; the blocks outside the range are never touched.
+ */
+static void
+test_or_range(void)
+{
+	enum { NB = 256, FIRST = 17, N = 40 };
+	struct bloom	 b, c;
+	unsigned char	*src = malloc(N * BLOOM_BLOCK_BYTES);
+	unsigned char	*raw = malloc(N * BLOOM_BLOCK_BYTES + 8);
+	unsigned char	*zero = calloc(N, BLOOM_BLOCK_BYTES);
+	uint64_t	*before = malloc(NB * BLOOM_BLOCK_BYTES);
+	uint64_t	*sw = malloc(N * BLOOM_BLOCK_BYTES);	/* src's words */
+	uint64_t	 overlap = 0, bits0, srcbits;
+	int		 good = 1, outside = 1;
+
+	if (src == NULL || raw == NULL || zero == NULL || before == NULL ||
+	    sw == NULL) {
+		ok(0, "malloc");
+		goto out;
+	}
+	fill_blocks(src, N, 1);
+	memcpy(sw, src, N * BLOOM_BLOCK_BYTES);
+	srcbits = popcount_words(sw, N * BLOOM_BLOCK_WORDS);
+
+	/* an empty filter */
+	if (bloom_init(&b, NB, 8, SEED_A) != 0) {
+		ok(0, "bloom_init(%d, 8)", NB);
+		goto out;
+	}
+	bloom_or_range(&b, FIRST, src, N);
+	ok(memcmp(b.words + FIRST * BLOOM_BLOCK_WORDS, src,
+	    N * BLOOM_BLOCK_BYTES) == 0 &&
+	    popcount_words(b.words, FIRST * BLOOM_BLOCK_WORDS) == 0 &&
+	    popcount_words(b.words + (FIRST + N) * BLOOM_BLOCK_WORDS,
+	    (NB - FIRST - N) * BLOOM_BLOCK_WORDS) == 0,
+	    "or_range into an empty filter: blocks %d..%d are src's, the "
+	    "rest stays 0", FIRST, FIRST + N - 1);
+	ok(b.bits_set == srcbits && bloom_popcount(&b) == srcbits,
+	    "or_range into an empty filter: bits_set %llu == popcount == "
+	    "src's %llu bits", (unsigned long long)b.bits_set,
+	    (unsigned long long)srcbits);
+	bloom_free(&b);
+
+	/* a partly set filter */
+	if (init_keys(&b, NB) != 0) {
+		ok(0, "bloom_init(%d, 8)", NB);
+		goto out;
+	}
+	memcpy(before, b.words, NB * BLOOM_BLOCK_BYTES);
+	bits0 = b.bits_set;
+	for (uint64_t i = 0; i < N * BLOOM_BLOCK_WORDS; i++)
+		overlap += (uint64_t)__builtin_popcountll(
+		    before[FIRST * BLOOM_BLOCK_WORDS + i] & sw[i]);
+	bloom_or_range(&b, FIRST, src, N);
+	for (uint64_t i = 0; i < NB * BLOOM_BLOCK_WORDS; i++) {
+		int in = i >= FIRST * BLOOM_BLOCK_WORDS &&
+		    i < (FIRST + N) * BLOOM_BLOCK_WORDS;
+		uint64_t want = in ? before[i] |
+		    sw[i - FIRST * BLOOM_BLOCK_WORDS] : before[i];
+
+		good &= b.words[i] == want;
+		outside &= in || b.words[i] == before[i];
+	}
+	ok(good && outside, "or_range into a partly set filter: each word "
+	    "of the range OR-ed with src's, the words outside untouched");
+	ok(overlap > 0 && b.bits_set == bloom_popcount(&b) &&
+	    b.bits_set == bits0 + srcbits - overlap,
+	    "or_range into a partly set filter: bits_set %llu == popcount, "
+	    "only the bits new counted (%llu before, %llu in src, %llu of "
+	    "them set already)", (unsigned long long)b.bits_set,
+	    (unsigned long long)bits0, (unsigned long long)srcbits,
+	    (unsigned long long)overlap);
+	memcpy(before, b.words, NB * BLOOM_BLOCK_BYTES);
+	bits0 = b.bits_set;
+	bloom_or_range(&b, FIRST, src, N);
+	ok(memcmp(before, b.words, NB * BLOOM_BLOCK_BYTES) == 0 &&
+	    b.bits_set == bits0,
+	    "or_range of the same range again changes nothing (bits_set "
+	    "%llu)", (unsigned long long)b.bits_set);
+	bloom_or_range(&b, 0, zero, N);
+	bloom_or_range(&b, NB - N, zero, N);
+	ok(memcmp(before, b.words, NB * BLOOM_BLOCK_BYTES) == 0 &&
+	    b.bits_set == bits0,
+	    "or_range of zero words into a partly set filter changes nothing");
+
+	/* the same from a src at an odd address */
+	for (size_t off = 1; off < 8; off += 2) {
+		if (init_keys(&c, NB) != 0) {
+			ok(0, "bloom_init(%d, 8)", NB);
+			break;
+		}
+		memcpy(raw + off, src, N * BLOOM_BLOCK_BYTES);
+		bloom_or_range(&c, FIRST, raw + off, N);
+		ok(memcmp(c.words, before, NB * BLOOM_BLOCK_BYTES) == 0 &&
+		    c.bits_set == bits0 && bloom_popcount(&c) == bits0,
+		    "or_range from a src %zu bytes off 8-byte alignment: the "
+		    "same words and bits_set", off);
+		bloom_free(&c);
+	}
+	bloom_free(&b);
+
+	/* zero words into a filter never touched: no page faulted in */
+	{
+		uint64_t	 bpp = (uint64_t)sysconf(_SC_PAGESIZE) /
+			    BLOOM_BLOCK_BYTES;
+		unsigned char	*z = calloc(4 * bpp, BLOOM_BLOCK_BYTES);
+		long		 r0, r1;
+
+		if (z == NULL || bloom_init(&b, 16 * bpp, 8, SEED_A) != 0) {
+			ok(0, "bloom_init(%llu, 8)",
+			    (unsigned long long)(16 * bpp));
+			free(z);
+			goto out;
+		}
+		r0 = resident_pages(b.words, b.map_bytes);
+		bloom_or_range(&b, 4 * bpp, z, 4 * bpp);
+		r1 = resident_pages(b.words, b.map_bytes);
+		if (r0 != 0)
+			ok(1, "# SKIP mincore: %ld pages of a new filter "
+			    "resident (not a plain anonymous mapping here)",
+			    r0);
+		else
+			ok(r1 == 0, "or_range of 4 pages of zero words "
+			    "faults in no page (%ld resident)", r1);
+		ok(b.bits_set == 0 && bloom_popcount(&b) == 0,
+		    "or_range of zero words into an empty filter: still "
+		    "empty, bits_set 0");
+		bloom_free(&b);
+		free(z);
+	}
+out:
+	free(src);
+	free(raw);
+	free(zero);
+	free(before);
+	free(sw);
+}
+
+/*
+ * bloom_clear_range over a filter whose every word holds bits: a range
+ * of several pages that starts and ends inside a page (whole pages given
+ * back, the edges zeroed), whole pages only, one smaller than a page, and
+ * one smaller than a page across a page's end, the last block. Each time
+ * the range reads 0, every word outside it is as it was, and bits_set ==
+ * popcount; the pages given back take bits again.
+ */
+static void
+test_clear_range(void)
+{
+	uint64_t	 page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t	 bpp = page / BLOOM_BLOCK_BYTES, nb = 16 * bpp, s = 3;
+	struct bloom	 b;
+	uint64_t	*want;
+	const struct {
+		uint64_t	 first, n;
+		const char	*what;
+	} cases[] = {
+		{ bpp + bpp / 2 + 3, 5 * bpp, "5 pages from inside page 1 "
+		  "to inside page 6" },
+		{ 8 * bpp, 2 * bpp, "pages 8 and 9, whole" },
+		{ 10 * bpp + 5, 7, "7 blocks inside page 10" },
+		{ 13 * bpp - 3, 6, "6 blocks across the end of page 12" },
+		{ 16 * bpp - 1, 1, "the last block" },
+	};
+
+	if (bloom_init(&b, nb, 8, SEED_A) != 0) {
+		ok(0, "bloom_init(%llu, 8)", (unsigned long long)nb);
+		return;
+	}
+	if ((want = malloc(nb * BLOOM_BLOCK_BYTES)) == NULL) {
+		ok(0, "malloc");
+		bloom_free(&b);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t first = cases[i].first, n = cases[i].n;
+
+		/* every word of the filter holds bits, each case anew */
+		for (uint64_t j = 0; j < nb * BLOOM_BLOCK_WORDS; j++)
+			b.words[j] = splitmix64(&s) | 1;
+		b.bits_set = bloom_popcount(&b);
+		memcpy(want, b.words, nb * BLOOM_BLOCK_BYTES);
+		memset(want + first * BLOOM_BLOCK_WORDS, 0,
+		    n * BLOOM_BLOCK_BYTES);
+		bloom_clear_range(&b, first, n);
+		ok(popcount_words(b.words + first * BLOOM_BLOCK_WORDS,
+		    n * BLOOM_BLOCK_WORDS) == 0 && b.words[first *
+		    BLOOM_BLOCK_WORDS] == 0 && b.words[(first + n) *
+		    BLOOM_BLOCK_WORDS - 1] == 0,
+		    "clear_range %s (blocks %llu..%llu): every word 0, the "
+		    "edges too", cases[i].what, (unsigned long long)first,
+		    (unsigned long long)(first + n - 1));
+		ok(memcmp(b.words, want, nb * BLOOM_BLOCK_BYTES) == 0,
+		    "clear_range %s: the words around it untouched",
+		    cases[i].what);
+		ok(b.bits_set == bloom_popcount(&b),
+		    "clear_range %s: bits_set %llu == popcount",
+		    cases[i].what, (unsigned long long)b.bits_set);
+	}
+	/* the first case's range cleared again (pages 2..5 given back to
+	 * the kernel): bits OR-ed into them read back */
+	bloom_clear_range(&b, bpp + bpp / 2 + 3, 5 * bpp);
+	memset(want + (bpp + bpp / 2 + 3) * BLOOM_BLOCK_WORDS, 0,
+	    5 * bpp * BLOOM_BLOCK_BYTES);
+	{
+		unsigned char	*src = malloc(3 * bpp * BLOOM_BLOCK_BYTES);
+		uint64_t	 before = b.bits_set;
+
+		if (src == NULL) {
+			ok(0, "malloc");
+		} else {
+			fill_blocks(src, 3 * bpp, 5);
+			bloom_or_range(&b, 2 * bpp, src, 3 * bpp);
+			memcpy(want + 2 * bpp * BLOOM_BLOCK_WORDS, src,
+			    3 * bpp * BLOOM_BLOCK_BYTES);
+			ok(memcmp(b.words, want, nb * BLOOM_BLOCK_BYTES) == 0 &&
+			    b.bits_set == bloom_popcount(&b) &&
+			    b.bits_set > before,
+			    "the pages cleared take bits again (or_range): "
+			    "bits_set %llu == popcount",
+			    (unsigned long long)b.bits_set);
+		}
+		free(src);
+	}
+	bloom_clear_range(&b, 0, nb);
+	ok(b.bits_set == 0 && bloom_popcount(&b) == 0,
+	    "clear_range of the whole filter: empty, bits_set 0");
+	free(want);
+	bloom_free(&b);
+}
+
 #ifdef BLOOM_AVX2
 /*
  * Every k, where the CPU has AVX2: the batches' AVX2 block operations set
@@ -648,6 +942,8 @@ main(void)
 	test_add_semantics();
 	test_seeds();
 	test_tiny();
+	test_or_range();
+	test_clear_range();
 	test_measured(0.01);
 	test_measured(0.001);
 	return done_testing();

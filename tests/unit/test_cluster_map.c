@@ -4,7 +4,9 @@
  * the canonical form of lines out of order, ranges split and "\r\n"
  * ends; every refusal naming its line; the order of two maps (epoch,
  * then text, the same both ways round); find, slots_of, unowned slots;
- * the file kept in data_dir, missing (0) and damaged (-1).
+ * the seed line (parsed, formatted after the epoch, absent: 0, refused,
+ * part of the order); the file kept in data_dir, missing (0) and
+ * damaged (-1).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,9 @@ static const char unordered[] =
 	"slots " P2 " 10001-10922\n"
 	"node " R2 " host.example 7005 0 " P2 "\n"
 	"node " P1 " 10.0.0.1 7001 0 -\n";
+
+/* a seed with a leading zero and every hex letter */
+#define SEED	"0123456789abcdef"
 
 #define NUL_TEXT	HEAD "node " P1 " h\0 1 0 -\n"
 #define ONE	HEAD "node " P1 " h 1 0 -\n"
@@ -137,12 +142,41 @@ static const struct {
 	{ HEAD "\n", 0, "line 3: an empty line" },
 	{ HEAD "\r\n", 0, "line 3: an empty line" },
 	{ HEAD "nodes " P1 " h 1 0 -\n", 0,
-	  "line 3: not an epoch, node or slots line" },
+	  "line 3: not an epoch, seed, node or slots line" },
 	{ HEAD "node " P1 " h 1 0 -", 0, "line 3: no newline at the end" },
 	{ HEAD "node " P1 " h 1 0 -\r", 0, "line 3: no newline at the end" },
 	{ HEAD "node " P1 " h 1 0 -\r\r\n", 0,
 	  "line 3: a control character (0x0d)" },
 	{ NUL_TEXT, sizeof(NUL_TEXT) - 1, "line 3: a NUL byte" },
+	{ HEAD "seed " SEED "\nseed " SEED "\n", 0,
+	  "line 4: seed given twice (also on line 3)" },
+	{ HEAD "seed " SEED "\nnode " P1 " h 1 0 -\nseed 1111111111111111\n",
+	  0, "line 5: seed given twice (also on line 3)" },
+	{ HEAD "seed 0123456789abcde\n", 0,
+	  "line 3: seed must be 16 lower-case hex digits" },
+	{ HEAD "seed 0123456789abcdef0\n", 0,
+	  "line 3: seed must be 16 lower-case hex digits" },
+	{ ONE "seed 0123456789ABCDEF\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed 0123456789abcdeF\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed 0123456789abcdeg\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed 0x23456789abcdef\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed -123456789abcdef\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed\n", 0, "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed \n", 0, "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed  " SEED "\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed " SEED " \n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed " SEED " 1\n", 0,
+	  "line 4: seed must be 16 lower-case hex digits" },
+	{ ONE "seed 0000000000000000\n", 0, "line 4: seed must not be zero" },
+	{ HEAD "seed 0000000000000000\nnode " P1 " h 1 0 -\n", 0,
+	  "line 3: seed must not be zero" },
 };
 
 static int
@@ -357,6 +391,144 @@ test_compare(void)
 	cluster_map_free(&c);
 }
 
+/*
+ * The seed line: parsed into m.seed (all 64 bits), formatted right after
+ * the epoch line as 16 lower-case digits whatever line it was on, absent
+ * 0 and no line; a copy, a save and a load keep it; two maps that differ
+ * only in it are different maps, ordered the same both ways round.
+ */
+static void
+test_seed(void)
+{
+	static const char seeded[] =
+	    HEAD "seed " SEED "\n"
+	    "node " P1 " h 1 0 -\n"
+	    "node " R1 " h 2 0 " P1 "\n"
+	    "slots " P1 " 0-16383\n";
+	/* the same map, the seed line last and "\r\n" ends */
+	static const char seed_last[] =
+	    CLUSTER_MAP_MAGIC "\r\n"
+	    "node " R1 " h 2 0 " P1 "\r\n"
+	    "epoch 7\r\n"
+	    "slots " P1 " 0-16383\r\n"
+	    "node " P1 " h 1 0 -\r\n"
+	    "seed " SEED "\r\n";
+	static const char seed_first[] =
+	    CLUSTER_MAP_MAGIC "\n"
+	    "seed " SEED "\n"
+	    "slots " P1 " 0-16383\n"
+	    "node " R1 " h 2 0 " P1 "\n"
+	    "node " P1 " h 1 0 -\n"
+	    "epoch 7\n";
+	static const char unseeded[] =
+	    HEAD
+	    "node " P1 " h 1 0 -\n"
+	    "node " R1 " h 2 0 " P1 "\n"
+	    "slots " P1 " 0-16383\n";
+	struct cluster_map	 m, m2, m3;
+	char			 err[1024], *t;
+	char			 dir[] = "/tmp/seend-cluster-seed-XXXXXX";
+	int			 r;
+
+	r = parse(seeded, &m, err, sizeof(err));
+	ok(r == 0 && m.seed == 0x0123456789abcdefULL && m.epoch == 7 &&
+	    m.nnodes == 2, "seed " SEED " parses into m.seed%s%s",
+	    r ? ": " : "", r ? err : "");
+	if (r != 0)
+		return;
+	t = cluster_map_format(&m, NULL);
+	ok(t != NULL && strcmp(t, seeded) == 0,
+	    "formats back byte for byte: \"seed %%016llx\" after the epoch");
+	if (t != NULL && strcmp(t, seeded) != 0)
+		diag("got:\n%s", t);
+	free(t);
+
+	r = parse(seed_last, &m2, err, sizeof(err));
+	t = r == 0 ? cluster_map_format(&m2, NULL) : NULL;
+	ok(t != NULL && m2.seed == m.seed && strcmp(t, seeded) == 0,
+	    "the seed line last, \"\\r\\n\" ends: the same seed, formatted "
+	    "after the epoch%s%s", r ? ": " : "", r ? err : "");
+	free(t);
+	ok(r == 0 && cluster_map_compare(&m, &m2) == 0 &&
+	    cluster_map_compare(&m2, &m) == 0, "... and the same map");
+	if (r == 0)
+		cluster_map_free(&m2);
+	r = parse(seed_first, &m2, err, sizeof(err));
+	t = r == 0 ? cluster_map_format(&m2, NULL) : NULL;
+	ok(t != NULL && m2.seed == m.seed && strcmp(t, seeded) == 0,
+	    "the seed line before the epoch's: formatted after it%s%s",
+	    r ? ": " : "", r ? err : "");
+	free(t);
+	if (r == 0)
+		cluster_map_free(&m2);
+
+	/* all 64 bits, and the zeros in front kept */
+	r = parse(HEAD "seed ffffffffffffffff\nnode " P1 " h 1 0 -\n", &m2,
+	    err, sizeof(err));
+	t = r == 0 ? cluster_map_format(&m2, NULL) : NULL;
+	ok(t != NULL && m2.seed == UINT64_MAX && strcmp(t, HEAD
+	    "seed ffffffffffffffff\nnode " P1 " h 1 0 -\n") == 0,
+	    "seed ffffffffffffffff: every bit, and back");
+	free(t);
+	if (r == 0)
+		cluster_map_free(&m2);
+	r = parse(HEAD "seed 0000000000000001\nnode " P1 " h 1 0 -\n", &m2,
+	    err, sizeof(err));
+	t = r == 0 ? cluster_map_format(&m2, NULL) : NULL;
+	ok(t != NULL && m2.seed == 1 && strcmp(t, HEAD
+	    "seed 0000000000000001\nnode " P1 " h 1 0 -\n") == 0,
+	    "seed 0000000000000001: 1, formatted with its 15 zeros");
+	free(t);
+	if (r == 0)
+		cluster_map_free(&m2);
+
+	/* none */
+	r = parse(unseeded, &m2, err, sizeof(err));
+	t = r == 0 ? cluster_map_format(&m2, NULL) : NULL;
+	ok(t != NULL && m2.seed == 0 && strcmp(t, unseeded) == 0 &&
+	    strstr(t, "seed") == NULL, "no seed line: seed 0, and none "
+	    "formatted");
+	free(t);
+
+	/* differing only in the seed */
+	ok(r == 0 && cluster_map_compare(&m, &m2) != 0 &&
+	    cluster_map_compare(&m, &m2) == -cluster_map_compare(&m2, &m),
+	    "a map with a seed and the same without: different maps, the "
+	    "same order both ways round");
+	if (r == 0)
+		cluster_map_free(&m2);
+	r = parse(HEAD "seed 0123456789abcdee\n"
+	    "node " P1 " h 1 0 -\n"
+	    "node " R1 " h 2 0 " P1 "\n"
+	    "slots " P1 " 0-16383\n", &m2, err, sizeof(err));
+	ok(r == 0 && cluster_map_compare(&m, &m2) > 0 &&
+	    cluster_map_compare(&m2, &m) < 0,
+	    "two seeds, the rest the same: different maps, the greater "
+	    "seed's text wins both ways round");
+	if (r == 0)
+		cluster_map_free(&m2);
+
+	/* kept by a copy, a save and a load */
+	ok(cluster_map_copy(&m2, &m) == 0 && m2.seed == m.seed &&
+	    cluster_map_compare(&m2, &m) == 0, "a copy keeps the seed");
+	cluster_map_free(&m2);
+	if (mkdtemp(dir) == NULL) {
+		ok(0, "mkdtemp");
+	} else {
+		r = cluster_map_save(dir, &m, err, sizeof(err)) == 0 ?
+		    cluster_map_load(dir, &m3, err, sizeof(err)) : -1;
+		ok(r == 1 && m3.seed == m.seed &&
+		    cluster_map_compare(&m3, &m) == 0,
+		    "saved and loaded: the same seed (%d)", r);
+		if (r == 1)
+			cluster_map_free(&m3);
+		snprintf(err, sizeof(err), "%s/%s", dir, CLUSTER_MAP_FILE);
+		unlink(err);
+		rmdir(dir);
+	}
+	cluster_map_free(&m);
+}
+
 static void
 test_file(void)
 {
@@ -418,6 +590,7 @@ main(void)
 	test_errors();
 	test_limits();
 	test_compare();
+	test_seed();
 	test_file();
 	return done_testing();
 }
