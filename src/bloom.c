@@ -332,3 +332,21 @@ bloom_clear_range(struct bloom *b, uint64_t first, uint64_t n)
 			__atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
 	b->bits_set -= gone < b->bits_set ? gone : b->bits_set;
 }
+
+uint64_t
+bloom_range_keys(const struct bloom *b, uint64_t first, uint64_t n)
+{
+	const uint64_t	*w = b->words + first * BLOOM_BLOCK_WORDS;
+	uint64_t	 words = n * BLOOM_BLOCK_WORDS, set = 0;
+	double		 m = (double)n * BLOOM_BLOCK_BITS, keys;
+
+	for (uint64_t i = 0; i < words; i++)
+		set += (uint64_t)__builtin_popcountll(
+		    __atomic_load_n(&w[i], __ATOMIC_RELAXED));
+	if (set == 0 || b->hashes == 0)
+		return 0;
+	if ((double)set >= m)
+		return (uint64_t)(m / b->hashes);
+	keys = -(m / b->hashes) * log1p(-(double)set / m);
+	return (uint64_t)(keys + 0.5);
+}

@@ -102,6 +102,10 @@ uint64_t bloom_popcount(const struct bloom *);
 void	bloom_or_range(struct bloom *, uint64_t first, const void *src,
 	    uint64_t n);
 void	bloom_clear_range(struct bloom *, uint64_t first, uint64_t n);
+/* The keys blocks [first, first + n) hold, estimated from their bits set
+ * (-(m / k) ln(1 - X / m), m the range's bits, X those set): what a
+ * moved slot's range adds to or takes from a slice's count. */
+uint64_t bloom_range_keys(const struct bloom *, uint64_t first, uint64_t n);
 
 static inline size_t
 bloom_bytes(const struct bloom *b)

@@ -2,9 +2,11 @@
  * cluster_move.c - a slot's bits out of one node and into another, and
  * the pause that hands it over; see cluster_move.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bloom.h"
 #include "cluster.h"
@@ -43,15 +45,24 @@ cluster_serve_update(struct cluster *c)
 				c->serve[s] = CLUSTER_PAUSED;
 }
 
-/* The pauses into dir, whole or not at all (an empty list: no file). */
+/* The pauses into dir, whole or not at all; none: no file. */
 static int
 handoff_save(const struct cluster *c, const char *dir, char *err,
     size_t errlen)
 {
-	char	*text;
+	char	*text, path[4096];
 	size_t	 cap = 64 + c->nhandoffs * (CLUSTER_ID_LEN + 16), len;
 	int	 rc;
 
+	if (c->nhandoffs == 0) {
+		snprintf(path, sizeof(path), "%s/%s", dir, CLUSTER_HANDOFF_FILE);
+		if ((unlink(path) == -1 && errno != ENOENT) ||
+		    fileio_sync_dir(dir) == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
 	if ((text = malloc(cap)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -67,21 +78,38 @@ handoff_save(const struct cluster *c, const char *dir, char *err,
 	return rc;
 }
 
-/* One line "<first> <last> <node-id>" of the file into h. */
+/* A slot number of the file: 1-5 digits, no sign or leading zero,
+ * below CLUSTER_SLOTS; *p moves past it. -1 when it is not one. */
+static long
+slot_field(const char **p)
+{
+	const char	*s = *p;
+	long		 v = 0;
+	int		 n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9' && n < 6)
+		v = v * 10 + (s[n++] - '0');
+	if (n == 0 || n > 5 || (n > 1 && s[0] == '0') || v >= CLUSTER_SLOTS)
+		return -1;
+	*p = s + n;
+	return v;
+}
+
+/* One line "<first> <last> <node-id>" of the file into h: single spaces,
+ * nothing else (the file is seend's own: anything else is damage). */
 static int
 handoff_parse_line(const char *line, struct cluster_handoff *h)
 {
-	unsigned	 a, b;
-	char		 id[CLUSTER_ID_LEN + 2];
-	int		 used = 0;
+	const char	*p = line;
+	long		 a, b;
 
-	if (sscanf(line, "%5u %5u %41s%n", &a, &b, id, &used) != 3 ||
-	    line[used] != '\0' || a > b || b >= CLUSTER_SLOTS ||
-	    !cluster_id_valid(id, strlen(id)))
+	if ((a = slot_field(&p)) < 0 || *p++ != ' ' ||
+	    (b = slot_field(&p)) < 0 || *p++ != ' ' || a > b ||
+	    strlen(p) != CLUSTER_ID_LEN || !cluster_id_valid(p, CLUSTER_ID_LEN))
 		return -1;
 	h->first = (uint16_t)a;
 	h->last = (uint16_t)b;
-	memcpy(h->to, id, CLUSTER_ID_LEN + 1);
+	memcpy(h->to, p, CLUSTER_ID_LEN + 1);
 	return 0;
 }
 
@@ -101,9 +129,19 @@ cluster_handoff_load(struct cluster *c, const char *dir, char *err,
 			snprintf(err, errlen, "%s", why);
 		return rc;
 	}
-	for (line = text; line != NULL && *line != '\0'; line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
+	/* every line ends in "\n", the first is the magic, and no NUL byte
+	 * hides the rest: an empty or zeroed file is damage too */
+	if (len == 0 || strlen(text) != len || text[len - 1] != '\n') {
+		snprintf(err, errlen, "%s/%s: not a hand-over file (seen-cli "
+		    "cluster fix ends the hand-over it recorded; remove the "
+		    "file only if no move is under way)", dir,
+		    CLUSTER_HANDOFF_FILE);
+		free(text);
+		return -1;
+	}
+	for (line = text; *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		*next++ = '\0';
 		n++;
 		if (n == 1 ? strcmp(line, CLUSTER_HANDOFF_MAGIC) != 0 :
 		    c->nhandoffs == CLUSTER_HANDOFF_MAX ||
@@ -281,7 +319,7 @@ image_size(const struct core *core, unsigned nslots)
 			continue;
 		n += 1 + f->namelen + 8 + 4;
 		for (size_t j = 0; j < f->nslices; j++)
-			n += 20 + (size_t)(f->slices[j]->bloom.nblocks /
+			n += 12 + (size_t)(f->slices[j]->bloom.nblocks /
 			    KEYSLOT_COUNT) * nslots * BLOOM_BLOCK_BYTES;
 	}
 	return n;
@@ -293,7 +331,7 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 {
 	const struct cluster	*c = core->cluster;
 	const struct filter	*named;
-	unsigned		 nslots, owned = 0, shard;
+	unsigned		 nslots;
 	unsigned char		*out, *p;
 	size_t			 len, nf = 0;
 
@@ -322,21 +360,15 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	shard = shard_of(c);
-	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
-		owned += c->map->owner[s] == shard;
 	memcpy(out, CLUSTER_MOVE_MAGIC, 8);
 	put_le16(out + 8, (uint16_t)first);
 	put_le16(out + 10, (uint16_t)last);
 	p = out + 16;
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		const struct filter *f = core->reg->filters[i];
-		unsigned mine = 0;
 
 		if (!f->slot_major || f->runtime)
 			continue;
-		for (unsigned s = first; s <= last; s++)
-			mine += c->map->owner[s] == shard;
 		nf++;
 		*p++ = (unsigned char)f->namelen;
 		memcpy(p, f->name, f->namelen);
@@ -352,9 +384,7 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 
 			put_le64(p, b->nblocks);
 			put_le32(p + 8, b->hashes);
-			put_le64(p + 12, owned == 0 ? 0 : (uint64_t)((double)
-			    b->count * mine / owned));
-			p += 20;
+			p += 12;
 			memcpy(p, b->words + range_start(b->nblocks, first) *
 			    BLOOM_BLOCK_WORDS, bytes);
 			p += bytes;
@@ -433,7 +463,7 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		uint64_t nblocks, per;
 		uint32_t hashes;
 
-		if ((q = take(r, 20)) == NULL)
+		if ((q = take(r, 12)) == NULL)
 			goto short_image;
 		nblocks = get_le64(q);
 		hashes = get_le32(q + 8);
@@ -469,14 +499,13 @@ short_image:
 /* One filter's slices OR-ed in (slices added as needed). */
 static int
 merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
-    int final, char *err, size_t errlen)
+    char *err, size_t errlen)
 {
 	const unsigned char *q = im->slices;
 
 	for (uint32_t j = 0; j < im->nslices; j++) {
 		uint64_t	 nblocks = get_le64(q), per;
 		uint32_t	 hashes = get_le32(q + 8);
-		uint64_t	 keys = get_le64(q + 12);
 		struct bloom	*b;
 
 		per = nblocks / KEYSLOT_COUNT;
@@ -491,20 +520,18 @@ merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
 			    (unsigned long long)nblocks, hashes);
 			return -1;
 		}
-		bloom_or_range(b, range_start(nblocks, first), q + 20,
+		bloom_or_range(b, range_start(nblocks, first), q + 12,
 		    per * nslots);
-		if (final)
-			b->count += keys;
-		q += 20 + (size_t)(per * nslots) * BLOOM_BLOCK_BYTES;
+		q += 12 + (size_t)(per * nslots) * BLOOM_BLOCK_BYTES;
 	}
-	filter_counts_changed(im->f);
+	/* the keys count here once the map gives the slots (apply) */
+	im->f->reshapes++;
 	return 0;
 }
 
 int
 cluster_move_import(struct core *core, const unsigned char *p, size_t len,
-    int final, struct filter **changed, size_t max, size_t *n, char *err,
-    size_t errlen)
+    struct filter **changed, size_t max, size_t *n, char *err, size_t errlen)
 {
 	struct image_filter	*ims = NULL;
 	struct reader		 r;
@@ -550,8 +577,7 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 		goto out;
 	}
 	for (uint32_t i = 0; i < nf; i++) {
-		if (merge_filter(&ims[i], first, nslots, final, err,
-		    errlen) == -1)
+		if (merge_filter(&ims[i], first, nslots, err, errlen) == -1)
 			goto out;
 		changed[(*n)++] = ims[i].f;
 	}
@@ -578,15 +604,22 @@ take_seed(struct core *core, uint64_t seed)
 			    f->name);
 		else
 			log_warn("filter %s keeps its own seed: it holds keys "
-			    "recorded before this node joined a cluster, and "
-			    "its slots cannot move to another node", f->name);
+			    "hashed with it (recorded before this node joined "
+			    "the cluster, or since a DEL or RESET emptied it), "
+			    "and its slots cannot move to another node",
+			    f->name);
 	}
 }
 
-/* Slots a..b's ranges freed in every partitioned filter; counted: their
- * share (of held) of each slice's keys goes with them. */
+/*
+ * Slots a..b came to the shard (gained) or left it: each partitioned
+ * filter's slices count the keys their ranges hold (estimated from the
+ * bits: no count is kept per slot) in or out, and a range that left is
+ * freed. counted 0: freed alone (at the start, where the counts read from
+ * the snapshot and the journal are the shard's already).
+ */
 static void
-free_range(struct core *core, unsigned a, unsigned b, unsigned held,
+part_change(struct core *core, unsigned a, unsigned b, int gained,
     int counted)
 {
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
@@ -596,28 +629,55 @@ free_range(struct core *core, unsigned a, unsigned b, unsigned held,
 			continue;
 		for (size_t j = 0; j < f->nslices; j++) {
 			struct bloom *bl = &f->slices[j]->bloom;
-			uint64_t per = bl->nblocks / KEYSLOT_COUNT, gone;
+			uint64_t per = bl->nblocks / KEYSLOT_COUNT, keys = 0;
+			uint64_t at = range_start(bl->nblocks, a);
 
 			if (bl->words == NULL)
 				continue;
-			bloom_clear_range(bl, range_start(bl->nblocks, a),
-			    per * (b - a + 1));
-			if (!counted || held == 0)
+			if (counted)
+				keys = bloom_range_keys(bl, at, per * (b - a + 1));
+			if (gained) {
+				bl->count += keys;
 				continue;
-			gone = (uint64_t)((double)bl->count * (b - a + 1) /
-			    held);
-			bl->count -= gone < bl->count ? gone : bl->count;
+			}
+			bl->count -= keys < bl->count ? keys : bl->count;
+			bloom_clear_range(bl, at, per * (b - a + 1));
 		}
 		if (counted)
 			filter_counts_changed(f);
 	}
 }
 
+/* The runs of slots where want(slot) holds, each given to part_change. */
+static unsigned
+part_runs(struct core *core, const uint8_t *was, const uint8_t *now,
+    int gained, int counted)
+{
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < CLUSTER_SLOTS;) {
+		unsigned e = s;
+
+		if ((gained ? now[s] && !was[s] : was[s] && !now[s]) == 0) {
+			s++;
+			continue;
+		}
+		while (e + 1 < CLUSTER_SLOTS && (gained ? now[e + 1] &&
+		    !was[e + 1] : was[e + 1] && !now[e + 1]))
+			e++;
+		part_change(core, s, e, gained, counted);
+		n += e - s + 1;
+		s = e + 1;
+	}
+	return n;
+}
+
 void
 cluster_move_apply(struct core *core)
 {
 	struct cluster	*c = core->cluster;
-	unsigned	 shard, held = 0, freed = 0;
+	uint8_t		 now[CLUSTER_SLOTS];
+	unsigned	 shard, freed, taken = 0;
 	char		 err[512];
 
 	if (c == NULL || c->map == NULL || c->applied_gen == c->map_gen)
@@ -626,31 +686,20 @@ cluster_move_apply(struct core *core)
 	shard = shard_of(c);
 	if (c->map->seed != 0)
 		take_seed(core, c->map->seed);
-	/* at the start every range not the shard's is freed (a snapshot
-	 * or the journal may hold slots given away before a kill): their
-	 * keys were never counted in */
 	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
-		held += !c->held_valid || c->held[s];
-	for (unsigned s = 0; s < CLUSTER_SLOTS;) {
-		unsigned e = s;
-
-		if (c->map->owner[s] == shard ||
-		    (c->held_valid && !c->held[s])) {
-			s++;
-			continue;
-		}
-		while (e + 1 < CLUSTER_SLOTS && c->map->owner[e + 1] != shard &&
-		    (!c->held_valid || c->held[e + 1]))
-			e++;
-		free_range(core, s, e, held, c->held_valid);
-		freed += e - s + 1;
-		s = e + 1;
-	}
-	if (freed > 0 && c->held_valid)
-		log_info("cluster: the ranges of %u slot(s) given away freed",
-		    freed);
-	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
-		c->held[s] = c->map->owner[s] == shard;
+		now[s] = c->map->owner[s] == shard;
+	/* at the start every range not the shard's is freed (a snapshot or
+	 * the journal may hold slots given away before a kill, or copied
+	 * here for a move that did not end) */
+	if (!c->held_valid)
+		memset(c->held, 1, sizeof(c->held));
+	freed = part_runs(core, c->held, now, 0, c->held_valid);
+	if (c->held_valid)
+		taken = part_runs(core, c->held, now, 1, 1);
+	if (c->held_valid && (freed > 0 || taken > 0))
+		log_info("cluster: %u slot(s) taken, %u given away (their "
+		    "ranges freed)", taken, freed);
+	memcpy(c->held, now, sizeof(c->held));
 	c->held_valid = 1;
 	if (handoff_drop(c, core->cfg->data_dir, still_mine, NULL, err,
 	    sizeof(err)) == -1)

@@ -36,8 +36,7 @@
  *   8  2  first slot, 10 2 last slot (first <= last < 16384)
  *  12  4  filters, then for each: 1 name length (1-64), the name, 8 seed,
  *         4 slices, then for each slice (oldest first): 8 blocks (a
- *         multiple of 16384), 4 hashes (k), 8 keys (the slots' share of
- *         the slice's count on the source), and (last - first + 1) *
+ *         multiple of 16384), 4 hashes (k), and (last - first + 1) *
  *         blocks / 16384 blocks of 64 bytes
  *   -  8  XXH3-64 (seed 0) of every byte before
  *
@@ -91,19 +90,21 @@ unsigned char *cluster_move_export(const struct core *, unsigned first,
 /*
  * CLUSTER SLOTMERGE: the image OR-ed into the filters it names (checked
  * whole first: a filter missing here, of another seed or shape, changes
- * nothing). final: the slots' key counts are added too (the last copy of
- * a move). The filters changed go in changed[] (at most max, *n of them)
- * for the caller's snapshots. 0, or -1 with why.
+ * nothing). The keys count here only once a map gives the slots
+ * (cluster_move_apply). The filters changed go in changed[] (at most max,
+ * *n of them) for the caller's snapshots. 0, or -1 with why.
  */
 int	cluster_move_import(struct core *, const unsigned char *p, size_t len,
-	    int final, struct filter **changed, size_t max, size_t *n,
-	    char *err, size_t errlen);
+	    struct filter **changed, size_t max, size_t *n, char *err,
+	    size_t errlen);
 /*
  * After a map was taken (and once at the start): partitioned filters take
  * the map's seed while empty; the ranges of slots this node's shard no
- * longer owns are freed (their share of the counts with them); pauses of
- * slots given away end. Cheap when nothing changed: the server's tick
- * calls it.
+ * longer owns are freed, the keys their bits hold (estimated) leaving the
+ * counts, and those of slots it gained are counted in; pauses of slots
+ * given away end. Run before the filters' parts follow the map
+ * (filter_part_check), so that no filter is full for a moment in
+ * between. Cheap when nothing changed: the server's tick calls it.
  */
 void	cluster_move_apply(struct core *);
 

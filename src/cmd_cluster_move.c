@@ -126,12 +126,19 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		    "[SAVE]");
 		return;
 	}
+	/* a replica's filters are its primary's: moved slots reach it by
+	 * the full sync its primary's SLOTMERGE ... SAVE starts */
+	if (core->repl.replica) {
+		result_error(r, "READONLY", "You can't write against a read "
+		    "only replica.");
+		return;
+	}
 	if ((changed = calloc(max + 1, sizeof(*changed))) == NULL) {
 		result_error(r, "ERR", "out of memory");
 		return;
 	}
 	if (cluster_move_import(core, (const unsigned char *)op->argv[2],
-	    op->argl[2], save, changed, max, &n, err, sizeof(err)) == -1) {
+	    op->argl[2], changed, max, &n, err, sizeof(err)) == -1) {
 		result_error(r, "ERR", "%s", err);
 		free(changed);
 		return;

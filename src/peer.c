@@ -841,11 +841,11 @@ peer_map_changed(struct core *core)
 	 * tick: keys recorded in between would fill it past its share, and
 	 * a replay of the journal (which knows the map from the start) would
 	 * then grow it at another key */
+	/* first the slots' keys counted in or out, their ranges freed and
+	 * pauses ended (before the SETMAP that gave them is answered) */
+	cluster_move_apply(core);
 	for (size_t i = 0; i < core->reg->nfilters; i++)
 		filter_part_check(core->reg->filters[i]);
-	/* and the slots it gave away are freed, their pauses ended, before
-	 * the SETMAP that gave them is answered */
-	cluster_move_apply(core);
 	if (peers_of(core) == NULL)
 		return;
 	P->changed = 1;

@@ -560,14 +560,15 @@ server_tick(struct server *srv)
 		conn_release_held(&srv->conns);
 	/* windows drop their old slices even without traffic */
 	filter_clock_update();
+	/* a map held since the start (or taken by a role change): the
+	 * ranges of slots not the shard's freed (cluster_move.h), before
+	 * the parts follow it */
+	cluster_move_apply(core);
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		filter_expire(core->reg->filters[i], filter_now_ms);
 		filter_retry(core->reg->filters[i]);
 		filter_part_check(core->reg->filters[i]);
 	}
-	/* a map held since the start (or taken by a role change): the
-	 * ranges of slots not the shard's freed (cluster_move.h) */
-	cluster_move_apply(core);
 	/* runtime filters whose EXPIRE deadline has come are dropped */
 	keyspace_expire_due(core, filter_now_ms);
 	/* and dumps no client asks for any more */

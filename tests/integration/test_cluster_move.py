@@ -164,6 +164,70 @@ def rebalance_onto_a_new_node_keeps_every_url_seen(t):
     t.eq(sum(again), 0, "no URL answered new again")
 
 
+def readonly_exists(s, keys):
+    """EXISTS of each key on s after READONLY (a replica's reads)."""
+    c = Resp(s.port, timeout=30)
+    try:
+        t_ok = c.cmd("READONLY")
+        if t_ok != "OK":
+            raise Failed("READONLY on %s: %r" % (s.name, t_ok))
+        return [c.cmd("EXISTS", k) for k in keys]
+    finally:
+        c.close()
+
+
+@test
+def replicas_follow_a_move(t):
+    ns = nodes(t, 4)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--replicas",
+           "1", "--yes")
+    prim = [s for s in ns if ask(s, "ROLE")[0] == b"master"]
+    repl = {}
+    for s in ns:
+        if s not in prim:
+            port = int(ask(s, "ROLE")[2])
+            repl[next(p.name for p in prim if p.port == port)] = s
+    t.eq(len(prim), 2, "two primaries, each with a replica")
+    keys = urls("repl", URLS // 2)
+    rc = client(prim)
+    record(rc, keys)
+    rc.close()
+    src, dst = prim
+    owner = owners(src)
+    moved = [k for k in keys if owner[keyslot(k)] == myid(src)][:2000]
+    ok_cli(t, "cluster", "reshard", addr(src), "--from", myid(src), "--to",
+           myid(dst), "--slots", str(slots_of(src)), "--yes")
+    t.eq(slots_of(src), 0, "the source gave all its slots")
+    # the target's replica resynced with the moved slots: it answers
+    # them seen (READONLY reads); the source's replica freed them
+    wait_until(lambda: sum(readonly_exists(repl[dst.name], moved)) ==
+               len(moved), timeout=30)
+    t.eq(sum(readonly_exists(repl[dst.name], moved)), len(moved),
+         "the target's replica holds every moved URL")
+    wait_until(lambda: int(info_field(repl[src.name], "default",
+                                      "count")) == 0, timeout=30)
+    t.eq(int(info_field(repl[src.name], "default", "count")), 0,
+         "the source's replica counts no key of the slots given away")
+    t.eq(ask(repl[dst.name], "CLUSTER", "SLOTMERGE",
+             ask(src, "CLUSTER", "SLOTBITS", "0", "0")),
+         Err("READONLY You can't write against a read only replica."))
+    seen_all(t, prim, keys, "after the move")
+
+
+def owners(s):
+    """slot -> the ID of its owner in s's map."""
+    out = [None] * 16384
+    for line in getmap(s).splitlines():
+        f = line.split()
+        if f[0] != "slots":
+            continue
+        for r in f[2:]:
+            a, _, b = r.partition("-")
+            for slot in range(int(a), int(b or a) + 1):
+                out[slot] = f[1]
+    return out
+
+
 class Writers:
     """n threads recording fresh URLs through RedisCluster clients of
     their own until stopped, each URL until it is answered (an error, a
@@ -175,6 +239,7 @@ class Writers:
         self.prefix = prefix
         self.acked = []
         self.errors = 0
+        self.last_error = None
         self.failed = None
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -195,9 +260,12 @@ class Writers:
                                            for s in self.ns],
                             socket_timeout=5 * SLOW)
                     got = rc.setnx(key, "1")
-                except (redis.exceptions.RedisError, OSError):
+                except Exception as e:
+                    # RedisError, OSError, and redis-py's
+                    # RedisClusterException when no node answers in time
                     with self.lock:
                         self.errors += 1
+                        self.last_error = e
                     if rc is not None:
                         try:
                             rc.close()
@@ -221,8 +289,8 @@ class Writers:
         for th in self.threads:
             th.join(timeout=120 * SLOW)
         t.ok(self.failed is None, "the writers ran: %r" % (self.failed,))
-        diag("%d URLs recorded by the writers, %d errors retried" %
-             (len(self.acked), self.errors))
+        diag("%d URLs recorded by the writers, %d errors retried (the "
+             "last: %r)" % (len(self.acked), self.errors, self.last_error))
         return [k for k, _ in self.acked]
 
 
