@@ -193,7 +193,23 @@ def node_stats(port, pid):
             f[k] = v
     with open("/proc/%d/status" % pid) as st:
         rss = next(int(l.split()[1]) for l in st if l.startswith("VmRSS"))
-    return rss, int(f.get("bytes", 0)), int(f.get("count", 0))
+    return rss, int(f.get("bytes", 0)), int(f.get("count", 0)), \
+        filter_rss(pid, int(f.get("bytes", 0)))
+
+
+def filter_rss(pid, nbytes):
+    """The resident KiB of the filter's bit array: the mappings of
+    /proc/PID/smaps as big as INFO's bytes (the process's RSS also holds
+    the buffers a move's images passed through, which glibc keeps)."""
+    size = rss = total = 0
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            if line.startswith("Size:"):
+                size = int(line.split()[1])
+            elif line.startswith("Rss:") and nbytes and \
+                    abs(size * 1024 - nbytes) < 4 << 20:
+                total += int(line.split()[1])
+    return total
 
 
 def pct(xs, p):
@@ -280,9 +296,10 @@ def main():
               "URLs asked" % (again_w, len(acked), again_f,
                               len(range(0, keys, step))))
         for i, (b, f) in enumerate(zip(before, after)):
-            print("node %d: RSS %d -> %d MiB, INFO bytes %d -> %d MiB, "
-                  "count %d -> %d" % (i, b[0] >> 10, f[0] >> 10,
-                                      b[1] >> 20, f[1] >> 20, b[2], f[2]))
+            print("node %d: RSS %d -> %d MiB, the filter's resident pages "
+                  "%d -> %d MiB (of %d MiB mapped), count %d -> %d" %
+                  (i, b[0] >> 10, f[0] >> 10, b[3] >> 10, f[3] >> 10,
+                   f[1] >> 20, b[2], f[2]))
     finally:
         for pr, _ in nodes:
             pr.terminate()

@@ -87,8 +87,11 @@ end_handoff(struct fleet *f, struct cnode *n, const struct cluster_map *m,
 	}
 	if (t == NULL || !t->up) {
 		printf("[ERR] Slots %u-%u are paused on %s for node %s, which "
-		    "cannot be asked (%s): bring it back and run fix again\n",
-		    a, b, n->name, to, t == NULL ? "no map names it" : t->err);
+		    "cannot be asked (%s): bring it back and run fix again%s%s\n",
+		    a, b, n->name, to, t == NULL ? "no map names it" : t->err,
+		    t == NULL ? ", or, if it is gone for good and never owned "
+		    "them, end the pause with CLUSTER HANDOFF CANCEL on " :
+		    "", t == NULL ? n->name : "");
 		return -1;
 	}
 	printf(">>> Slots %u-%u paused on %s: %s never took them; rolling "

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli_cluster_int.h"
 #include "cluster_map.h"
@@ -21,6 +24,11 @@
 
 /* Slots handed over at once at most: a group is one pause and one map. */
 #define GROUP_MAX	512
+/* Seconds a CLUSTER SLOTMERGE ... SAVE may take (snapshots of the
+ * target's partitioned filters), and the target's replicas their full
+ * sync after it. */
+#define SAVE_TIMEOUT	600
+#define SYNC_TIMEOUT	120
 
 /* A move under way: the cluster, the map all nodes hold, and the two
  * nodes of the current group. */
@@ -70,10 +78,21 @@ slot_merge(struct cnode *dst, const struct reply *img, int save)
 {
 	const char	*argv[4] = { "CLUSTER", "SLOTMERGE", img->str, "SAVE" };
 	size_t		 lens[4] = { 7, 9, img->len, 4 };
+	struct timeval	 wait = { .tv_sec = SAVE_TIMEOUT }, back = { .tv_sec =
+			    10 };
 	struct reply	 r;
-	int		 rc = 0;
+	int		 rc = 0, call;
 
-	if (node_call_argv(dst, &r, save ? 4 : 3, argv, lens) == -1) {
+	/* SAVE answers once the target's snapshots are fsynced: a big
+	 * filter's take longer than a node's usual answer */
+	if (save && dst->c.fd != -1)
+		setsockopt(dst->c.fd, SOL_SOCKET, SO_RCVTIMEO, &wait,
+		    sizeof(wait));
+	call = node_call_argv(dst, &r, save ? 4 : 3, argv, lens);
+	if (save && dst->c.fd != -1)
+		setsockopt(dst->c.fd, SOL_SOCKET, SO_RCVTIMEO, &back,
+		    sizeof(back));
+	if (call == -1) {
 		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
 		    dst->err);
 		return -1;
@@ -85,6 +104,58 @@ slot_merge(struct cnode *dst, const struct reply *img, int save)
 	}
 	reply_free(&r);
 	return rc;
+}
+
+/* A number of INFO section's field name on n ("name:value" lines), or
+ * -1. */
+static long long
+info_number(struct cnode *n, const char *section, const char *name)
+{
+	struct reply	 r;
+	long long	 v = -1;
+	size_t		 l = strlen(name);
+
+	if (node_call(n, &r, 2, "INFO", section) == -1)
+		return -1;
+	for (const char *p = r.type == '$' ? r.str : NULL; p != NULL;
+	    p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, name, l) == 0 && (p[l] == ':' || p[l] == ' ')) {
+			v = strtoll(p + l + 1, NULL, 10);
+			break;
+		}
+	reply_free(&r);
+	return v;
+}
+
+/*
+ * The target's replicas took the moved slots: SLOTMERGE ... SAVE made
+ * each sync fully (replicas follow keys, not ranges), and a failover of
+ * the target must not promote one without them. Waits until the target
+ * has started n more full syncs than full0 and has n replicas online
+ * again. 0, or -1 (said) after SYNC_TIMEOUT.
+ */
+static int
+replicas_synced(struct cnode *dst, long long full0, long long n)
+{
+	double deadline = now_secs() + SYNC_TIMEOUT;
+
+	while (n > 0) {
+		long long full = info_number(dst, "stats", "sync_full");
+		long long online = info_number(dst, "replication",
+		    "connected_slaves");
+
+		if (full >= full0 + n && online >= n)
+			return 0;
+		if (full < 0 || online < 0 || now_secs() > deadline) {
+			printf("[WARNING] %s: its replicas have not synced the "
+			    "moved slots (%lld of %lld full syncs, %lld "
+			    "online)\n", dst->name, full < 0 ? 0 : full - full0,
+			    n, online);
+			return -1;
+		}
+		usleep(100 * 1000);
+	}
+	return 0;
 }
 
 /* CLUSTER HANDOFF START|CANCEL a b [id] on src: 0, 1 refused, -1 no
@@ -167,6 +238,7 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b)
 	struct reply		 img;
 	char			*text;
 	size_t			 len;
+	long long		 full0, nrepl;
 	int			 rc;
 
 	/* 1. the bits so far, the source serving */
@@ -182,14 +254,16 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b)
 			(void)roll_back(mv->cl, src, a, b);
 		return -1;
 	}
-	/* 3. every key, saved on the target */
+	/* 3. every key, saved on the target and on its replicas */
+	full0 = info_number(dst, "stats", "sync_full");
+	nrepl = info_number(dst, "replication", "connected_slaves");
 	if (slot_bits(src, a, b, &img) == -1) {
 		(void)roll_back(mv->cl, src, a, b);
 		return -1;
 	}
 	rc = slot_merge(dst, &img, 1);
 	reply_free(&img);
-	if (rc != 0) {
+	if (rc != 0 || replicas_synced(dst, full0, nrepl) == -1) {
 		(void)roll_back(mv->cl, src, a, b);
 		return -1;
 	}
@@ -378,8 +452,12 @@ cmd_reshard(struct cl *cl, int argc, char **argv)
 
 		for (tok = list ? strtok_r(list, ",", &save) : NULL;
 		    tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-			int si = find_primary(&mv.m, tok);
+			int si = find_primary(&mv.m, tok), dup = 0;
 
+			for (int k = 0; k < nfrom; k++)
+				dup |= from[k] == si;
+			if (dup)
+				continue;
 			if (si < 0 || si == di) {
 				printf("*** The specified node (%s) is not "
 				    "known or is not a master other than the "

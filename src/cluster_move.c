@@ -288,8 +288,9 @@ range_start(uint64_t nblocks, unsigned slot)
 	return nblocks / KEYSLOT_COUNT * slot;
 }
 
-/* Whether a runtime filter's name falls in first..last: it does not move
- * with the bits. */
+/* A filter that lives whole on its name's slot (a named one, a config
+ * cuckoo filter, one loaded whole) whose name falls in first..last: it
+ * does not move with the bits. */
 static const struct filter *
 named_in(const struct core *core, unsigned first, unsigned last)
 {
@@ -297,7 +298,7 @@ named_in(const struct core *core, unsigned first, unsigned last)
 		const struct filter *f = core->reg->filters[i];
 		unsigned slot;
 
-		if (!f->runtime)
+		if (f->slot_major)
 			continue;
 		slot = keyslot_of(f->name, f->namelen);
 		if (slot >= first && slot <= last)
@@ -349,6 +350,18 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		    "which cannot move yet", keyslot_of(named->name,
 		    named->namelen), named->name);
 		return NULL;
+	}
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		const struct filter *f = core->reg->filters[i];
+
+		/* MERGE's slices of other shapes hold keys by their own
+		 * seeds, not in slot ranges */
+		if (f->slot_major && f->nmerged > 0) {
+			snprintf(err, errlen, "filter %s holds merged slices "
+			    "(MERGE of a filter of another shape), which "
+			    "cannot move", f->name);
+			return NULL;
+		}
 	}
 	nslots = last - first + 1;
 	if ((len = image_size(core, nslots)) > CLUSTER_MOVE_MAX) {
@@ -452,6 +465,11 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		    (unsigned long long)f->seed, (unsigned long long)seed);
 		return -1;
 	}
+	if (f->expire_ms > 0) {
+		snprintf(err, errlen, "filter %s has a window (expire): its "
+		    "slots cannot move", name);
+		return -1;
+	}
 	if (out->nslices > FILTER_MAX_SLICES) {
 		snprintf(err, errlen, "filter %s: %u slices", name,
 		    out->nslices);
@@ -544,7 +562,7 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 		snprintf(err, errlen, "this node holds no map");
 		return -1;
 	}
-	if (len < 28 || memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0) {
+	if (len < 24 || memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0) {
 		snprintf(err, errlen, "not an image of slots (CLUSTER "
 		    "SLOTBITS makes them)");
 		return -1;
@@ -587,6 +605,13 @@ out:
 	return rc;
 }
 
+int
+cluster_holds_slot(const struct cluster *c, unsigned slot)
+{
+	return c == NULL || c->map == NULL ||
+	    c->map->owner[slot] == shard_of(c);
+}
+
 /* ---- a map taken ---- */
 
 /* Empty partitioned filters take the map's seed. */
@@ -615,8 +640,8 @@ take_seed(struct core *core, uint64_t seed)
  * Slots a..b came to the shard (gained) or left it: each partitioned
  * filter's slices count the keys their ranges hold (estimated from the
  * bits: no count is kept per slot) in or out, and a range that left is
- * freed. counted 0: freed alone (at the start, where the counts read from
- * the snapshot and the journal are the shard's already).
+ * freed. counted 0: freed alone. The caller then has the filters look at
+ * their counts again, once, after every run (filter_counts_changed).
  */
 static void
 part_change(struct core *core, unsigned a, unsigned b, int gained,
@@ -643,8 +668,20 @@ part_change(struct core *core, unsigned a, unsigned b, int gained,
 			bl->count -= keys < bl->count ? keys : bl->count;
 			bloom_clear_range(bl, at, per * (b - a + 1));
 		}
-		if (counted)
-			filter_counts_changed(f);
+	}
+}
+
+/* Every partitioned filter's slices count no key. */
+static void
+zero_counts(struct core *core)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter *f = core->reg->filters[i];
+
+		if (!f->slot_major || f->runtime)
+			continue;
+		for (size_t j = 0; j < f->nslices; j++)
+			f->slices[j]->bloom.count = 0;
 	}
 }
 
@@ -688,14 +725,29 @@ cluster_move_apply(struct core *core)
 		take_seed(core, c->map->seed);
 	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
 		now[s] = c->map->owner[s] == shard;
-	/* at the start every range not the shard's is freed (a snapshot or
-	 * the journal may hold slots given away before a kill, or copied
-	 * here for a move that did not end) */
+	/* at the start (main.c: before the journal's replay, which skips
+	 * the keys of slots not the shard's) every range not the shard's
+	 * is freed, and the keys its bits hold leave the counts: a
+	 * snapshot taken before slots were given away holds both */
+	/* but not on a replica: what its primary's full sync gave it is
+	 * its primary's, and the map naming the slots it took may reach it
+	 * only after it resumes (a partial sync would not bring them back) */
 	if (!c->held_valid)
-		memset(c->held, 1, sizeof(c->held));
-	freed = part_runs(core, c->held, now, 0, c->held_valid);
+		memset(c->held, core->cfg->replicaof == NULL, sizeof(c->held));
+	freed = part_runs(core, c->held, now, 0, 1);
 	if (c->held_valid)
 		taken = part_runs(core, c->held, now, 1, 1);
+	/* a shard left with no slot holds no key: what the estimates of
+	 * its ranges left over goes too */
+	if (memchr(now, 1, sizeof(now)) == NULL)
+		zero_counts(core);
+	/* the counts judged once all runs are in: a filter that is full at
+	 * the new part's capacity stays so (growth off) */
+	for (size_t i = 0; (freed > 0 || taken > 0) &&
+	    i < core->reg->nfilters; i++)
+		if (core->reg->filters[i]->slot_major &&
+		    !core->reg->filters[i]->runtime)
+			filter_counts_changed(core->reg->filters[i]);
 	if (c->held_valid && (freed > 0 || taken > 0))
 		log_info("cluster: %u slot(s) taken, %u given away (their "
 		    "ranges freed)", taken, freed);

@@ -40,8 +40,11 @@
  *         blocks / 16384 blocks of 64 bytes
  *   -  8  XXH3-64 (seed 0) of every byte before
  *
- * A named filter (SADD, BF.RESERVE name) lives whole on its name's slot:
- * a range that holds one is refused (it would move by a dump, not yet).
+ * A filter that is not partitioned (a named one: SADD, BF.RESERVE name;
+ * a config cuckoo filter; one loaded whole) lives whole on its name's
+ * slot: a range that holds one is refused (it would move by a dump, not
+ * yet), and so is any range while a partitioned filter holds MERGE's
+ * slices of another shape (their keys are not in slot ranges).
  */
 #ifndef SEEND_CLUSTER_MOVE_H
 #define SEEND_CLUSTER_MOVE_H
@@ -107,5 +110,8 @@ int	cluster_move_import(struct core *, const unsigned char *p, size_t len,
  * between. Cheap when nothing changed: the server's tick calls it.
  */
 void	cluster_move_apply(struct core *);
+/* Whether slot's keys are this node's shard's (no map: every slot is):
+ * the journal's replay skips the others' (persist.c). */
+int	cluster_holds_slot(const struct cluster *c, unsigned slot);
 
 #endif

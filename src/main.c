@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
+#include "cluster_move.h"
 #include "config.h"
 #include "log.h"
 #include "journal.h"
@@ -244,6 +245,10 @@ main(int argc, char **argv)
 	}
 	log_filters(srv.core.reg);
 	log_info("filters loaded in %.3f s", elapsed(&t0));
+	/* a cluster node's partitioned filters hold only its shard's slots
+	 * from here on: what a snapshot holds of others goes, before the
+	 * replay refills the parts (cluster_move.h) */
+	cluster_move_apply(&srv.core);
 	/* the journal's keys on top of the snapshots, before listening */
 	if (persist_open(&srv.core) == -1) {
 		registry_free(srv.core.reg);

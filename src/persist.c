@@ -44,6 +44,7 @@
 
 #include "bloom.h"
 #include "buf.h"
+#include "cluster_move.h"
 #include "config.h"
 #include "core.h"
 #include "fileio.h"
@@ -90,6 +91,7 @@ struct replay {
 	struct filter	*f;		/* NULL: not configured */
 	int		 have;
 	uint64_t	 applied, other_seed, unknown, expired;
+	uint64_t	 given_away;	/* keys of slots not the shard's */
 	uint64_t	 covered;	/* cuckoo records its snapshot holds */
 	uint64_t	 created, dropped;	/* runtime filters */
 	uint64_t	 resets, resets_newer;
@@ -282,6 +284,14 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 		r->other_seed++;	/* a cuckoo filter's, of another type now */
 		return 0;
 	}
+	/* a partitioned filter's key of a slot given away since (its hash
+	 * carries the slot): the new owner has it, and here it would fill
+	 * the part the map has made smaller */
+	if (f->slot_major && !cluster_holds_slot(r->core->cluster,
+	    (unsigned)(k->hash >> (64 - KEYSLOT_BITS)))) {
+		r->given_away++;
+		return 0;
+	}
 	if (filter_seen_at(f, k->hash, (int64_t)k->time) == 0)
 		r->applied++;
 	else
@@ -344,6 +354,9 @@ persist_open(struct core *core)
 		    (unsigned long long)info.segments,
 		    (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (r->given_away > 0)
+		log_info("journal: %llu keys of slots given away to other "
+		    "nodes skipped", (unsigned long long)r->given_away);
 	if (info.filters > 0)
 		log_info("journal: %llu runtime filter(s) made again, %llu "
 		    "dropped", (unsigned long long)r->created,
