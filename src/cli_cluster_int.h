@@ -111,6 +111,8 @@ unsigned replicas_of(const struct cluster_map *m, int i);
 unsigned slots_covered(const struct cluster_map *m);
 void	print_nodes(const struct cluster_map *m);
 int	confirm(const struct cl *cl, const char *question);
+/* CLOCK_MONOTONIC in seconds, for waits and the time a move took. */
+double	now_secs(void);
 /* cli_cluster_view.c: pushing a map */
 int	push_map(const struct cl *cl, struct cnode *n, const char *text);
 int	send_replicaof(const struct cl *cl, struct cnode *n, const char *host,

@@ -40,15 +40,6 @@ struct move {
 	unsigned		 moved;
 };
 
-static double
-now_secs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* CLUSTER SLOTBITS a b of src into *img: 0, or -1 after saying why. */
 static int
 slot_bits(struct cnode *src, unsigned a, unsigned b, struct reply *img)
@@ -408,11 +399,17 @@ find_primary(const struct cluster_map *m, const char *id)
 	return found;
 }
 
+/* The end of reshard or rebalance, however it went: what moved said, the
+ * maps and connections freed. */
 static void
-move_done(struct move *mv, double start)
+move_end(struct move *mv, struct view *v, double start)
 {
-	printf(">>> %u slot(s) moved in %.1f s (epoch %" PRIu64 ")\n",
-	    mv->moved, now_secs() - start, mv->m.epoch);
+	if (mv->m.nodes != NULL) {
+		printf(">>> %u slot(s) moved in %.1f s (epoch %" PRIu64 ")\n",
+		    mv->moved, now_secs() - start, mv->m.epoch);
+		cluster_map_free(&mv->m);
+	}
+	view_free(v);
 }
 
 /* seen-cli cluster reshard host:port --from <id>[,<id>...]|all --to <id>
@@ -513,11 +510,7 @@ cmd_reshard(struct cl *cl, int argc, char **argv)
 	}
 	rc = 0;
 out:
-	if (mv.m.nodes != NULL) {
-		move_done(&mv, start);
-		cluster_map_free(&mv.m);
-	}
-	view_free(&v);
+	move_end(&mv, &v, start);
 	return rc;
 }
 
@@ -636,11 +629,7 @@ cmd_rebalance(struct cl *cl, int argc, char **argv)
 	}
 	rc = 0;
 out:
-	if (mv.m.nodes != NULL) {
-		move_done(&mv, start);
-		cluster_map_free(&mv.m);
-	}
-	view_free(&v);
+	move_end(&mv, &v, start);
 	return rc;
 }
 

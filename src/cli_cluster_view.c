@@ -338,7 +338,7 @@ send_replicaof(const struct cl *cl, struct cnode *n, const char *host,
 	return rc;
 }
 
-static double
+double
 now_secs(void)
 {
 	struct timespec ts;

@@ -14,7 +14,6 @@
 
 #include "cluster.h"
 #include "cluster_map.h"
-#include "cluster_move.h"
 #include "config.h"
 #include "fileio.h"
 #include "filter.h"
@@ -163,8 +162,7 @@ cluster_open(const struct config *cfg, char *err, size_t errlen)
 		    strcmp(c->host, "::") == 0 || strcmp(c->host, "*") == 0)
 			c->host[0] = '\0';
 	}
-	if (map_open(c, cfg->data_dir, err, errlen) == -1 ||
-	    cluster_handoff_load(c, cfg->data_dir, err, errlen) == -1)
+	if (map_open(c, cfg->data_dir, err, errlen) == -1)
 		goto fail;
 	return c;
 fail:

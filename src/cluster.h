@@ -27,7 +27,8 @@ struct core;
 
 /* The node ID's file in data_dir: the ID and a newline. */
 #define CLUSTER_ID_FILE		"cluster-node-id"
-/* The pauses of slots being handed over (cluster_move.h), in data_dir. */
+/* The pauses of slots being handed over (cluster_handoff.h), in
+ * data_dir. */
 #define CLUSTER_HANDOFF_FILE	"cluster-handoff"
 #define CLUSTER_HANDOFF_MAGIC	"seend-cluster-handoff 1"
 #define CLUSTER_HANDOFF_MAX	256	/* ranges paused at once */
@@ -138,6 +139,21 @@ void		 cluster_became_replica(struct cluster *c);
  * replica by role does nothing: the promoted node's map reaches it.
  */
 int		 cluster_reconcile(struct cluster *c, const char *dir);
+/* serve[] from the map held and the pauses (cluster_handoff.h): the
+ * slots handed over CLUSTER_PAUSED, the others their owner. */
+static inline void
+cluster_serve_update(struct cluster *c)
+{
+	if (c->map == NULL)
+		return;
+	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+		c->serve[s] = c->map->owner[s];
+	for (size_t i = 0; i < c->nhandoffs; i++)
+		for (unsigned s = c->handoffs[i].first;
+		    s <= c->handoffs[i].last; s++)
+			if (c->serve[s] == c->me)
+				c->serve[s] = CLUSTER_PAUSED;
+}
 /* Whether slot is served here: owned by this node in the map held, and
  * not being handed over. */
 static inline int

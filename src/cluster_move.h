@@ -62,29 +62,6 @@ struct filter;
 #define CLUSTER_MOVE_MAX	(16u << 20)
 
 /*
- * The pauses kept in dir (CLUSTER_HANDOFF_FILE) read into c at its start:
- * 0, or -1 with why (a file that does not parse stops the start, as a
- * damaged map does: serving a paused slot could answer "new" twice).
- */
-int	cluster_handoff_load(struct cluster *c, const char *dir, char *err,
-	    size_t errlen);
-/*
- * Pauses slots first..last, owned by this node, for their hand-over to
- * node to (a primary of the map held): saved in dir (fsynced) before it
- * takes effect. 0, or -1 with why. Again for slots already paused for the
- * same node: 0, nothing changes.
- */
-int	cluster_handoff_start(struct cluster *c, const char *dir,
-	    unsigned first, unsigned last, const char *to, char *err,
-	    size_t errlen);
-/* Ends the pauses of slots first..last (a rollback): the node serves
- * them again. 0, or -1 with why (the file could not be written). */
-int	cluster_handoff_cancel(struct cluster *c, const char *dir,
-	    unsigned first, unsigned last, char *err, size_t errlen);
-/* c->serve[] from the map held and the pauses (cluster.h). */
-void	cluster_serve_update(struct cluster *c);
-
-/*
  * CLUSTER SLOTBITS first last: the image of every partitioned filter's
  * blocks of those slots (malloc'd, *len bytes), or NULL with why.
  */

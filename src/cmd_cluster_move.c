@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "cluster.h"
+#include "cluster_handoff.h"
 #include "cluster_move.h"
 #include "config.h"
 #include "core.h"

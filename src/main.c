@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
+#include "cluster_handoff.h"
 #include "cluster_move.h"
 #include "config.h"
 #include "log.h"
@@ -215,9 +216,13 @@ main(int argc, char **argv)
 	/* the cluster node before the filters: a partitioned filter's part
 	 * is full at the share of the slots the node's map gives its shard,
 	 * and the journal's replay must grow it where the live node did */
-	if (srv.core.cfg->cluster_enabled && (srv.core.cluster =
-	    cluster_open(srv.core.cfg, err, sizeof(err))) == NULL) {
+	if (srv.core.cfg->cluster_enabled && ((srv.core.cluster =
+	    cluster_open(srv.core.cfg, err, sizeof(err))) == NULL ||
+	    /* and the slots it was handing over when it stopped */
+	    cluster_handoff_load(srv.core.cluster, srv.core.cfg->data_dir,
+	    err, sizeof(err)) == -1)) {
 		log_error("cluster: %s", err);
+		cluster_free(srv.core.cluster);
 		config_free(srv.core.cfg);
 		return 1;
 	}

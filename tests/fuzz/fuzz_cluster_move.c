@@ -1,6 +1,6 @@
 /*
  * fuzz_cluster_move.c - libFuzzer target for the pauses of a hand-over of
- * slots kept in data_dir (cluster_move.c's cluster_handoff_load, the file
+ * slots kept in data_dir (cluster_handoff.c's cluster_handoff_load, the file
  * CLUSTER_HANDOFF_FILE): the input written there and read at a node's
  * start, by a node that holds a small map.
  *
@@ -21,7 +21,7 @@
 
 #include "cluster.h"
 #include "cluster_map.h"
-#include "cluster_move.h"
+#include "cluster_handoff.h"
 #include "log.h"
 
 #define P1	"1111111111111111111111111111111111111111"
