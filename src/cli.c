@@ -32,6 +32,11 @@
 #define PIPE_WINDOW	1024
 /* Redirections followed for one command, as redis-cli -c. */
 #define MAX_HOPS	5
+/* A request answered TRYAGAIN (its slot is being handed over to another
+ * node: cluster_move.h) is sent again this many times at most, after
+ * 10, 20, 40 ... ms (at most 500 ms apart): about 15 s in all, far more
+ * than a hand-over's pause. */
+#define TRYAGAIN_TRIES	40
 /* Connections pipe mode keeps to the nodes redirections name. */
 #define PIPE_REDIR_CONNS	16
 
@@ -224,6 +229,22 @@ parse_redirect(const char *reply, char *host, size_t hlen, char *port,
 	return 1;
 }
 
+/* Whether reply is the line protocol's TRYAGAIN (ERR TRYAGAIN ...). */
+static int
+tryagain(const char *reply)
+{
+	return strncmp(reply, "ERR TRYAGAIN ", 13) == 0;
+}
+
+/* The wait before try n + 1 of a request answered TRYAGAIN. */
+static void
+tryagain_wait(int n)
+{
+	useconds_t us = 10000u << (n < 6 ? n : 6);
+
+	usleep(us < 500000 ? us : 500000);
+}
+
 /*
  * Moves the connection to the node a redirection names (for the rest of
  * the session, as redis-cli -c does), and sends ASKING there first for an
@@ -266,7 +287,7 @@ cli_command(struct cli *c, const char *line, FILE *errfp)
 {
 	char	*reply, *req;
 	size_t	 len, rlen = strlen(line);
-	int	 rc, multi = is_multiline(line);
+	int	 rc, multi = is_multiline(line), tries = 0;
 
 	if ((req = malloc(rlen + 1)) == NULL) {
 		cli_warn("%s", strerror(errno));
@@ -289,6 +310,12 @@ cli_command(struct cli *c, const char *line, FILE *errfp)
 		/* the first line of any reply, a multi-line one too, may
 		 * be a redirection: the key or filter lives elsewhere */
 		rc = client_reader_line(&c->rd, &reply, &len);
+		/* a slot being handed over: the same node again, soon */
+		if (rc == 1 && tryagain(reply) && tries < TRYAGAIN_TRIES) {
+			tryagain_wait(tries++);
+			hops--;
+			continue;
+		}
 		if (rc != 1 || hops == MAX_HOPS || !parse_redirect(reply,
 		    host, sizeof(host), port, sizeof(port), &ask))
 			break;
@@ -593,9 +620,9 @@ redir_close_all(struct pipe_state *ps)
 }
 
 /*
- * A line the server redirected (reply is its ERR MOVED or ASK): sent
- * again to the node named, there and then, so that the answers keep the
- * input's order. The final answer goes into out. Returns 0, or -1 when a
+ * A line the server redirected (reply is its ERR MOVED or ASK) or asked
+ * for again (ERR TRYAGAIN): sent again to the node named (or the same),
+ * there and then, so that the answers keep the input's order. The final answer goes into out. Returns 0, or -1 when a
  * node cannot be reached (said).
  */
 static int
@@ -605,7 +632,7 @@ pipe_redirect(struct cli *c, struct pipe_state *ps, const struct slot *s,
 	struct redir	*r;
 	char		 host[256], port[8], *req, *line;
 	size_t		 len, rlen, flen;
-	int		 ask, hops, rc = -1;
+	int		 ask, hops, rc = -1, tries = 0;
 
 	flen = c->filter != NULL ? strlen(c->filter) + 1 : 0;
 	if ((req = malloc(strlen(ps->verb) + 1 + flen + 3 * s->len + 16)) ==
@@ -617,8 +644,23 @@ pipe_redirect(struct cli *c, struct pipe_state *ps, const struct slot *s,
 	rlen += client_encode_key(req + rlen, s->line, s->len);
 	req[rlen++] = '\n';
 	snprintf(out, outlen, "%s", reply);
-	for (hops = 0; hops < MAX_HOPS && parse_redirect(out, host,
-	    sizeof(host), port, sizeof(port), &ask); hops++) {
+	/* TRYAGAIN goes back to the node that answered it: the pipe's own
+	 * (by TCP: a second connection, so that the window keeps its order)
+	 * or the last one redirected to */
+	if (c->target.path == NULL) {
+		snprintf(host, sizeof(host), "%s", c->target.host);
+		snprintf(port, sizeof(port), "%s", c->target.port);
+	} else
+		host[0] = '\0';
+	for (hops = 0; hops < MAX_HOPS; hops++) {
+		if (tryagain(out) && host[0] != '\0' &&
+		    tries < TRYAGAIN_TRIES) {
+			tryagain_wait(tries++);
+			ask = 0;
+			hops--;
+		} else if (!parse_redirect(out, host, sizeof(host), port,
+		    sizeof(port), &ask))
+			break;
 		if ((r = redir_conn(c, ps, host, port)) == NULL)
 			goto done;
 		if ((ask && (client_write_all(r->fd, "ASKING\n", 7) == -1 ||
@@ -656,8 +698,8 @@ pipe_replies(struct cli *c, struct pipe_state *ps)
 		s = &ps->slots[ps->head];
 		ps->head = (ps->head + 1) % PIPE_WINDOW;
 		ps->count--;
-		if (parse_redirect(reply, host, sizeof(host), port,
-		    sizeof(port), &ask)) {
+		if (tryagain(reply) || parse_redirect(reply, host,
+		    sizeof(host), port, sizeof(port), &ask)) {
 			if (pipe_redirect(c, ps, s, reply, final,
 			    sizeof(final)) == -1)
 				return -1;

@@ -477,6 +477,30 @@ def bad_moves_are_refused_and_change_nothing(t):
     t.contains(out, "rolling back")
     t.eq(ask(a, "SETNX", key, "1"), 1)
     ok_cli(t, "cluster", "check", addr(b))
+    # seen-cli (pipe mode and a command) sends a line answered TRYAGAIN
+    # again until the pause ends: through b, which redirects to a
+    paused = [k for k in urls("cli", 400000) if keyslot(k) <= 1][:3]
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "START", "0", "1", myid(b)), "OK")
+    text = "".join(k + "\n" for k in paused[:2] + urls("cli-other", 20))
+    pipe = subprocess.Popen([SEEN_CLI, "-p", str(b.port), "--new"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    one = subprocess.Popen([SEEN_CLI, "-p", str(b.port), "SEEN",
+                            paused[2]], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    pipe.stdin.write(text)
+    pipe.stdin.flush()
+    time.sleep(0.5)
+    t.eq(one.poll(), None, "seen-cli SEEN waits while the slots pause")
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "CANCEL", "0", "1"), "OK")
+    pipe.stdin.close()
+    out, err = pipe.stdout.read(), pipe.stderr.read()
+    pipe.wait(timeout=60 * SLOW)
+    t.eq((pipe.returncode, err), (0, ""), "--new exits 0 after the pause")
+    t.eq(out, text, "every URL new, in order, the paused ones too")
+    out, err = one.communicate(timeout=60 * SLOW)
+    t.eq((one.returncode, out, err), (0, "0\n", ""),
+         "a command answered TRYAGAIN is sent again")
 
 
 @test
