@@ -40,11 +40,17 @@ struct move {
 	unsigned		 moved;
 };
 
-/* CLUSTER SLOTBITS a b of src into *img: 0, or -1 after saying why. */
+/*
+ * CLUSTER SLOTBITS a b of src into *img: 0, or -1 after saying why; or,
+ * when the range holds the slot of a filter that does not move (a named
+ * one) and pinned is not NULL, -2 with that slot in *pinned, unsaid.
+ */
 static int
-slot_bits(struct cnode *src, unsigned a, unsigned b, struct reply *img)
+slot_bits(struct cnode *src, unsigned a, unsigned b, struct reply *img,
+    unsigned *pinned)
 {
 	char	 sa[16], sb[16];
+	int	 used = 0;
 
 	snprintf(sa, sizeof(sa), "%u", a);
 	snprintf(sb, sizeof(sb), "%u", b);
@@ -52,6 +58,14 @@ slot_bits(struct cnode *src, unsigned a, unsigned b, struct reply *img)
 		printf("[ERR] %s: CLUSTER SLOTBITS %u %u: %s\n", src->name, a,
 		    b, src->err);
 		return -1;
+	}
+	if (pinned != NULL && img->type == '-' && img->str != NULL &&
+	    sscanf(img->str, "ERR slot %u holds the named filter %*s%n",
+	    pinned, &used) == 1 && used > 0 && *pinned >= a && *pinned <= b) {
+		printf("[WARNING] %s: %s: the slot stays there\n", src->name,
+		    img->str + 4);
+		reply_free(img);
+		return -2;
 	}
 	if (img->type != '$' || img->str == NULL) {
 		printf("[ERR] %s: CLUSTER SLOTBITS %u %u: %s\n", src->name, a,
@@ -219,10 +233,11 @@ give_map(const struct cl *cl, struct cnode *n, const char *text)
 /*
  * Slots a..b from node si to node di (indexes in mv->m): the steps of
  * cluster_move.h. 0 moved; -1 not moved (rolled back, or fix must end it:
- * said).
+ * said); -2 nothing done, slot *pinned holds a filter that does not move.
  */
 static int
-move_group(struct move *mv, int si, int di, unsigned a, unsigned b)
+move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
+    unsigned *pinned)
 {
 	struct cnode		*src = &mv->v->nodes[si], *dst = &mv->v->nodes[di];
 	struct cluster_map	 next;
@@ -233,8 +248,8 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b)
 	int			 rc;
 
 	/* 1. the bits so far, the source serving */
-	if (slot_bits(src, a, b, &img) == -1)
-		return -1;
+	if ((rc = slot_bits(src, a, b, &img, pinned)) < 0)
+		return rc;
 	rc = slot_merge(dst, &img, 0);
 	reply_free(&img);
 	if (rc != 0)
@@ -248,7 +263,7 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b)
 	/* 3. every key, saved on the target and on its replicas */
 	full0 = info_number(dst, "stats", "sync_full");
 	nrepl = info_number(dst, "replication", "connected_slaves");
-	if (slot_bits(src, a, b, &img) == -1) {
+	if (slot_bits(src, a, b, &img, NULL) == -1) {
 		(void)roll_back(mv->cl, src, a, b);
 		return -1;
 	}
@@ -308,7 +323,7 @@ group_size(struct cnode *src, unsigned a)
 	size_t		 per;
 	unsigned	 g;
 
-	if (slot_bits(src, a, a, &img) == -1)
+	if (slot_bits(src, a, a, &img, NULL) == -1)
 		return 0;
 	per = img.len;
 	reply_free(&img);
@@ -316,33 +331,47 @@ group_size(struct cnode *src, unsigned a)
 	return g < 1 ? 1 : g > GROUP_MAX ? GROUP_MAX : g;
 }
 
-/* Moves the n lowest slots of node si to node di, group by group. */
+/*
+ * Moves the n lowest slots of node si to node di, group by group; a slot
+ * that holds a filter living whole on it (a named one, which does not
+ * move yet) stays, and the next slots make up for it.
+ */
 static int
 move_slots(struct move *mv, int si, int di, unsigned n)
 {
-	unsigned	 g = 0, left = n;
+	unsigned	 g = 0, left = n, pinned;
 	struct cnode	*src = &mv->v->nodes[si];
+	uint8_t		 stays[CLUSTER_SLOTS] = { 0 };
 
 	for (unsigned s = 0; s < CLUSTER_SLOTS && left > 0;) {
 		unsigned e;
+		int	 rc;
 
-		if (mv->m.owner[s] != si) {
+		if (mv->m.owner[s] != si || stays[s]) {
 			s++;
 			continue;
 		}
 		if (g == 0 && (g = group_size(src, s)) == 0)
 			return -1;
 		for (e = s; e + 1 < CLUSTER_SLOTS && mv->m.owner[e + 1] == si &&
-		    e + 1 - s < g && e + 1 - s < left; e++)
+		    !stays[e + 1] && e + 1 - s < g && e + 1 - s < left; e++)
 			;
 		printf("Moving slots %u-%u from %s to %s\n", s, e,
 		    mv->m.nodes[si].id, mv->m.nodes[di].id);
 		fflush(stdout);
-		if (move_group(mv, si, di, s, e) == -1)
+		if ((rc = move_group(mv, si, di, s, e, &pinned)) == -2) {
+			stays[pinned] = 1;	/* the same range without it */
+			continue;
+		}
+		if (rc == -1)
 			return -1;
 		left -= e - s + 1;
 		s = e + 1;
 	}
+	if (left > 0)
+		printf("[WARNING] %u slot(s) fewer than asked moved from %s: "
+		    "the others hold filters that do not move\n", left,
+		    mv->m.nodes[si].id);
 	return 0;
 }
 
