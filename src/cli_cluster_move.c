@@ -21,6 +21,7 @@
 #include "cli_cluster_int.h"
 #include "cluster_map.h"
 #include "cluster_move.h"
+#include "fileio.h"
 
 /* Slots handed over at once at most: a group is one pause and one map. */
 #define GROUP_MAX	512
@@ -132,24 +133,54 @@ info_number(struct cnode *n, const char *section, const char *name)
 	return v;
 }
 
+/* Whether every "slaveN:...,offset=X,..." line of n's INFO replication
+ * has X >= at (the replica loaded its sync and acknowledged that far). */
+static int
+replicas_acked(struct cnode *n, long long at)
+{
+	struct reply	 r;
+	int		 ok = 1;
+
+	if (node_call(n, &r, 2, "INFO", "replication") == -1)
+		return 0;
+	for (const char *p = r.type == '$' ? r.str : NULL; p != NULL;
+	    p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *o;
+
+		if (strncmp(p, "slave", 5) != 0 || (o = strstr(p, ",offset=")) ==
+		    NULL || (strchr(p, '\n') != NULL && o > strchr(p, '\n')))
+			continue;
+		ok &= strtoll(o + 8, NULL, 10) >= at;
+	}
+	if (r.type != '$')
+		ok = 0;
+	reply_free(&r);
+	return ok;
+}
+
 /*
  * The target's replicas took the moved slots: SLOTMERGE ... SAVE made
  * each sync fully (replicas follow keys, not ranges), and a failover of
  * the target must not promote one without them. Waits until the target
- * has started n more full syncs than full0 and has n replicas online
- * again. 0, or -1 (said) after SYNC_TIMEOUT.
+ * has started n more full syncs than full0, has n replicas online again,
+ * and each has acknowledged the offset the target was at then (an ACK
+ * comes once the image is loaded). 0, or -1 (said) after SYNC_TIMEOUT.
  */
 static int
 replicas_synced(struct cnode *dst, long long full0, long long n)
 {
-	double deadline = now_secs() + SYNC_TIMEOUT;
+	double		 deadline = now_secs() + SYNC_TIMEOUT;
+	long long	 at = -1;
 
 	while (n > 0) {
 		long long full = info_number(dst, "stats", "sync_full");
 		long long online = info_number(dst, "replication",
 		    "connected_slaves");
 
-		if (full >= full0 + n && online >= n)
+		if (at < 0 && full >= full0 + n && online >= n)
+			at = info_number(dst, "replication",
+			    "master_repl_offset");
+		if (at >= 0 && replicas_acked(dst, at))
 			return 0;
 		if (full < 0 || online < 0 || now_secs() > deadline) {
 			printf("[WARNING] %s: its replicas have not synced the "
@@ -267,6 +298,11 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 		(void)roll_back(mv->cl, src, a, b);
 		return -1;
 	}
+	/* an image of no partitioned filter changes nothing there, and
+	 * starts no sync */
+	if (img.len >= 16 && get_le32((const unsigned char *)img.str + 12) ==
+	    0)
+		nrepl = 0;
 	rc = slot_merge(dst, &img, 1);
 	reply_free(&img);
 	if (rc != 0 || replicas_synced(dst, full0, nrepl) == -1) {

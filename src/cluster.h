@@ -66,6 +66,9 @@ struct cluster {
 	unsigned	 map_gen, applied_gen;
 	uint8_t		 held[CLUSTER_SLOTS];
 	int		 held_valid;
+	/* started as a replica (main.c, role_starts_replica): frees nothing
+	 * at its start and replays every key (cluster_move.h) */
+	int		 replica_start;
 	/* the primary (node ID) this node was a replica of in the map held
 	 * when it became a primary by role (Sentinel's REPLICAOF NO ONE);
 	 * "": not promoted since its start or its last move to a replica */

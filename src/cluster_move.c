@@ -106,6 +106,12 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 
 		/* MERGE's slices of other shapes hold keys by their own
 		 * seeds, not in slot ranges */
+		if (f->slot_major && f->runtime) {
+			snprintf(err, errlen, "filter %s was loaded from a dump "
+			    "of a partitioned filter: its slots cannot move",
+			    f->name);
+			return NULL;
+		}
 		if (f->slot_major && f->nmerged > 0) {
 			snprintf(err, errlen, "filter %s holds merged slices "
 			    "(MERGE of a filter of another shape), which "
@@ -358,7 +364,9 @@ out:
 int
 cluster_holds_slot(const struct cluster *c, unsigned slot)
 {
-	return c == NULL || c->map == NULL ||
+	/* a replica's map may not name what its primary took yet: it
+	 * keeps every key, as it frees nothing at its start */
+	return c == NULL || c->map == NULL || c->replica_start ||
 	    c->map->owner[slot] == shard_of(c);
 }
 
@@ -465,6 +473,7 @@ cluster_move_apply(struct core *core)
 	struct cluster	*c = core->cluster;
 	uint8_t		 now[CLUSTER_SLOTS];
 	unsigned	 shard, freed, taken = 0;
+	int		 zeroed;
 	char		 err[512];
 
 	if (c == NULL || c->map == NULL || c->applied_gen == c->map_gen)
@@ -483,17 +492,17 @@ cluster_move_apply(struct core *core)
 	 * its primary's, and the map naming the slots it took may reach it
 	 * only after it resumes (a partial sync would not bring them back) */
 	if (!c->held_valid)
-		memset(c->held, core->cfg->replicaof == NULL, sizeof(c->held));
+		memset(c->held, !c->replica_start, sizeof(c->held));
 	freed = part_runs(core, c->held, now, 0, 1);
 	if (c->held_valid)
 		taken = part_runs(core, c->held, now, 1, 1);
 	/* a shard left with no slot holds no key: what the estimates of
 	 * its ranges left over goes too */
-	if (memchr(now, 1, sizeof(now)) == NULL)
+	if ((zeroed = memchr(now, 1, sizeof(now)) == NULL))
 		zero_counts(core);
 	/* the counts judged once all runs are in: a filter that is full at
 	 * the new part's capacity stays so (growth off) */
-	for (size_t i = 0; (freed > 0 || taken > 0) &&
+	for (size_t i = 0; (freed > 0 || taken > 0 || zeroed) &&
 	    i < core->reg->nfilters; i++)
 		if (core->reg->filters[i]->slot_major &&
 		    !core->reg->filters[i]->runtime)

@@ -28,6 +28,7 @@
 #include "notify.h"
 #include "persist.h"
 #include "registry.h"
+#include "role.h"
 #include "server.h"
 #include "snapshot.h"
 
@@ -253,6 +254,9 @@ main(int argc, char **argv)
 	/* a cluster node's partitioned filters hold only its shard's slots
 	 * from here on: what a snapshot holds of others goes, before the
 	 * replay refills the parts (cluster_move.h) */
+	if (srv.core.cluster != NULL)
+		srv.core.cluster->replica_start =
+		    role_starts_replica(srv.core.cfg);
 	cluster_move_apply(&srv.core);
 	/* the journal's keys on top of the snapshots, before listening */
 	if (persist_open(&srv.core) == -1) {

@@ -90,16 +90,17 @@ save_role(struct role *ro)
 		log_error("replication: cannot keep the role: %s", err);
 }
 
-/* The role file's say: 1 replica (host, port set), 0 primary, -1 none. */
+/* The role file in dir: 1 replica (host, port set), 0 primary, -1 none
+ * (warn: one that says nothing this seend reads is said so). */
 static int
-load_role(struct role *ro, char *host, size_t hostlen, unsigned *port)
+read_role(const char *dir, char *host, size_t hostlen, unsigned *port,
+    int warn)
 {
 	char	 path[PATH_MAX], line[600], h[300];
 	FILE	*f;
 	int	 rc = -1;
 
-	snprintf(path, sizeof(path), "%s/%s", ro->core->cfg->data_dir,
-	    ROLE_FILE);
+	snprintf(path, sizeof(path), "%s/%s", dir, ROLE_FILE);
 	if ((f = fopen(path, "r")) == NULL)
 		return -1;
 	if (fgets(line, sizeof(line), f) != NULL) {
@@ -112,10 +113,27 @@ load_role(struct role *ro, char *host, size_t hostlen, unsigned *port)
 		}
 	}
 	fclose(f);
-	if (rc == -1)
+	if (rc == -1 && warn)
 		log_warn("replication: %s says nothing this seend reads; the "
 		    "config's replicaof applies", path);
 	return rc;
+}
+
+static int
+load_role(struct role *ro, char *host, size_t hostlen, unsigned *port)
+{
+	return read_role(ro->core->cfg->data_dir, host, hostlen, port, 1);
+}
+
+int
+role_starts_replica(const struct config *cfg)
+{
+	char		 host[300];
+	unsigned	 port;
+	int		 kept = read_role(cfg->data_dir, host, sizeof(host), &port,
+			    0);
+
+	return kept >= 0 ? kept : cfg->replicaof != NULL;
 }
 
 /* Becomes a replica of host:port, or (host NULL) a primary. */

@@ -29,6 +29,11 @@ struct role	*role_new(struct core *, struct event_base *,
 		    void (*done)(void *, struct save_wait *), void *arg);
 /* After the journal's replay: takes the role, and connects a replica. */
 void		 role_start(struct role *);
+/* Whether the node starts as a replica: the role file in data_dir (every
+ * REPLICAOF's, Sentinel's too) or else the config's replicaof, as
+ * role_start decides. Readable before the role exists (main.c). */
+struct config;
+int		 role_starts_replica(const struct config *);
 /* The turn's replication step, after the journal's write. */
 void		 role_turn_end(struct role *);
 void		 role_tick(struct role *);
