@@ -96,13 +96,8 @@ iter_of(int slot, const struct dump_out *d, uint32_t index)
 static void
 dump_release(struct dump_out *d)
 {
-	for (uint32_t i = 0; i < d->img.nslices; i++)
-		slice_unref(d->owners[i]);
-	free(d->owners);
-	free(d->img.slices);
+	filter_dump_release(&d->img, d->owners);
 	d->owners = NULL;
-	d->img.slices = NULL;
-	d->img.nslices = 0;
 	d->used = 0;
 }
 
@@ -140,44 +135,7 @@ dump_slot(time_t now)
 static int
 dump_capture(struct dump_out *d, struct filter *f)
 {
-	size_t n = filter_nall(f);
-
-	memset(&d->img, 0, sizeof(d->img));
-	d->owners = calloc(n ? n : 1, sizeof(*d->owners));
-	d->img.slices = calloc(n ? n : 1, sizeof(*d->img.slices));
-	if (d->owners == NULL || d->img.slices == NULL) {
-		free(d->owners);
-		free(d->img.slices);
-		return -1;
-	}
-	d->img.seed = f->seed;
-	d->img.capacity = f->capacity;
-	d->img.error_rate = f->error_rate;
-	d->img.growth = f->growth;
-	d->img.normalize = f->normalize;
-	d->img.expire_ms = (uint64_t)f->expire_ms;
-	d->img.created = (uint64_t)time(NULL);
-	d->img.nslices = (uint32_t)n;
-	d->img.cuckoo = filter_is_cuckoo(f);
-	d->img.slot_major = f->slot_major;
-	d->img.max_kicks = f->max_kicks;
-	d->img.forgotten = f->forgotten;
-	/* a cuckoo filter's tables are copied: out of memory; a dump
-	 * reads its copies from the first chunk, so they are filled now */
-	switch (filter_capture(f, d->img.slices, d->owners)) {
-	case -1:
-		free(d->owners);
-		free(d->img.slices);
-		d->owners = NULL;
-		d->img.slices = NULL;
-		return -1;
-	case 1:
-		filter_capture_finish(d->owners, n);
-		break;
-	}
-	for (size_t i = 0; i < n; i++)
-		d->img.count += d->img.slices[i].count;
-	return 0;
+	return filter_dump_capture(f, &d->img, &d->owners);
 }
 
 /* [iter, chunk] in result_buf, the chunk written in place: one copy
@@ -410,17 +368,6 @@ load_finish(struct session *s, struct result *r)
 	r->wait = w;
 }
 
-/* What max_memory leaves for a load's arrays (0: no bound). */
-static uint64_t
-load_room(void)
-{
-	uint64_t used = __atomic_load_n(&filter_memory_used, __ATOMIC_RELAXED);
-
-	if (filter_memory_limit == 0)
-		return 0;
-	return used < filter_memory_limit ? filter_memory_limit - used : 1;
-}
-
 /* A refused chunk as RedisBloom words it: BF.LOADCHUNK's "ERR received
  * bad data", CF.LOADCHUNK's "Couldn't load chunk!". */
 static void
@@ -545,7 +492,7 @@ cmd_bf_loadchunk(struct session *s, struct op *op, struct result *r)
 			break;
 		}
 		if ((s->load = dump_load_start(op->argv[3], op->argl[3],
-		    load_room(), err, sizeof(err))) == NULL) {
+		    filter_memory_room(), err, sizeof(err))) == NULL) {
 			start_refused(s, op, err, r);
 			return;
 		}

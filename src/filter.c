@@ -388,6 +388,71 @@ filter_capture(struct filter *f, struct snapshot_slice *out,
 	return pending;
 }
 
+uint64_t
+filter_memory_room(void)
+{
+	uint64_t used = __atomic_load_n(&filter_memory_used, __ATOMIC_RELAXED);
+
+	if (filter_memory_limit == 0)
+		return 0;
+	return used < filter_memory_limit ? filter_memory_limit - used : 1;
+}
+
+int
+filter_dump_capture(struct filter *f, struct dump_image *img,
+    struct slice ***ownersp)
+{
+	size_t		  n = filter_nall(f);
+	struct slice	**owners;
+
+	memset(img, 0, sizeof(*img));
+	owners = calloc(n ? n : 1, sizeof(*owners));
+	img->slices = calloc(n ? n : 1, sizeof(*img->slices));
+	if (owners == NULL || img->slices == NULL)
+		goto fail;
+	img->seed = f->seed;
+	img->capacity = f->capacity;
+	img->error_rate = f->error_rate;
+	img->growth = f->growth;
+	img->normalize = f->normalize;
+	img->expire_ms = (uint64_t)f->expire_ms;
+	img->created = (uint64_t)time(NULL);
+	img->cuckoo = filter_is_cuckoo(f);
+	img->slot_major = f->slot_major;
+	img->max_kicks = f->max_kicks;
+	img->forgotten = f->forgotten;
+	/* a dump reads a cuckoo filter's copies from its first chunk on,
+	 * so they are filled now */
+	switch (filter_capture(f, img->slices, owners)) {
+	case -1:
+		goto fail;
+	case 1:
+		filter_capture_finish(owners, n);
+		break;
+	}
+	img->nslices = (uint32_t)n;
+	for (size_t i = 0; i < n; i++)
+		img->count += img->slices[i].count;
+	*ownersp = owners;
+	return 0;
+fail:
+	free(owners);
+	free(img->slices);
+	img->slices = NULL;
+	return -1;
+}
+
+void
+filter_dump_release(struct dump_image *img, struct slice **owners)
+{
+	for (uint32_t i = 0; i < img->nslices; i++)
+		slice_unref(owners[i]);
+	free(owners);
+	free(img->slices);
+	img->slices = NULL;
+	img->nslices = 0;
+}
+
 int
 filter_add_merged(struct filter *f, struct slice *s, uint64_t seed)
 {

@@ -130,6 +130,9 @@ struct filter {
 	 * multiple of KEYSLOT_COUNT, so a node touches only the blocks of the
 	 * slots it is asked about: those it owns */
 	int		 slot_major;
+	/* a named filter whose slot this node gave away (cluster_move.c):
+	 * the keyspace's tick drops it */
+	int		 given_away;
 	/* normalize or slot_major: filter_hash's out-of-line case */
 	int		 hash_slow;
 	unsigned	 part_gen;	/* filter_set_part's change it marks */
@@ -207,6 +210,9 @@ void		 filter_clock_update(void);
 /* Bytes mapped by every slice of every filter, and the cap (0: none). */
 extern uint64_t	 filter_memory_used;
 extern uint64_t	 filter_memory_limit;
+/* What max_memory leaves for a load's arrays (0: no bound; at least 1
+ * when it is reached): a dump's max_bytes (dump_load_start). */
+uint64_t	 filter_memory_room(void);
 
 /*
  * A slot-major filter's part on this node: the slots of its shard (the
@@ -317,6 +323,16 @@ int		 filter_capture(struct filter *, struct snapshot_slice *out,
 int		 filter_capture_step(struct slice **owners, size_t n,
 		    size_t max_bytes);
 void		 filter_capture_finish(struct slice **owners, size_t n);
+/*
+ * The filter as it is now as a dump's image (dump.h): its settings, and
+ * each slice held in *owners (n = filter_nall), its count taken now; a
+ * cuckoo filter's tables copied whole now. 0, or -1 out of memory.
+ * filter_dump_release lets the slices go.
+ */
+int		 filter_dump_capture(struct filter *, struct dump_image *img,
+		    struct slice ***owners);
+void		 filter_dump_release(struct dump_image *img,
+		    struct slice **owners);
 /* A filter of that shape with no slice yet and the given seed (MERGE's
  * new destination: its slices come from the merge). */
 struct filter	*filter_new_empty(const char *name,
