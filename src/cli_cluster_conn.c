@@ -22,7 +22,7 @@
 #define MAX_HEADER	65536
 /* The largest bulk reply: a map (CLUSTER_MAP_MAX_TEXT) or an INFO. */
 /* a map, or a moving slot's bits (CLUSTER SLOTBITS: cluster_move.h) */
-#define MAX_BULK	(CLUSTER_MOVE_MAX + 4096)
+#define MAX_BULK	(CLUSTER_IMAGE_MAX + 4096)
 /* Seconds a node may take to answer one command. */
 #define NODE_TIMEOUT	10
 

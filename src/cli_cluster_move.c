@@ -43,19 +43,22 @@ struct move {
 
 /*
  * CLUSTER SLOTBITS a b of src into *img: 0, or -1 after saying why; or,
- * when the range holds the slot of a filter that does not move (a named
- * one) and pinned is not NULL, -2 with that slot in *pinned, unsaid.
+ * when the range holds the slot of a filter that does not move (a config
+ * cuckoo filter) and pinned is not NULL, -2 with that slot in *pinned,
+ * unsaid.
  */
 static int
-slot_bits(struct cnode *src, unsigned a, unsigned b, struct reply *img,
-    unsigned *pinned)
+slot_bits(struct cnode *src, unsigned a, unsigned b, int bits_only,
+    struct reply *img, unsigned *pinned)
 {
 	char	 sa[16], sb[16];
 	int	 used = 0;
 
 	snprintf(sa, sizeof(sa), "%u", a);
 	snprintf(sb, sizeof(sb), "%u", b);
-	if (node_call(src, img, 4, "CLUSTER", "SLOTBITS", sa, sb) == -1) {
+	if ((bits_only ? node_call(src, img, 5, "CLUSTER", "SLOTBITS", sa, sb,
+	    "BITSONLY") : node_call(src, img, 4, "CLUSTER", "SLOTBITS", sa,
+	    sb)) == -1) {
 		printf("[ERR] %s: CLUSTER SLOTBITS %u %u: %s\n", src->name, a,
 		    b, src->err);
 		return -1;
@@ -278,8 +281,9 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	long long		 full0, nrepl;
 	int			 rc;
 
-	/* 1. the bits so far, the source serving */
-	if ((rc = slot_bits(src, a, b, &img, pinned)) < 0)
+	/* 1. the bits so far, the source serving (the named filters
+	 * come whole at 3, once paused) */
+	if ((rc = slot_bits(src, a, b, 1, &img, pinned)) < 0)
 		return rc;
 	rc = slot_merge(dst, &img, 0);
 	reply_free(&img);
@@ -294,14 +298,15 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	/* 3. every key, saved on the target and on its replicas */
 	full0 = info_number(dst, "stats", "sync_full");
 	nrepl = info_number(dst, "replication", "connected_slaves");
-	if (slot_bits(src, a, b, &img, NULL) == -1) {
+	if (slot_bits(src, a, b, 0, &img, NULL) == -1) {
 		(void)roll_back(mv->cl, src, a, b);
 		return -1;
 	}
-	/* an image of no partitioned filter changes nothing there, and
-	 * starts no sync */
-	if (img.len >= 16 && get_le32((const unsigned char *)img.str + 12) ==
-	    0)
+	/* an image of no filter changes nothing there, and starts no
+	 * sync */
+	if (img.len >= CLUSTER_MOVE_HEADER && get_le32((const unsigned char *)
+	    img.str + 12) == 0 && get_le32((const unsigned char *)img.str +
+	    16) == 0)
 		nrepl = 0;
 	rc = slot_merge(dst, &img, 1);
 	reply_free(&img);
@@ -351,7 +356,8 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	return 0;
 }
 
-/* The slots one image may hold, from the size of slot a's. */
+/* The slots one image may hold, from the size of slot a's bits (the
+ * named filters of a range come whole, whatever its length). */
 static unsigned
 group_size(struct cnode *src, unsigned a)
 {
@@ -359,7 +365,7 @@ group_size(struct cnode *src, unsigned a)
 	size_t		 per;
 	unsigned	 g;
 
-	if (slot_bits(src, a, a, &img, NULL) == -1)
+	if (slot_bits(src, a, a, 1, &img, NULL) == -1)
 		return 0;
 	per = img.len;
 	reply_free(&img);
@@ -369,8 +375,8 @@ group_size(struct cnode *src, unsigned a)
 
 /*
  * Moves the n lowest slots of node si to node di, group by group; a slot
- * that holds a filter living whole on it (a named one, which does not
- * move yet) stays, and the next slots make up for it.
+ * that holds a config filter living whole on it (a cuckoo one, on every
+ * node) stays, and the next slots make up for it.
  */
 static int
 move_slots(struct move *mv, int si, int di, unsigned n)

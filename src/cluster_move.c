@@ -13,6 +13,7 @@
 #include "cluster_move.h"
 #include "config.h"
 #include "core.h"
+#include "dump.h"
 #include "fileio.h"
 #include "filter.h"
 #include "keyslot.h"
@@ -38,17 +39,17 @@ range_start(uint64_t nblocks, unsigned slot)
 	return nblocks / KEYSLOT_COUNT * slot;
 }
 
-/* A filter that lives whole on its name's slot (a named one, a config
- * cuckoo filter, one loaded whole) whose name falls in first..last: it
- * does not move with the bits. */
+/* A filter of the config file that lives whole on its name's slot (a
+ * config cuckoo filter) whose name falls in first..last: it is on every
+ * node, and does not move. */
 static const struct filter *
-named_in(const struct core *core, unsigned first, unsigned last)
+pinned_in(const struct core *core, unsigned first, unsigned last)
 {
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		const struct filter *f = core->reg->filters[i];
 		unsigned slot;
 
-		if (f->slot_major)
+		if (f->slot_major || f->runtime)
 			continue;
 		slot = keyslot_of(f->name, f->namelen);
 		if (slot >= first && slot <= last)
@@ -57,11 +58,110 @@ named_in(const struct core *core, unsigned first, unsigned last)
 	return NULL;
 }
 
+/* A named filter (SADD, BF.RESERVE, CF.RESERVE, MERGE's dst: a runtime
+ * filter not partitioned) that moves whole with its name's slot. */
+static int
+moves_whole(const struct filter *f, unsigned first, unsigned last)
+{
+	unsigned slot;
+
+	if (f->slot_major || !f->runtime)
+		return 0;
+	slot = keyslot_of(f->name, f->namelen);
+	return slot >= first && slot <= last;
+}
+
+/* One named filter of an image being written: its dump, captured. */
+struct whole_out {
+	const struct filter	*f;
+	struct dump_image	 img;
+	struct slice		**owners;
+	uint32_t		 nchunks;
+	size_t			 bytes;	/* its entry in the image */
+};
+
+static void
+wholes_free(struct whole_out *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		filter_dump_release(&w[i].img, w[i].owners);
+	free(w);
+}
+
+/* The named filters of first..last captured into *out (*n of them): 0,
+ * or -1 with why. */
+static int
+wholes_capture(const struct core *core, unsigned first, unsigned last,
+    struct whole_out **out, size_t *n, size_t *bytes, char *err,
+    size_t errlen)
+{
+	struct whole_out	*w;
+	size_t			 m = 0;
+
+	*n = 0;
+	*bytes = 0;
+	*out = NULL;
+	for (size_t i = 0; i < core->reg->nfilters; i++)
+		m += moves_whole(core->reg->filters[i], first, last);
+	if (m == 0)
+		return 0;
+	if ((w = calloc(m, sizeof(*w))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < core->reg->nfilters && *n < m; i++) {
+		struct filter		*f = core->reg->filters[i];
+		struct whole_out	*o = &w[*n];
+
+		if (!moves_whole(f, first, last))
+			continue;
+		if (filter_dump_capture(f, &o->img, &o->owners) == -1) {
+			wholes_free(w, *n);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		o->f = f;
+		(*n)++;
+		if ((o->nchunks = dump_chunk_count(&o->img, 0)) == 0) {
+			wholes_free(w, *n);
+			snprintf(err, errlen, "filter %s cannot be dumped (too "
+			    "many slices)", f->name);
+			return -1;
+		}
+		o->bytes = 1 + f->namelen + 8 + 4;
+		for (uint32_t c = 0; c < o->nchunks; c++)
+			o->bytes += dump_chunk_len(&o->img, 0, c);
+		*bytes += o->bytes;
+	}
+	*out = w;
+	return 0;
+}
+
+/* A named filter's entry: name, deadline, its dump's chunks. */
+static unsigned char *
+whole_write(unsigned char *p, const struct whole_out *o, int64_t deadline)
+{
+	uint64_t id;
+
+	do
+		id = bloom_random_seed();
+	while (id == 0);
+	*p++ = (unsigned char)o->f->namelen;
+	memcpy(p, o->f->name, o->f->namelen);
+	p += o->f->namelen;
+	put_le64(p, (uint64_t)deadline);
+	put_le32(p + 8, o->nchunks);
+	p += 12;
+	for (uint32_t c = 0; c < o->nchunks; c++)
+		p += dump_chunk(&o->img, id, 0, c, p);
+	return p;
+}
+
 /* The bytes an image of first..last takes. */
 static size_t
 image_size(const struct core *core, unsigned nslots)
 {
-	size_t n = 16 + 8;	/* the header, the checksum */
+	size_t n = CLUSTER_MOVE_HEADER + 8;	/* the header, the checksum */
 
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		const struct filter *f = core->reg->filters[i];
@@ -78,13 +178,15 @@ image_size(const struct core *core, unsigned nslots)
 
 unsigned char *
 cluster_move_export(const struct core *core, unsigned first, unsigned last,
-    size_t *lenp, char *err, size_t errlen)
+    int64_t (*deadline_of)(const struct filter *), size_t *lenp, char *err,
+    size_t errlen)
 {
 	const struct cluster	*c = core->cluster;
-	const struct filter	*named;
+	const struct filter	*pinned;
+	struct whole_out	*wholes = NULL;
 	unsigned		 nslots;
 	unsigned char		*out, *p;
-	size_t			 len, nf = 0;
+	size_t			 len, nf = 0, nwhole, whole_bytes;
 
 	if (c == NULL || c->map == NULL) {
 		snprintf(err, errlen, "this node holds no map");
@@ -95,10 +197,11 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		    "0..%d", first, last, CLUSTER_SLOTS - 1);
 		return NULL;
 	}
-	if ((named = named_in(core, first, last)) != NULL) {
+	if ((pinned = pinned_in(core, first, last)) != NULL) {
 		snprintf(err, errlen, "slot %u holds the named filter %s, "
-		    "which cannot move yet", keyslot_of(named->name,
-		    named->namelen), named->name);
+		    "which is in the config file (on every node) and cannot "
+		    "move", keyslot_of(pinned->name, pinned->namelen),
+		    pinned->name);
 		return NULL;
 	}
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
@@ -125,14 +228,29 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		    "%u: ask for fewer", first, last, len, CLUSTER_MOVE_MAX);
 		return NULL;
 	}
+	/* no deadline_of: the bits alone (BITSONLY) */
+	nwhole = whole_bytes = 0;
+	if (deadline_of != NULL && wholes_capture(core, first, last, &wholes,
+	    &nwhole, &whole_bytes, err, errlen) == -1)
+		return NULL;
+	if (whole_bytes > CLUSTER_MOVE_WHOLE_MAX) {
+		snprintf(err, errlen, "the named filters of slots %u..%u take "
+		    "%zu bytes, more than %u", first, last, whole_bytes,
+		    CLUSTER_MOVE_WHOLE_MAX);
+		wholes_free(wholes, nwhole);
+		return NULL;
+	}
+	len += whole_bytes;
 	if ((out = malloc(len)) == NULL) {
 		snprintf(err, errlen, "out of memory");
+		wholes_free(wholes, nwhole);
 		return NULL;
 	}
 	memcpy(out, CLUSTER_MOVE_MAGIC, 8);
 	put_le16(out + 8, (uint16_t)first);
 	put_le16(out + 10, (uint16_t)last);
-	p = out + 16;
+	put_le32(out + 16, (uint32_t)nwhole);
+	p = out + CLUSTER_MOVE_HEADER;
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		const struct filter *f = core->reg->filters[i];
 
@@ -160,6 +278,9 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		}
 	}
 	put_le32(out + 12, (uint32_t)nf);
+	for (size_t i = 0; i < nwhole; i++)
+		p = whole_write(p, &wholes[i], deadline_of(wholes[i].f));
+	wholes_free(wholes, nwhole);
 	put_le64(p, XXH3_64bits(out, (size_t)(p - out)));
 	*lenp = len;
 	return out;
@@ -303,22 +424,158 @@ merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
 	return 0;
 }
 
+/* One named filter of an image, as read and loaded. */
+struct whole_in {
+	char			 name[FILTER_NAME_MAX + 1];
+	size_t			 namelen;
+	int64_t			 deadline;
+	struct dump_load	*load;
+};
+
+/* The next chunk of a dump in the image (its length is in its header),
+ * or NULL. */
+static const unsigned char *
+take_chunk(struct reader *r, size_t *len)
+{
+	uint64_t plen;
+
+	if ((size_t)(r->end - r->p) < DUMP_CHUNK_HEADER)
+		return NULL;
+	plen = get_le64(r->p + 40);
+	if (plen > (uint64_t)(r->end - r->p) - DUMP_CHUNK_HEADER)
+		return NULL;
+	*len = DUMP_CHUNK_HEADER + (size_t)plen;
+	return take(r, *len);
+}
+
+/* Reads one named filter of the image and loads its dump (checked whole:
+ * nothing changes here yet). */
+static int
+read_whole(struct core *core, struct reader *r, unsigned first,
+    unsigned last, struct whole_in *w, char *err, size_t errlen)
+{
+	const unsigned char	*q;
+	const struct filter	*f;
+	uint32_t		 nchunks;
+	unsigned		 slot;
+	char			 why[400];
+
+	if ((q = take(r, 1)) == NULL || (w->namelen = *q) == 0 ||
+	    w->namelen > FILTER_NAME_MAX || (q = take(r, w->namelen + 12)) ==
+	    NULL)
+		goto short_image;
+	memcpy(w->name, q, w->namelen);
+	w->name[w->namelen] = '\0';
+	w->deadline = (int64_t)get_le64(q + w->namelen);
+	nchunks = get_le32(q + w->namelen + 8);
+	if (!registry_valid_name(w->name, w->namelen) || w->deadline < 0) {
+		snprintf(err, errlen, "the image names a filter %s with a "
+		    "deadline of %lld", w->name, (long long)w->deadline);
+		return -1;
+	}
+	slot = keyslot_of(w->name, w->namelen);
+	if (slot < first || slot > last) {
+		snprintf(err, errlen, "filter %s's slot %u is not among slots "
+		    "%u..%u of the image", w->name, slot, first, last);
+		return -1;
+	}
+	if (cluster_holds_slot(core->cluster, slot)) {
+		snprintf(err, errlen, "slot %u (filter %s) is served here: "
+		    "the image would replace what it holds", slot, w->name);
+		return -1;
+	}
+	f = registry_find(core->reg, w->name, w->namelen);
+	if (f != NULL && (!f->runtime || f->slot_major)) {
+		snprintf(err, errlen, "filter %s is in this node's config: a "
+		    "named filter of that name cannot move here", w->name);
+		return -1;
+	}
+	if (f != NULL && f->saving) {
+		snprintf(err, errlen, "filter %s (left by an earlier move) "
+		    "is being saved here: try again", w->name);
+		return -1;
+	}
+	for (uint32_t c = 0; c < nchunks; c++) {
+		size_t	 clen;
+		int	 rc;
+
+		if ((q = take_chunk(r, &clen)) == NULL)
+			goto short_image;
+		if (c == 0) {
+			w->load = dump_load_start(q, clen, filter_memory_room(),
+			    why, sizeof(why));
+			rc = w->load == NULL ? -1 : 0;
+		} else if (dump_load_complete(w->load))
+			rc = -1, snprintf(why, sizeof(why), "more chunks than "
+			    "its dump");
+		else
+			rc = dump_load_add(w->load, q, clen, why, sizeof(why));
+		if (rc == -1) {
+			snprintf(err, errlen, "filter %s: %s", w->name, why);
+			return -1;
+		}
+	}
+	if (w->load == NULL || !dump_load_complete(w->load)) {
+		snprintf(err, errlen, "filter %s: its dump ends early",
+		    w->name);
+		return -1;
+	}
+	return 0;
+short_image:
+	snprintf(err, errlen, "the image ends early");
+	return -1;
+}
+
+/* A named filter of the image joins the registry, in place of what an
+ * earlier move left under its name. NULL with why. */
+static struct filter *
+install_whole(struct core *core, struct whole_in *w, char *err,
+    size_t errlen)
+{
+	struct filter	*f, *old;
+
+	f = filter_from_dump(w->name, dump_load_image(w->load), err, errlen);
+	dump_load_free(w->load);
+	w->load = NULL;
+	if (f == NULL)
+		return NULL;
+	/* not served here (read_whole): it holds an earlier copy alone,
+	 * and the new one's snapshot takes its file */
+	if ((old = registry_find(core->reg, w->name, w->namelen)) != NULL) {
+		registry_remove(core->reg, old);
+		filter_unref(old);
+	}
+	if (registry_adopt(core->reg, core->cfg, f, err, errlen) == -1) {
+		filter_unref(f);
+		return NULL;
+	}
+	log_info("filter %s arrived whole with its slot %u: %llu keys, %zu "
+	    "slice(s)", f->name, keyslot_of(f->name, f->namelen),
+	    (unsigned long long)filter_count(f), f->nslices);
+	return f;
+}
+
 int
 cluster_move_import(struct core *core, const unsigned char *p, size_t len,
-    struct filter **changed, size_t max, size_t *n, char *err, size_t errlen)
+    int save, struct cluster_move_changed **changedp, size_t *n, char *err,
+    size_t errlen)
 {
-	struct image_filter	*ims = NULL;
-	struct reader		 r;
-	unsigned		 first, last, nslots;
-	uint32_t		 nf;
-	int			 rc = -1;
+	struct image_filter		*ims = NULL;
+	struct whole_in			*wholes = NULL;
+	struct cluster_move_changed	*changed = NULL;
+	struct reader			 r;
+	unsigned			 first, last, nslots;
+	uint32_t			 nf, nwhole;
+	int				 rc = -1;
 
 	*n = 0;
+	*changedp = NULL;
 	if (core->cluster == NULL || core->cluster->map == NULL) {
 		snprintf(err, errlen, "this node holds no map");
 		return -1;
 	}
-	if (len < 24 || memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0) {
+	if (len < CLUSTER_MOVE_HEADER + 8 ||
+	    memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0) {
 		snprintf(err, errlen, "not an image of slots (CLUSTER "
 		    "SLOTBITS makes them)");
 		return -1;
@@ -330,21 +587,41 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 	first = get_le16(p + 8);
 	last = get_le16(p + 10);
 	nf = get_le32(p + 12);
-	if (first > last || last >= CLUSTER_SLOTS || nf > max) {
-		snprintf(err, errlen, "the image names slots %u..%u and %u "
-		    "filters", first, last, nf);
+	nwhole = get_le32(p + 16);
+	/* a filter's entry takes 13 bytes at least, a named one's 77 */
+	if (first > last || last >= CLUSTER_SLOTS || nf >
+	    core->reg->nfilters || nwhole > len / 77) {
+		snprintf(err, errlen, "the image names slots %u..%u, %u "
+		    "partitioned filters and %u named ones", first, last, nf,
+		    nwhole);
 		return -1;
 	}
 	nslots = last - first + 1;
-	if (nf > 0 && (ims = calloc(nf, sizeof(*ims))) == NULL) {
+	if ((nf > 0 && (ims = calloc(nf, sizeof(*ims))) == NULL) ||
+	    (nwhole > 0 && (wholes = calloc(nwhole, sizeof(*wholes))) ==
+	    NULL) || (changed = calloc((size_t)nf + nwhole + 1,
+	    sizeof(*changed))) == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		goto out;
 	}
-	r.p = p + 16;
+	r.p = p + CLUSTER_MOVE_HEADER;
 	r.end = p + len - 8;
 	for (uint32_t i = 0; i < nf; i++)
 		if (read_filter(core, &r, nslots, &ims[i], err, errlen) == -1)
 			goto out;
+	for (uint32_t i = 0; i < nwhole; i++) {
+		if (read_whole(core, &r, first, last, &wholes[i], err,
+		    errlen) == -1)
+			goto out;
+		/* twice, the second would free the first as it took its
+		 * place */
+		for (uint32_t j = 0; j < i; j++)
+			if (strcmp(wholes[j].name, wholes[i].name) == 0) {
+				snprintf(err, errlen, "the image names filter "
+				    "%s twice", wholes[i].name);
+				goto out;
+			}
+	}
 	if (r.p != r.end) {
 		snprintf(err, errlen, "the image has %zu bytes more than its "
 		    "filters", (size_t)(r.end - r.p));
@@ -353,11 +630,31 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 	for (uint32_t i = 0; i < nf; i++) {
 		if (merge_filter(&ims[i], first, nslots, err, errlen) == -1)
 			goto out;
-		changed[(*n)++] = ims[i].f;
+		changed[(*n)++].f = ims[i].f;
+	}
+	/* a named filter is taken whole once the source pauses its slot
+	 * (SAVE): an earlier copy would only be replaced */
+	for (uint32_t i = 0; save && i < nwhole; i++) {
+		struct filter *f;
+
+		if ((f = install_whole(core, &wholes[i], err, errlen)) == NULL)
+			goto out;
+		changed[*n].f = f;
+		changed[*n].whole = 1;
+		changed[(*n)++].deadline_ms = wholes[i].deadline;
 	}
 	rc = 0;
 out:
+	for (uint32_t i = 0; wholes != NULL && i < nwhole; i++)
+		if (wholes[i].load != NULL)
+			dump_load_free(wholes[i].load);
+	free(wholes);
 	free(ims);
+	if (rc == -1) {
+		free(changed);
+		*n = 0;
+	} else
+		*changedp = changed;
 	return rc;
 }
 
@@ -467,6 +764,28 @@ part_runs(struct core *core, const uint8_t *was, const uint8_t *now,
 	return n;
 }
 
+/*
+ * Named filters whose slot the shard gave away (held, now not) are marked
+ * for keyspace_drop_moved (a layer up: the keyspace's tick drops them);
+ * one whose slot came back before is not.
+ */
+static void
+mark_given_away(struct core *core, const uint8_t *was, const uint8_t *now)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter	*f = core->reg->filters[i];
+		unsigned	 slot;
+
+		if (f->slot_major || !f->runtime)
+			continue;
+		slot = keyslot_of(f->name, f->namelen);
+		if (was[slot] && !now[slot])
+			f->given_away = 1;
+		else if (now[slot])
+			f->given_away = 0;
+	}
+}
+
 void
 cluster_move_apply(struct core *core)
 {
@@ -494,6 +813,7 @@ cluster_move_apply(struct core *core)
 	if (!c->held_valid)
 		memset(c->held, !c->replica_start, sizeof(c->held));
 	freed = part_runs(core, c->held, now, 0, 1);
+	mark_given_away(core, c->held, now);
 	if (c->held_valid)
 		taken = part_runs(core, c->held, now, 1, 1);
 	/* a shard left with no slot holds no key: what the estimates of

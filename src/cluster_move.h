@@ -29,22 +29,41 @@
  * fix rolls back: CLUSTER HANDOFF CANCEL); from then on by the target, the
  * source paused until it takes the map (passed on by peers, or by fix).
  *
+ * A named filter (SADD, BF.RESERVE, CF.RESERVE name; MERGE's dst: a
+ * runtime filter, not partitioned) lives whole on its name's slot and
+ * moves whole with it: every image of a range carries the dumps (dump.h)
+ * of the named filters whose slots are in it, and the target takes them
+ * at step 3 alone (SAVE: the source pauses them then, so the copy is
+ * final; without SAVE they are checked, not taken, and seen-cli's first
+ * copy asks SLOTBITS a b BITSONLY, without them), in place of anything an
+ * earlier move left under their names, with their EXPIRE deadlines. The
+ * source drops each once a map gives its slot away (keyspace_drop_moved:
+ * no journal record, so that the filter coming back one day is not
+ * dropped again by a replay; a replay skips the records of a named
+ * filter whose slot is not the shard's), and so does any node that finds
+ * at its start a named filter of a slot not its shard's (a copy left by
+ * a move rolled back, or one given away just before a kill).
+ *
  * The image (CLUSTER SLOTBITS' reply, SLOTMERGE's argument; integers
  * little-endian):
  *
- *   0  8  magic "SEENDSB1"
+ *   0  8  magic "SEENDSB2"
  *   8  2  first slot, 10 2 last slot (first <= last < 16384)
- *  12  4  filters, then for each: 1 name length (1-64), the name, 8 seed,
+ *  12  4  partitioned filters, 16 4 named filters
+ *  20  -  each partitioned filter: 1 name length (1-64), the name, 8 seed,
  *         4 slices, then for each slice (oldest first): 8 blocks (a
  *         multiple of 16384), 4 hashes (k), and (last - first + 1) *
  *         blocks / 16384 blocks of 64 bytes
+ *   -  -  each named filter: 1 name length, the name, 8 its EXPIRE
+ *         deadline (Unix ms; 0 none), 4 chunks, then its dump's chunks
+ *         (dump.h; each chunk's length is in its header)
  *   -  8  XXH3-64 (seed 0) of every byte before
  *
- * A filter that is not partitioned (a named one: SADD, BF.RESERVE name;
- * a config cuckoo filter; one loaded whole) lives whole on its name's
- * slot: a range that holds one is refused (it would move by a dump, not
- * yet), and so is any range while a partitioned filter holds MERGE's
- * slices of another shape (their keys are not in slot ranges).
+ * A filter of the config file that is not partitioned (a config cuckoo
+ * filter) is on every node and lives on its name's slot: a range that
+ * holds one is refused, and so is any range while a partitioned filter
+ * holds MERGE's slices of another shape (their keys are not in slot
+ * ranges).
  */
 #ifndef SEEND_CLUSTER_MOVE_H
 #define SEEND_CLUSTER_MOVE_H
@@ -56,32 +75,54 @@ struct cluster;
 struct core;
 struct filter;
 
-#define CLUSTER_MOVE_MAGIC	"SEENDSB1"
-/* The largest image: a dump's chunk (DUMP_CHUNK_MAX); seen-cli sizes its
- * groups of slots to fit. */
+#define CLUSTER_MOVE_MAGIC	"SEENDSB2"
+#define CLUSTER_MOVE_HEADER	20
+/* The largest image of partitioned filters' ranges: a dump's chunk
+ * (DUMP_CHUNK_MAX); seen-cli sizes its groups of slots to fit. */
 #define CLUSTER_MOVE_MAX	(16u << 20)
+/* The most the named filters of an image may add: Redis's largest
+ * argument (proto-max-bulk-len), which MIGRATE of a key is held to. */
+#define CLUSTER_MOVE_WHOLE_MAX	(512u << 20)
+/* The largest image, and SLOTMERGE's argument. */
+#define CLUSTER_IMAGE_MAX	(CLUSTER_MOVE_MAX + CLUSTER_MOVE_WHOLE_MAX)
+
+/* A filter a SLOTMERGE changed: whole (a named filter taken, with its
+ * EXPIRE deadline in Unix ms, 0 none) or a partitioned one's ranges. */
+struct cluster_move_changed {
+	struct filter	*f;
+	int		 whole;
+	int64_t		 deadline_ms;
+};
 
 /*
  * CLUSTER SLOTBITS first last: the image of every partitioned filter's
- * blocks of those slots (malloc'd, *len bytes), or NULL with why.
+ * blocks of those slots and of the named filters on them, each with its
+ * deadline_of (NULL: no named filter, BITSONLY) (malloc'd, *len bytes),
+ * or NULL with why.
  */
 unsigned char *cluster_move_export(const struct core *, unsigned first,
-	    unsigned last, size_t *len, char *err, size_t errlen);
+	    unsigned last, int64_t (*deadline_of)(const struct filter *),
+	    size_t *len, char *err, size_t errlen);
 /*
- * CLUSTER SLOTMERGE: the image OR-ed into the filters it names (checked
- * whole first: a filter missing here, of another seed or shape, changes
+ * CLUSTER SLOTMERGE: the image OR-ed into the partitioned filters it
+ * names and, with save, its named filters taken whole (checked whole
+ * first: a filter missing here, of another seed or shape, a named one
+ * of a slot served here or in the config, a damaged dump, changes
  * nothing). The keys count here only once a map gives the slots
- * (cluster_move_apply). The filters changed go in changed[] (at most max,
- * *n of them) for the caller's snapshots. 0, or -1 with why.
+ * (cluster_move_apply). The filters changed go in *changed (malloc'd,
+ * *n of them) for the caller's snapshots and deadlines. 0, or -1 with
+ * why.
  */
 int	cluster_move_import(struct core *, const unsigned char *p, size_t len,
-	    struct filter **changed, size_t max, size_t *n, char *err,
-	    size_t errlen);
+	    int save, struct cluster_move_changed **changed, size_t *n,
+	    char *err, size_t errlen);
 /*
  * After a map was taken (and once at the start): partitioned filters take
  * the map's seed while empty; the ranges of slots this node's shard no
  * longer owns are freed, the keys their bits hold (estimated) leaving the
- * counts, and those of slots it gained are counted in; pauses of slots
+ * counts, and those of slots it gained are counted in; named filters of
+ * slots given away are marked (filter.given_away) for the keyspace's
+ * tick to drop (keyspace_drop_moved); pauses of slots
  * given away end. Run before the filters' parts follow the map
  * (filter_part_check), so that no filter is full for a moment in
  * between. Cheap when nothing changed: the server's tick calls it.

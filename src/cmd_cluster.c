@@ -576,9 +576,9 @@ reply_help(struct result *r)
 		"GETMAP",
 		"    Return the cluster's map this node holds (null: none, a "
 		    "cluster of one).",
-		"SLOTBITS <first> <last>",
-		"    Return the partitioned filters' bits of those slots (a "
-		    "move's copy).",
+		"SLOTBITS <first> <last> [BITSONLY]",
+		"    Return the partitioned filters' bits of those slots and "
+		    "their named filters (a move's copy).",
 		"SLOTMERGE <image> [SAVE]",
 		"    OR a SLOTBITS image into this node's filters (SAVE: and "
 		    "snapshot them).",
@@ -624,7 +624,7 @@ static const struct subcommand {
 	{ "SETMAP", 3, SUB_SETMAP },
 	{ "GETMAP", 2, SUB_GETMAP },
 	/* seend's: a slot's move (cluster_move.h) */
-	{ "SLOTBITS", 4, SUB_SLOTBITS },
+	{ "SLOTBITS", -4, SUB_SLOTBITS },
 	{ "SLOTMERGE", -3, SUB_SLOTMERGE },
 	{ "HANDOFF", -3, SUB_HANDOFF },
 	{ "ADDSLOTS", -3, SUB_OTHER },

@@ -17,6 +17,7 @@
 #include "core.h"
 #include "filter.h"
 #include "handler.h"
+#include "keyspace.h"
 #include "log.h"
 #include "proto.h"
 #include "registry.h"
@@ -43,7 +44,9 @@ range_args(const struct op *op, int at, unsigned *first, unsigned *last,
 	return 0;
 }
 
-/* CLUSTER SLOTBITS <first> <last>: the image (a bulk string). */
+/* CLUSTER SLOTBITS <first> <last> [BITSONLY]: the image (a bulk string);
+ * BITSONLY leaves the named filters out (a move's first copy, which the
+ * target checks but does not take: cluster_move.h). */
 void
 cmd_cluster_slotbits(struct session *s, struct op *op, struct result *r)
 {
@@ -53,15 +56,16 @@ cmd_cluster_slotbits(struct session *s, struct op *op, struct result *r)
 	char		 err[512];
 	struct buf	*b;
 
-	if (op->argc != 4) {
-		result_error(r, "ERR", "wrong number of arguments for "
-		    "'cluster|slotbits' command");
+	if (op->argc != 4 && !(op->argc == 5 && proto_token_is(op->argv[4],
+	    op->argl[4], "BITSONLY"))) {
+		result_error(r, "ERR", "syntax error: CLUSTER SLOTBITS <first> "
+		    "<last> [BITSONLY]");
 		return;
 	}
 	if (range_args(op, 2, &first, &last, r) == -1)
 		return;
-	if ((img = cluster_move_export(s->core, first, last, &len, err,
-	    sizeof(err))) == NULL) {
+	if ((img = cluster_move_export(s->core, first, last, op->argc == 5 ?
+	    NULL : keyspace_deadline, &len, err, sizeof(err))) == NULL) {
 		result_error(r, "ERR", "%s", err);
 		return;
 	}
@@ -76,8 +80,8 @@ cmd_cluster_slotbits(struct session *s, struct op *op, struct result *r)
 /* The filters changed by a SLOTMERGE ... SAVE snapshotted; the reply
  * waits for them (0), or the error is in r (-1). */
 static int
-save_changed(struct session *s, struct filter **changed, size_t n,
-    struct result *r)
+save_changed(struct session *s, const struct cluster_move_changed *changed,
+    size_t n, struct result *r)
 {
 	struct core		*core = s->core;
 	struct save_wait	*w;
@@ -90,14 +94,14 @@ save_changed(struct session *s, struct filter **changed, size_t n,
 	}
 	w->pending = 1;		/* held while the jobs are queued */
 	for (size_t i = 0; i < n; i++) {
-		if (saver_submit(core->saver, changed[i], core->cfg->data_dir,
+		if (saver_submit(core->saver, changed[i].f, core->cfg->data_dir,
 		    w) == 0) {
 			queued++;
 			continue;
 		}
 		w->failed = 1;
 		snprintf(w->err, sizeof(w->err), "merged, but the snapshot "
-		    "of %s cannot be queued: out of memory", changed[i]->name);
+		    "of %s cannot be queued: out of memory", changed[i].f->name);
 	}
 	if (queued == 0) {
 		saver_wait_done(core->saver, w);
@@ -115,11 +119,11 @@ save_changed(struct session *s, struct filter **changed, size_t n,
 void
 cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 {
-	struct core	*core = s->core;
-	struct filter	**changed;
-	size_t		 n = 0, max = core->reg->nfilters;
-	int		 save = op->argc == 4;
-	char		 err[700];
+	struct core			*core = s->core;
+	struct cluster_move_changed	*changed;
+	size_t				 n = 0, whole = 0;
+	int				 save = op->argc == 4;
+	char				 err[700];
 
 	if (op->argc != 3 && !(op->argc == 4 &&
 	    proto_token_is(op->argv[3], op->argl[3], "SAVE"))) {
@@ -134,16 +138,18 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		    "only replica.");
 		return;
 	}
-	if ((changed = calloc(max + 1, sizeof(*changed))) == NULL) {
-		result_error(r, "ERR", "out of memory");
-		return;
-	}
 	if (cluster_move_import(core, (const unsigned char *)op->argv[2],
-	    op->argl[2], changed, max, &n, err, sizeof(err)) == -1) {
+	    op->argl[2], save, &changed, &n, err, sizeof(err)) == -1) {
 		result_error(r, "ERR", "%s", err);
-		free(changed);
 		return;
 	}
+	/* a named filter's EXPIRE deadline came with it */
+	for (size_t i = 0; i < n; i++)
+		if (changed[i].whole) {
+			keyspace_set_deadline(core, changed[i].f,
+			    changed[i].deadline_ms);
+			whole++;
+		}
 	if (!save || n == 0) {
 		result_status(r, "OK");
 		free(changed);
@@ -152,8 +158,9 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 	/* the stream says keys, not ranges: replicas take the slots from
 	 * a full sync, as after MERGE */
 	core->repl.resync_why = "moved slots arrived (CLUSTER SLOTMERGE)";
-	log_info("client %llu (%s): moved slots merged into %zu filter(s)",
-	    (unsigned long long)s->id, s->peer, n);
+	log_info("client %llu (%s): moved slots merged into %zu filter(s), "
+	    "%zu named filter(s) taken whole", (unsigned long long)s->id,
+	    s->peer, n - whole, whole);
 	(void)save_changed(s, changed, n, r);
 	free(changed);
 }

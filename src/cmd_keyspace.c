@@ -25,9 +25,11 @@
 
 #include "session.h"
 #include "config.h"
+#include "cluster_move.h"
 #include "deadline.h"
 #include "filter.h"
 #include "handler.h"
+#include "keyslot.h"
 #include "keyspace.h"
 #include "log.h"
 #include "persist.h"
@@ -239,12 +241,13 @@ save_or_log(struct core *core)
  * the caller's.
  */
 static void
-drop(struct core *core, struct filter *f, const char *why)
+drop(struct core *core, struct filter *f, const char *why, int journal)
 {
 	char path[4096];
 
 	/* replay must not make it again from its 'r' record */
-	persist_filter_dropped(core, f);
+	if (journal)
+		persist_filter_dropped(core, f);
 	registry_remove(core->reg, f);
 	f->deleted = 1;
 	if (snapshot_path(path, sizeof(path), core->cfg->data_dir,
@@ -260,7 +263,36 @@ keyspace_drop_filter(struct core *core, struct filter *f, const char *why)
 {
 	int had = deadline_remove(&deadlines, f->name, f->namelen);
 
-	drop(core, f, why);
+	drop(core, f, why, 1);
+	if (had) {
+		deadlines_changed();
+		save_or_log(core);
+	}
+}
+
+void
+keyspace_drop_moved(struct core *core)
+{
+	int had = 0;
+
+	/* from the end: a removal moves the last filter into the hole */
+	for (size_t i = core->reg->nfilters; i-- > 0;) {
+		struct filter	*f = core->reg->filters[i];
+		char		 why[96];
+		unsigned	 slot;
+
+		if (!f->given_away)
+			continue;
+		f->given_away = 0;
+		slot = keyslot_of(f->name, f->namelen);
+		if (!f->runtime || f->slot_major ||
+		    cluster_holds_slot(core->cluster, slot))
+			continue;
+		had |= deadline_remove(&deadlines, f->name, f->namelen);
+		snprintf(why, sizeof(why), "(its slot %u is another node's "
+		    "now)", slot);
+		drop(core, f, why, 0);
+	}
 	if (had) {
 		deadlines_changed();
 		save_or_log(core);
@@ -298,7 +330,7 @@ expire_due(struct core *core, int64_t now, int sweep, const char *why)
 		deadline_remove(&deadlines, e.name, e.namelen);
 		changed = 1;
 		if (f != NULL && f->runtime)
-			drop(core, f, why);
+			drop(core, f, why, 1);
 	}
 	if (changed)
 		deadlines_changed();
@@ -462,7 +494,7 @@ cmd_del(struct session *s, struct op *op, struct result *r)
 		if (f == NULL || !f->runtime)
 			continue;
 		changed |= deadline_remove(&deadlines, f->name, f->namelen);
-		drop(core, f, why);
+		drop(core, f, why, 1);
 		/* its drop record goes before the reply, as a key's */
 		s->journaled = 1;
 		n++;
@@ -546,7 +578,7 @@ cmd_flushall(struct session *s, struct op *op, struct result *r)
 		if (!f->runtime)
 			continue;
 		changed |= deadline_remove(&deadlines, f->name, f->namelen);
-		drop(core, f, why);
+		drop(core, f, why, 1);
 		/* its drop record goes before the reply, as a key's */
 		s->journaled = 1;
 		dropped++;

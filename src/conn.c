@@ -22,6 +22,7 @@
 #include "config.h"
 #include "filter.h"
 #include "conn.h"
+#include "cluster_move.h"
 #include "dump.h"
 #include "log.h"
 #include "proto.h"
@@ -375,6 +376,8 @@ resp_limits_for(const struct conn *c, struct resp_limits *lim)
 	lim->max_args = RESP_ARGS;
 	lim->unauth = !c->s.authed;
 	lim->max_chunk = DUMP_CHUNK_MAX;
+	lim->max_image = c->set->core->cluster != NULL ? CLUSTER_IMAGE_MAX :
+	    0;
 }
 
 /*

@@ -35,6 +35,16 @@ void	keyspace_expire_due(struct core *, int64_t now_ms);
 void	keyspace_drop_filter(struct core *, struct filter *,
 	    const char *why);
 
+/*
+ * Drops the named filters whose slot this node's shard gave away (marked
+ * by cluster_move_apply: the new owner holds them now) as DEL does, but
+ * with no journal record: the filter may come back one day under its
+ * seed, and a replay must not drop it then (it skips the records of
+ * named filters whose slot is not the shard's instead). Replicas drop
+ * them too, following the map.
+ */
+void	keyspace_drop_moved(struct core *);
+
 /* A runtime filter's deadline (Unix ms), 0 if it has none. */
 int64_t	keyspace_deadline(const struct filter *);
 /* A replica takes its primary's deadline for f (0: none), kept in its

@@ -50,6 +50,7 @@
 #include "fileio.h"
 #include "filter.h"
 #include "journal.h"
+#include "keyslot.h"
 #include "log.h"
 #include "persist.h"
 #include "registry.h"
@@ -183,6 +184,13 @@ replay_create(struct replay *r, const struct journal_key *k)
 	r->have = 0;
 	if (registry_find(r->reg, k->name, k->namelen) != NULL)
 		return;
+	/* a named filter whose slot was given away since: the new owner
+	 * has it (cluster_move.h) */
+	if (!cluster_holds_slot(r->core->cluster, keyslot_of(k->name,
+	    k->namelen))) {
+		r->given_away++;
+		return;
+	}
 	f = registry_create_type(r->reg, r->cfg, k->name, k->namelen,
 	    k->shape.capacity, k->shape.error_rate, k->shape.growth,
 	    k->shape.type ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM, err,
@@ -268,6 +276,11 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 			(void)filter_reseed(r->f, k->seed);
 	}
 	if ((f = r->f) == NULL) {
+		if (!cluster_holds_slot(r->core->cluster, keyslot_of(k->name,
+		    k->namelen))) {
+			r->given_away++;
+			return 0;
+		}
 		r->unknown++;
 		note_skipped(r, k->name, k->namelen);
 		return 0;

@@ -244,6 +244,8 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		/* a dump's chunk is one argument bigger than any key, and
 		 * so is the map of a cluster of many nodes (CLUSTER SETMAP:
 		 * cluster_map.c refuses one of more than 1 MiB) */
+		if (big >= 0 || max_bulk != lim->max_bulk)
+			continue;
 		if (i == 0 && n == 4 && lim->max_chunk > 0 && l == 12 &&
 		    (strncasecmp(p + body, "BF.LOADCHUNK", 12) == 0 ||
 		    strncasecmp(p + body, "CF.LOADCHUNK", 12) == 0))
@@ -253,14 +255,18 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		    req->argl[0] == 7 &&
 		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0)
 			big = 2;
-		/* and a moving slot's bits (CLUSTER SLOTMERGE <image>
-		 * [SAVE]: cluster_move.h, at most a chunk too) */
-		else if (i == 1 && (n == 3 || n == 4) && lim->max_chunk > 0 &&
+		/* and moving slots' bits with their named filters (CLUSTER
+		 * SLOTMERGE <image> [SAVE]: cluster_move.h), up to max_image */
+		else if (i == 1 && (n == 3 || n == 4) && lim->max_image > 0 &&
 		    l == 9 && strncasecmp(p + body, "SLOTMERGE", 9) == 0 &&
 		    req->argl[0] == 7 &&
-		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0)
+		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0) {
 			big = 2;
-		if (big >= 0 && big > i && max_bulk == lim->max_bulk) {
+			max_bulk = lim->max_image;
+			max_request = lim->max_request + lim->max_image;
+			continue;
+		}
+		if (big >= 0) {
 			max_bulk = lim->max_chunk;
 			max_request = lim->max_request + lim->max_chunk;
 		}

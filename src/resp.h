@@ -49,6 +49,9 @@ struct resp_limits {
 	 * max_bulk, and their request as much more than max_request (0: no
 	 * exemption) */
 	size_t	 max_chunk;
+	/* CLUSTER SLOTMERGE's image (its 3rd argument) likewise, up to
+	 * this many bytes (0: no exemption) */
+	size_t	 max_image;
 };
 
 struct resp_request {

@@ -564,6 +564,8 @@ server_tick(struct server *srv)
 	 * ranges of slots not the shard's freed (cluster_move.h), before
 	 * the parts follow it */
 	cluster_move_apply(core);
+	/* and the named filters of slots given away dropped */
+	keyspace_drop_moved(core);
 	for (size_t i = 0; i < core->reg->nfilters; i++) {
 		filter_expire(core->reg->filters[i], filter_now_ms);
 		filter_retry(core->reg->filters[i]);

@@ -321,6 +321,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	lim.unauth = data[2] >> 7;
 	/* BF.LOADCHUNK's exemption, small too, on half the inputs */
 	lim.max_chunk = data[2] & 0x40 ? 300 : 0;
+	/* and CLUSTER SLOTMERGE's, larger */
+	lim.max_image = data[2] & 0x20 ? 500 : 0;
 	if (data[0] & 0x80)
 		lim.max_bulk = 20000;	/* over RESP_UNAUTH_BULK */
 	left = size - 3;

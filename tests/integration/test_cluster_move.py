@@ -100,10 +100,13 @@ def record(rc, keys, retry_for=60):
 
 
 def seen_all(t, ns, keys, what):
-    """EXISTS of every key through a new RedisCluster: all 1."""
+    """EXISTS of every key through a new RedisCluster (SISMEMBER of a
+    (name, member) pair): all 1."""
     rc = client(ns)
     try:
-        missing = [k for k in keys if rc.exists(k) != 1]
+        missing = [k for k in keys if (rc.sismember(*k) if
+                                       isinstance(k, tuple) else
+                                       rc.exists(k)) != 1]
     finally:
         rc.close()
     t.eq(len(missing), 0, "%s: every URL answered seen (missing %d of %d, "
@@ -197,6 +200,12 @@ def replicas_follow_a_move(t):
     rc.close()
     src, dst = prim
     before = owners(src)
+    # a named filter on a slot the move takes (the source's 2048 lowest)
+    lowest = min(i for i, o in enumerate(before) if o == myid(src))
+    named = next(n for n in SPIDERS if lowest <= keyslot(n) < lowest + 2048)
+    t.eq(ask(src, "SADD", named, "a", "b", "c"), 3)
+    wait_until(lambda: named.encode() in ask(repl[src.name], "KEYS", "*"),
+               timeout=30)
     count0 = int(info_field(repl[src.name], "default", "count"))
     # a quarter of the source's slots: 4 groups, each synced fully to
     # the target's replica before the map gives them
@@ -218,6 +227,18 @@ def replicas_follow_a_move(t):
     t.ok(abs(count1 - count0 * 0.75) < count0 * 0.1, "the source's "
          "replica counts its shard's keys without the slots given away: "
          "%d -> %d" % (count0, count1))
+    # the named filter is on the target's replica, gone from the source's
+    wait_until(lambda: named.encode() not in ask(repl[src.name], "KEYS",
+                                                 "*"), timeout=30)
+    t.ok(named.encode() not in ask(repl[src.name], "KEYS", "*"),
+         "the source's replica dropped the named filter that moved")
+    c = Resp(repl[dst.name].port, timeout=30)
+    try:
+        t.eq(c.cmd("READONLY"), "OK")
+        t.eq(c.cmd("SMISMEMBER", named, "a", "b", "c"), [1, 1, 1],
+             "the target's replica holds the named filter that moved")
+    finally:
+        c.close()
     t.eq(ask(repl[dst.name], "CLUSTER", "SLOTMERGE",
              ask(src, "CLUSTER", "SLOTBITS", "0", "0")),
          Err("READONLY You can't write against a read only replica."))
@@ -244,9 +265,12 @@ class Writers:
     TRYAGAIN past redis-py's tries or a node killed, is retried with the
     same URL): acked holds (URL, first answer) in order."""
 
-    def __init__(self, ns, n=2, prefix="w"):
+    def __init__(self, ns, n=2, prefix="w", named=False):
         self.ns = ns
         self.prefix = prefix
+        # named: SADD of fresh members into 16 named filters a thread
+        # (acked holds ((name, member), first answer))
+        self.named = named
         self.acked = []
         self.errors = 0
         self.last_error = None
@@ -269,7 +293,12 @@ class Writers:
                             startup_nodes=[ClusterNode("127.0.0.1", s.port)
                                            for s in self.ns],
                             socket_timeout=5 * SLOW)
-                    got = rc.setnx(key, "1")
+                    if self.named:
+                        key = ("%s%d-set%d" % (self.prefix, i, k % 16),
+                               "m%d" % k)
+                        got = rc.sadd(*key)
+                    else:
+                        got = rc.setnx(key, "1")
                 except Exception as e:
                     # RedisError, OSError, and redis-py's
                     # RedisClusterException when no node answers in time
@@ -369,7 +398,9 @@ def kill_during_a_move(t, victim_is_source, run):
     record(rc, before)
     rc.close()
     w = Writers(ns, prefix="k%dw" % run)
-    wait_until(lambda: w.count() >= 20, timeout=30)
+    # and named filters, whole on their slots, moving with them
+    wn = Writers(ns, n=1, prefix="k%dn" % run, named=True)
+    wait_until(lambda: w.count() >= 20 and wn.count() >= 40, timeout=30)
     p = subprocess.Popen([SEEN_CLI, "cluster", "reshard", addr(src),
                           "--from", myid(src), "--to", myid(dst),
                           "--slots", "4000", "--yes"],
@@ -396,16 +427,19 @@ def kill_during_a_move(t, victim_is_source, run):
         time.sleep(0.5 * SLOW)
     t.eq(rc_, 0, "fix exits 0 after the kill; reshard said:\n%s\nfix:\n%s"
          % (out, fixed))
-    c = w.count()
-    wait_until(lambda: w.count() >= c + 20, timeout=60)
+    c, cn = w.count(), wn.count()
+    wait_until(lambda: w.count() >= c + 20 and wn.count() >= cn + 20,
+               timeout=60)
     during = w.stop(t)
+    named = wn.stop(t)
     first_answers_new(t, w)
+    first_answers_new(t, wn)    # new_filter_error_rate is 0.001 too
     ok_cli(t, "cluster", "check", addr(src))
     moved = slots_of(dst) - 8192
     diag("run %d: %s killed, %d slots had moved, %d paused groups rolled "
          "back" % (run, victim.name, moved, fixed.count("rolling back")))
-    seen_all(t, ns, before + during, "run %d (%s killed, %d slots had "
-             "moved)" % (run, victim.name, moved))
+    seen_all(t, ns, before + during + named, "run %d (%s killed, %d "
+             "slots had moved)" % (run, victim.name, moved))
     for s in ns:
         s.stop()
 
@@ -439,7 +473,7 @@ def bad_moves_are_refused_and_change_nothing(t):
     t.eq(ask(b, "CLUSTER", "SLOTMERGE", "not an image"),
          Err("ERR not an image of slots (CLUSTER SLOTBITS makes them)"))
     img = ask(a, "CLUSTER", "SLOTBITS", "0", "3")
-    t.ok(isinstance(img, bytes) and img.startswith(b"SEENDSB1"),
+    t.ok(isinstance(img, bytes) and img.startswith(b"SEENDSB2"),
          "SLOTBITS gives an image")
     bad = img[:-9] + bytes([img[-9] ^ 1]) + img[-8:]
     t.eq(ask(b, "CLUSTER", "SLOTMERGE", bad),
@@ -565,8 +599,188 @@ def a_source_killed_after_a_move_replays_only_its_slots(t):
          "500 new" % sum(fresh))
 
 
+# named filters: scrapy-redis's dupefilter sets (SADD), a RedisBloom
+# filter and a cuckoo filter with a delete, each living whole on its
+# name's slot
+SPIDERS = ["spider%d:dupefilter" % i for i in range(24)]
+
+
+def make_named(t, rc):
+    """The named filters, through RedisCluster: name -> members."""
+    made = {}
+    for i, name in enumerate(SPIDERS):
+        made[name] = ["fp-%d-%d" % (i, j) for j in range(150)]
+        t.eq(rc.sadd(name, *made[name]), 150, "SADD %s" % name)
+    t.eq(rc.execute_command("BF.RESERVE", "bfcrawl", "0.01", "1000"),
+         b"OK")
+    made["bfcrawl"] = ["b%d" % j for j in range(300)]
+    rc.execute_command("BF.MADD", "bfcrawl", *made["bfcrawl"])
+    t.eq(rc.execute_command("CF.RESERVE", "cfcrawl1", "1000"), b"OK")
+    made["cfcrawl1"] = ["c%d" % j for j in range(300)]
+    for m in made["cfcrawl1"]:
+        rc.execute_command("CF.ADD", "cfcrawl1", m)
+    # a delete and an extra copy travel with the tables
+    rc.execute_command("CF.DEL", "cfcrawl1", "c0")
+    rc.execute_command("CF.ADD", "cfcrawl1", "c1")
+    t.eq(rc.expire(SPIDERS[0], 3600), True, "EXPIRE of a named filter")
+    return made
+
+
+def answers(rc, made):
+    """Every member's answer and 100 strangers' per named filter: a filter
+    moved byte for byte answers exactly the same (false positives too)."""
+    out = {}
+    for name, members in made.items():
+        probe = members + ["stranger-%d" % j for j in range(100)]
+        if name.startswith("bf"):
+            got = rc.execute_command("BF.MEXISTS", name, *probe)
+        elif name.startswith("cf"):
+            got = [rc.execute_command("CF.COUNT", name, m) for m in probe]
+        else:
+            got = rc.execute_command("SMISMEMBER", name, *probe)
+        out[name] = [int(x) for x in got]
+    return out
+
+
+def with_checksum(img):
+    """img (bytes) with its last 8 bytes the XXH3-64 of the rest, as
+    cluster_move.h says (libxxhash, which seend links, through ctypes)."""
+    import ctypes
+    import struct
+    x = ctypes.CDLL("libxxhash.so.0")
+    x.XXH3_64bits.restype = ctypes.c_uint64
+    x.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    body = img[:-8]
+    return body + struct.pack("<Q", x.XXH3_64bits(body, len(body)))
+
+
+def holders(ns, name):
+    """The nodes whose KEYS lists name."""
+    return [s.name for s in ns if name.encode() in ask(s, "KEYS", "*")]
+
+
 @test
-def a_filter_that_is_not_partitioned_does_not_move(t):
+def named_filters_move_whole_with_their_slots(t):
+    ns = nodes(t, 3, name="w")
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns[:2]], "--yes")
+    rc = client(ns[:2])
+    made = make_named(t, rc)
+    want = answers(rc, made)
+    t.ok(all(want[n][:len(m)] == [1] * len(m) for n, m in made.items()
+             if not n.startswith("cf")), "every member answered seen")
+    t.eq(want["cfcrawl1"][:3], [0, 2, 1], "CF.COUNT after a delete and "
+         "a copy")
+    rc.close()
+    ids = {myid(s): s for s in ns}
+    before = {n: owners(ns[0])[keyslot(n)] for n in made}
+    ok_cli(t, "cluster", "add-node", addr(ns[2]), addr(ns[0]))
+    out = ok_cli(t, "cluster", "rebalance", addr(ns[0]),
+                 "--use-empty-masters", "--yes")
+    t.ok("stays there" not in out, "no slot stays for a named filter")
+    after = {n: owners(ns[0])[keyslot(n)] for n in made}
+    moved = [n for n in made if before[n] != after[n]]
+    diag("%d of %d named filters moved: %s" % (len(moved), len(made),
+                                               moved))
+    t.ok(len(moved) >= 3 and "bfcrawl" in moved and "cfcrawl1" in moved,
+         "named filters of each kind moved with their slots: %d" %
+         len(moved))
+    rc = client(ns)
+    t.eq(answers(rc, made), want, "every named filter answers as before "
+         "the move, on its new node")
+    ttl = rc.ttl(SPIDERS[0])
+    t.ok(3500 <= ttl <= 3600, "its EXPIRE deadline came along: TTL %d" %
+         ttl)
+    rc.close()
+    # the old owners drop them (a tick), the new ones list them
+    for n in moved:
+        wait_until(lambda: holders(ns, n) == [ids[after[n]].name],
+                   timeout=10)
+        t.eq(holders(ns, n), [ids[after[n]].name], "%s only on %s" %
+             (n, ids[after[n]].name))
+    # both sides restarted: the filters stay where they went
+    for s in ns:
+        s.kill9()
+        s.start()
+    for n in moved:
+        t.eq(holders(ns, n), [ids[after[n]].name], "%s only on %s after "
+             "restarts" % (n, ids[after[n]].name))
+    rc = client(ns)
+    t.eq(answers(rc, made), want, "and answers the same after restarts")
+    # a named filter keeps recording where it went; then everything on the
+    # new node goes back (the same seeds return: a replay must not drop
+    # them) and the old node is restarted again
+    t.eq(rc.sadd(moved[0], "late"), 1, "SADD on the new owner")
+    rc.close()
+    made[moved[0]].append("late")
+    want = answers(client(ns), made)
+    ok_cli(t, "cluster", "reshard", addr(ns[0]), "--from", myid(ns[2]),
+           "--to", myid(ns[0]), "--slots", str(slots_of(ns[2])), "--yes")
+    t.eq(slots_of(ns[2]), 0, "the new node gave every slot back")
+    wait_until(lambda: all(ns[2].name not in holders(ns, n) for n in made),
+               timeout=10)
+    for s in ns:
+        s.kill9()
+        s.start()
+    rc = client(ns)
+    t.eq(answers(rc, made), want, "every named filter answers the same "
+         "after going back and restarts")
+    rc.close()
+    t.eq([n for n in made if ns[2].name in holders(ns, n)], [],
+         "the node left with no slot holds no named filter")
+    ok_cli(t, "cluster", "check", addr(ns[1]))
+
+
+@test
+def bad_images_of_named_filters_change_nothing(t):
+    ns = nodes(t, 2, name="b")
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
+    name = next(n for n in SPIDERS if keyslot(n) < 8192)
+    a, b = ns
+    slot = keyslot(name)
+    t.eq(ask(a, "SADD", name, "x", "y"), 2)
+    img = ask(a, "CLUSTER", "SLOTBITS", str(slot), str(slot))
+    t.ok(isinstance(img, bytes) and name.encode() in img,
+         "the image carries the named filter")
+    bits = ask(a, "CLUSTER", "SLOTBITS", str(slot), str(slot), "BITSONLY")
+    t.ok(isinstance(bits, bytes) and name.encode() not in bits and
+         bits[16:20] == b"\0\0\0\0", "BITSONLY leaves it out")
+    t.eq(ask(a, "CLUSTER", "SLOTBITS", "0", "1", "WITHALL"),
+         Err("ERR syntax error: CLUSTER SLOTBITS <first> <last> "
+             "[BITSONLY]"))
+    t.eq(ask(a, "CLUSTER", "SLOTMERGE", img, "SAVE"),
+         Err("ERR slot %d (filter %s) is served here: the image would "
+             "replace what it holds" % (slot, name)))
+    # a byte of its dump's bits damaged, the image's checksum made right
+    at = len(img) - 8 - 1
+    bad = with_checksum(img[:at] + bytes([img[at] ^ 0x10]) + img[at + 1:])
+    got = ask(b, "CLUSTER", "SLOTMERGE", bad, "SAVE")
+    t.ok(isinstance(got, Err) and str(got).startswith(
+        "ERR filter %s: bad dump chunk: " % name), "a damaged dump is "
+        "refused: %r" % (got,))
+    # the image cut inside the dump (the checksum made right)
+    cut = with_checksum(img[:len(img) - 40] + b"\0" * 8)
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", cut, "SAVE"),
+         Err("ERR the image ends early"))
+    t.ok(name.encode() not in ask(b, "KEYS", "*"), "nothing was taken")
+    # without SAVE the named filter is checked, not taken
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img), "OK")
+    t.ok(name.encode() not in ask(b, "KEYS", "*"), "not taken without SAVE")
+    # with SAVE it is (a copy b does not serve: MOVED), and a restart
+    # drops that copy of a slot not b's
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img, "SAVE"), "OK")
+    t.ok(name.encode() in ask(b, "KEYS", "*"), "taken with SAVE")
+    t.eq(ask(b, "SISMEMBER", name, "x"),
+         Err("MOVED %d 127.0.0.1:%d" % (slot, a.port)))
+    b.kill9()
+    b.start()
+    wait_until(lambda: name.encode() not in ask(b, "KEYS", "*"), timeout=10)
+    t.contains(b.read_log(), "filter %s dropped (its slot %d is another "
+               "node's now)" % (name, slot))
+    t.eq(ask(a, "SMISMEMBER", name, "x", "y"), [1, 1], "a still has it")
+
+
+@test
+def a_config_filter_that_is_not_partitioned_does_not_move(t):
     ns = [cluster_node(t, "c%d" % i, filters=SMALL) for i in range(2)]
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
     a, b = ns
@@ -574,14 +788,14 @@ def a_filter_that_is_not_partitioned_does_not_move(t):
     owner = a if slot < 8192 else b
     other = b if owner is a else a
     t.eq(ask(owner, "CLUSTER", "SLOTBITS", str(slot), str(slot)),
-         Err("ERR slot %d holds the named filter cf, which cannot move yet"
-             % slot))
+         Err("ERR slot %d holds the named filter cf, which is in the "
+             "config file (on every node) and cannot move" % slot))
     t.eq(ask(owner, "CF.ADD", "cf", "item"), 1)
     # a reshard of all the owner's slots moves all but that one
     out = ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(owner),
                  "--to", myid(other), "--slots", "8192", "--yes")
-    t.contains(out, "holds the named filter cf, which cannot move yet: "
-               "the slot stays there")
+    t.contains(out, "holds the named filter cf, which is in the config "
+               "file (on every node) and cannot move: the slot stays there")
     t.contains(out, "1 slot(s) fewer than asked moved")
     t.eq(slots_of(owner), 1, "the cuckoo filter's slot stayed")
     t.eq(owners(owner)[slot], myid(owner), "that slot")

@@ -603,11 +603,53 @@ test_loadchunk_exemption(void)
 	lim = save;
 }
 
+/* CLUSTER SLOTMERGE's image may pass max_bulk and max_chunk up to
+ * max_image, and nothing else may. */
+static void
+test_slotmerge_exemption(void)
+{
+	struct resp_limits	 save = lim;
+	struct resp_request	 r;
+	enum resp_status	 st;
+	char			 req[1024];
+	int			 n;
+
+	lim.max_chunk = 200;
+	lim.max_image = 400;
+	n = snprintf(req, sizeof(req), "*4\r\n$7\r\ncluster\r\n$9\r\n"
+	    "SlotMerge\r\n$300\r\n%0300d\r\n$4\r\nSAVE\r\n", 7);
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_OK && r.argc == 4 && r.argl[2] == 300,
+	    "CLUSTER SLOTMERGE: its image may pass max_chunk (200) up to "
+	    "max_image (400)");
+	n = snprintf(req, sizeof(req), "*3\r\n$7\r\nCLUSTER\r\n$9\r\n"
+	    "SLOTMERGE\r\n$401\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR && strcmp(r.error,
+	    "Protocol error: invalid bulk length") == 0,
+	    "but not past max_image, refused before the image comes");
+	n = snprintf(req, sizeof(req), "*4\r\n$7\r\nCLUSTER\r\n$9\r\n"
+	    "SLOTMERGE\r\n$1\r\nx\r\n$100\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "its fourth argument is still bound by max_bulk");
+	n = snprintf(req, sizeof(req), "*3\r\n$7\r\nCLUSTER\r\n$9\r\n"
+	    "SLOTBITSX\r\n$300\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "another CLUSTER subcommand is not exempt");
+	lim.max_image = 0;
+	n = snprintf(req, sizeof(req), "*3\r\n$7\r\nCLUSTER\r\n$9\r\n"
+	    "SLOTMERGE\r\n$300\r\n");
+	st = parse(req, (size_t)n, &r);
+	ok(st == RESP_ERROR, "max_image 0 (not a cluster node): no exemption");
+	lim = save;
+}
+
 int
 main(void)
 {
 	test_resp3();
 	test_loadchunk_exemption();
+	test_slotmerge_exemption();
 	test_simple();
 	test_pipeline();
 	test_binary();
