@@ -7,7 +7,7 @@
 # regressions/ once fixed.
 set -u
 bin=$1; dir=$2; secs=$3; shift 3
-targets=${*:-"fuzz_proto fuzz_config fuzz_snapshot fuzz_journal fuzz_url fuzz_resp fuzz_dump fuzz_users fuzz_cluster_map fuzz_cluster_move"}
+targets=${*:-"fuzz_proto fuzz_config fuzz_snapshot fuzz_journal fuzz_url fuzz_resp fuzz_dump fuzz_users fuzz_cluster_map fuzz_cluster_move fuzz_slot_image"}
 status=0
 for t in $targets; do
 	name=${t#fuzz_}
