@@ -194,6 +194,7 @@ cmd_cluster_handoff(struct session *s, struct op *op, struct result *r)
 	const char	*dir = s->core->cfg->data_dir;
 	unsigned	 first, last;
 	char		 err[512], id[CLUSTER_ID_LEN + 1];
+	const char	*merging;
 	int		 rc;
 
 	if (op->argc == 3 && proto_token_is(op->argv[2], op->argl[2], "LIST")) {
@@ -210,6 +211,12 @@ cmd_cluster_handoff(struct session *s, struct op *op, struct result *r)
 		}
 		memcpy(id, op->argv[5], CLUSTER_ID_LEN);
 		id[CLUSTER_ID_LEN] = '\0';
+		if ((merging = cmd_merge_into_slots(first, last)) != NULL) {
+			result_error(r, "ERR", "a MERGE into filter %s is under "
+			    "way: hand slots %u-%u over once it is done",
+			    merging, first, last);
+			return;
+		}
 		rc = cluster_handoff_start(c, dir, first, last, id, err,
 		    sizeof(err));
 		if (rc == 0)

@@ -19,6 +19,7 @@
 #include "core.h"
 #include "filter.h"
 #include "handler.h"
+#include "keyslot.h"
 #include "log.h"
 #include "merge.h"
 #include "registry.h"
@@ -279,6 +280,19 @@ cmd_merge_work(struct core *core)
 	merge_free(job->m);
 	free(job);
 	return queue != NULL;
+}
+
+const char *
+cmd_merge_into_slots(unsigned first, unsigned last)
+{
+	for (struct merge_job *j = queue; j != NULL; j = j->next) {
+		const struct filter	*d = merge_dst(j->m);
+		unsigned		 slot = keyslot_of(d->name, d->namelen);
+
+		if (d->slot_major || (slot >= first && slot <= last))
+			return d->name;
+	}
+	return NULL;
 }
 
 /* What the table runs for MERGE: a step of the merge under way each loop

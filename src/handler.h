@@ -153,6 +153,12 @@ void	cmd_forget(struct session *, struct op *, struct result *);
 /* cmd_merge.c: MERGE; its work hook takes a step of the merge under way */
 void	cmd_merge(struct session *, struct op *, struct result *);
 extern const struct command_hooks cmd_merge_hooks;
+/* The destination of a merge queued or under way whose bits fall in slots
+ * first..last (a named filter on one of them, or a partitioned one: it
+ * spans them all), or NULL: a hand-over must not begin under it
+ * (cmd_cluster_move.c), or what the merge writes after the move's copy
+ * would stay behind. */
+const char *cmd_merge_into_slots(unsigned first, unsigned last);
 /* cmd_dump.c: its hooks drop dumps idle for a minute, and a session's
  * load in progress */
 extern const struct command_hooks cmd_dump_hooks;

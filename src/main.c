@@ -25,6 +25,7 @@
 #include "log.h"
 #include "journal.h"
 #include "keyspace.h"
+#include "merge.h"
 #include "notify.h"
 #include "persist.h"
 #include "registry.h"
@@ -207,6 +208,8 @@ main(int argc, char **argv)
 		snapshot_fault_write_limit = strtoull(fault, NULL, 10);
 	if ((fault = getenv("SEEND_FAULT_JOURNAL_LIMIT")) != NULL)
 		journal_fault_write_limit = strtoull(fault, NULL, 10);
+	if ((fault = getenv("SEEND_FAULT_MERGE_STEP")) != NULL)
+		merge_fault_step_limit = strtoull(fault, NULL, 10);
 	signal(SIGPIPE, SIG_IGN);
 	srv.config_path = (char *)path;
 	log_info("seend %s starting, config %s", PACKAGE_VERSION, path);

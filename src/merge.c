@@ -209,9 +209,13 @@ or_bytes(struct bloom *dst, const struct bloom *src, uint64_t off,
 	dst->bits_set += added;
 }
 
+size_t merge_fault_step_limit;
+
 int
 merge_step(struct merge *m, size_t budget)
 {
+	if (merge_fault_step_limit > 0 && budget > merge_fault_step_limit)
+		budget = merge_fault_step_limit;
 	while (m->cur < m->nops && budget > 0) {
 		struct op	*op = &m->ops[m->cur];
 		struct bloom	*d = &m->targets[op->target].s->bloom;

@@ -37,6 +37,10 @@ struct merge	*merge_plan(struct filter *dst, int fresh,
 		    size_t errlen);
 /* Up to budget more bytes of OR; 1 once everything is done. */
 int		 merge_step(struct merge *, size_t budget);
+/* Tests: a step ORs at most this many bytes (0: no bound; set from
+ * SEEND_FAULT_MERGE_STEP in main.c), so that a merge lasts long enough
+ * to be caught under way. */
+extern size_t	 merge_fault_step_limit;
 /*
  * Makes the work dst's: new slices attached, counts added (an upper
  * bound where sources overlap), dst's head looked at again (a fixed

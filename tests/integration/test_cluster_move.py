@@ -780,6 +780,44 @@ def bad_images_of_named_filters_change_nothing(t):
 
 
 @test
+def a_merge_under_way_holds_a_hand_over_off(t):
+    ns = [cluster_node(t, "g%d" % i, filters=FILTERS, start=False)
+          for i in range(2)]
+    for s in ns:
+        # 64 bytes of OR a loop turn: the merge below lasts long enough
+        s.env["SEEND_FAULT_MERGE_STEP"] = "64"
+        s.start()
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
+    a, b = ns
+    # MERGE's keys share a slot in a cluster: a source named for its dst's
+    dst = next(n for n in SPIDERS if keyslot(n) < 8192)
+    slot = keyslot(dst)
+    src = next("src%d" % i for i in range(10 ** 6)
+               if keyslot("src%d" % i) == slot)
+    # 64 MiB at 64 bytes a turn: about a second of merging here
+    t.eq(ask(a, "BF.RESERVE", src, "0.01", "40000000"), "OK")
+    t.eq(ask(a, "BF.ADD", src, "x"), 1)
+    c = Resp(a.port, timeout=120 * SLOW)
+    try:
+        c.send("MERGE", dst, src)
+        wait_until(lambda: "into %s started" % dst in a.read_log(),
+                   timeout=30)
+        t.eq(ask(a, "CLUSTER", "HANDOFF", "START", str(slot), str(slot),
+                 myid(b)),
+             Err("ERR a MERGE into filter %s is under way: hand slots "
+                 "%d-%d over once it is done" % (dst, slot, slot)))
+        t.eq(ask(a, "CLUSTER", "HANDOFF", "LIST"), b"", "nothing paused")
+        t.eq(c.reply(), "OK", "the merge ends")
+    finally:
+        c.close()
+    # then the slot moves, the merged filter with it
+    out = ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(a),
+                 "--to", myid(b), "--slots", str(slot + 1), "--yes")
+    t.eq(owners(a)[slot], myid(b), "the slot moved: %s" % out)
+    t.eq(ask(b, "BF.EXISTS", dst, "x"), 1, "the merged key moved with it")
+
+
+@test
 def a_config_filter_that_is_not_partitioned_does_not_move(t):
     ns = [cluster_node(t, "c%d" % i, filters=SMALL) for i in range(2)]
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
