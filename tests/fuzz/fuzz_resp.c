@@ -172,7 +172,7 @@ static void
 check_roundtrip(const struct result *r, const struct resp_limits *lim)
 {
 	struct resp_limits	 big = { lim->max_bulk, (size_t)1 << 30,
-				     MAX_ARGS, 0, 0 };
+				     MAX_ARGS, 0, 0, 0 };
 	struct result		 back;
 	struct buf		 b = { 0 };
 	int			 n = r->req.argc;

@@ -55,7 +55,7 @@ int
 main(int argc, char **argv)
 {
 	struct resp_limits	 lim = { 512 * 1024 * 1024, (size_t)1 << 31,
-				     1024, 0, 0 };
+				     1024, 0, 0, 0 };
 	struct resp_request	 req;
 	struct buf		 in = { 0 }, out = { 0 };
 	enum resp_status	 st;

@@ -18,7 +18,7 @@
 
 static const char	*av[MAX_ARGS];
 static size_t		 al[MAX_ARGS];
-static struct resp_limits lim = { 64, 4096, MAX_ARGS, 0, 0 };
+static struct resp_limits lim = { 64, 4096, MAX_ARGS, 0, 0, 0 };
 
 static enum resp_status
 parse(const char *p, size_t len, struct resp_request *req)
@@ -467,7 +467,7 @@ test_hot(void)
 	const char	*v2 = "*3\r\n$5\r\nSETNX\r\n$1\r\na\r\n$2\r\nvv\r\n";
 	const char	*sadd2 = "*3\r\n$4\r\nsadd\r\n$1\r\nf\r\n$1\r\nk\r\n";
 	const char	*sadd3 = "*3\r\n$4\r\nsadd\r\n$1\r\ng\r\n$1\r\nk\r\n";
-	struct resp_limits lim = { 512, 4096, 16, 0, 0 };
+	struct resp_limits lim = { 512, 4096, 16, 0, 0, 0 };
 	const char	*name, *key;
 	size_t		 namel, keyl, head;
 	enum resp_hot	 cmd;
