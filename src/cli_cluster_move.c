@@ -357,20 +357,23 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 }
 
 /* The slots one image may hold, from the size of slot a's bits (the
- * named filters of a range come whole, whatever its length). */
-static unsigned
-group_size(struct cnode *src, unsigned a)
+ * named filters of a range come whole, whatever its length): > 0; 0 after
+ * saying why; or -2 with slot a in *pinned when it holds a filter that
+ * does not move (said too, as for a group's). */
+static int
+group_size(struct cnode *src, unsigned a, unsigned *pinned)
 {
 	struct reply	 img;
 	size_t		 per;
 	unsigned	 g;
+	int		 rc;
 
-	if (slot_bits(src, a, a, 1, &img, NULL) == -1)
-		return 0;
+	if ((rc = slot_bits(src, a, a, 1, &img, pinned)) < 0)
+		return rc == -2 ? -2 : 0;
 	per = img.len;
 	reply_free(&img);
 	g = per == 0 ? GROUP_MAX : (unsigned)((CLUSTER_MOVE_MAX / 2) / per);
-	return g < 1 ? 1 : g > GROUP_MAX ? GROUP_MAX : g;
+	return g < 1 ? 1 : g > GROUP_MAX ? GROUP_MAX : (int)g;
 }
 
 /*
@@ -393,8 +396,17 @@ move_slots(struct move *mv, int si, int di, unsigned n)
 			s++;
 			continue;
 		}
-		if (g == 0 && (g = group_size(src, s)) == 0)
-			return -1;
+		if (g == 0) {
+			int gs = group_size(src, s, &pinned);
+
+			if (gs == 0)
+				return -1;
+			if (gs == -2) {
+				stays[pinned] = 1;	/* sized from the next */
+				continue;
+			}
+			g = (unsigned)gs;
+		}
 		for (e = s; e + 1 < CLUSTER_SLOTS && mv->m.owner[e + 1] == si &&
 		    !stays[e + 1] && e + 1 - s < g && e + 1 - s < left; e++)
 			;

@@ -837,6 +837,14 @@ def a_config_filter_that_is_not_partitioned_does_not_move(t):
     t.contains(out, "1 slot(s) fewer than asked moved")
     t.eq(slots_of(owner), 1, "the cuckoo filter's slot stayed")
     t.eq(owners(owner)[slot], myid(owner), "that slot")
+    # asked again, that slot is the first the move would size its groups
+    # by: it stays, said, and nothing fails
+    rc, out, err = cli(t, "cluster", "reshard", addr(a), "--from",
+                       myid(owner), "--to", myid(other), "--slots", "1",
+                       "--yes")
+    t.eq(rc, 0, "a move whose first slot stays exits 0: %s%s" % (out, err))
+    t.contains(out, "the slot stays there")
+    t.eq(slots_of(owner), 1, "the cuckoo filter's slot stayed again")
     t.eq(ask(owner, "CF.EXISTS", "cf", "item"), 1)
     ok_cli(t, "cluster", "check", addr(a))
 
