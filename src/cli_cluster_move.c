@@ -43,9 +43,10 @@ struct move {
 
 /*
  * CLUSTER SLOTBITS a b of src into *img: 0, or -1 after saying why; or,
- * when the range holds the slot of a filter that does not move (a config
- * cuckoo filter) and pinned is not NULL, -2 with that slot in *pinned,
- * unsaid.
+ * when pinned is not NULL: -2 with the slot in *pinned when the range
+ * holds the slot of a filter that does not move (a config cuckoo filter),
+ * said; -3 when the range's image would be too big (its named filters:
+ * "ask for fewer"), unsaid.
  */
 static int
 slot_bits(struct cnode *src, unsigned a, unsigned b, int bits_only,
@@ -70,6 +71,11 @@ slot_bits(struct cnode *src, unsigned a, unsigned b, int bits_only,
 		    img->str + 4);
 		reply_free(img);
 		return -2;
+	}
+	if (pinned != NULL && img->type == '-' && img->str != NULL &&
+	    strstr(img->str, ": ask for fewer") != NULL) {
+		reply_free(img);
+		return -3;
 	}
 	if (img->type != '$' || img->str == NULL) {
 		printf("[ERR] %s: CLUSTER SLOTBITS %u %u: %s\n", src->name, a,
@@ -267,7 +273,8 @@ give_map(const struct cl *cl, struct cnode *n, const char *text)
 /*
  * Slots a..b from node si to node di (indexes in mv->m): the steps of
  * cluster_move.h. 0 moved; -1 not moved (rolled back, or fix must end it:
- * said); -2 nothing done, slot *pinned holds a filter that does not move.
+ * said); -2 nothing done, slot *pinned holds a filter that does not move;
+ * -3 nothing done, the range is too big for one image.
  */
 static int
 move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
@@ -368,8 +375,10 @@ group_size(struct cnode *src, unsigned a, unsigned *pinned)
 	unsigned	 g;
 	int		 rc;
 
+	/* -3: slot a's named filters alone pass the bound (its group says
+	 * so) */
 	if ((rc = slot_bits(src, a, a, 1, &img, pinned)) < 0)
-		return rc == -2 ? -2 : 0;
+		return rc == -2 ? -2 : rc == -3 ? 1 : 0;
 	per = img.len;
 	reply_free(&img);
 	g = per == 0 ? GROUP_MAX : (unsigned)((CLUSTER_MOVE_MAX / 2) / per);
@@ -415,6 +424,20 @@ move_slots(struct move *mv, int si, int di, unsigned n)
 		fflush(stdout);
 		if ((rc = move_group(mv, si, di, s, e, &pinned)) == -2) {
 			stays[pinned] = 1;	/* the same range without it */
+			continue;
+		}
+		if (rc == -3 && e > s) {
+			/* its named filters take too much for one image:
+			 * halves, down to one slot */
+			g = (e - s + 1) / 2;
+			continue;
+		}
+		if (rc == -3) {
+			printf("[WARNING] %s: slot %u's named filters are too "
+			    "big for one image: the slot stays there\n",
+			    src->name, s);
+			stays[s] = 1;
+			g = 0;
 			continue;
 		}
 		if (rc == -1)

@@ -32,6 +32,8 @@ shard_of(const struct cluster *c)
 
 /* ---- the image ---- */
 
+size_t	cluster_move_whole_max = CLUSTER_MOVE_WHOLE_MAX;
+
 /* Blocks of slot first's range in a slice of nblocks, and their count. */
 static uint64_t
 range_start(uint64_t nblocks, unsigned slot)
@@ -69,6 +71,18 @@ moves_whole(const struct filter *f, unsigned first, unsigned last)
 		return 0;
 	slot = keyslot_of(f->name, f->namelen);
 	return slot >= first && slot <= last;
+}
+
+/* The bytes a named filter's entry takes in an image, at most: its arrays,
+ * its dump's header chunk and each chunk's header. */
+static uint64_t
+whole_estimate(const struct filter *f)
+{
+	uint64_t bytes = filter_bytes(f);
+
+	return 1 + f->namelen + 12 + DUMP_CHUNK_HEADER + DUMP_HEADER_FIXED +
+	    (uint64_t)DUMP_SLICE_ENTRY * filter_nall(f) + bytes +
+	    DUMP_CHUNK_HEADER * (bytes / (DUMP_CHUNK_MAX / 2) + 1);
 }
 
 /* One named filter of an image being written: its dump, captured. */
@@ -228,15 +242,27 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		    "%u: ask for fewer", first, last, len, CLUSTER_MOVE_MAX);
 		return NULL;
 	}
+	/* asked with BITSONLY too: a move's first copy learns before its
+	 * pause that the range must be split (nothing is captured yet) */
+	whole_bytes = 0;
+	for (size_t i = 0; i < core->reg->nfilters; i++)
+		if (moves_whole(core->reg->filters[i], first, last))
+			whole_bytes += whole_estimate(core->reg->filters[i]);
+	if (whole_bytes > cluster_move_whole_max) {
+		snprintf(err, errlen, "the named filters of slots %u..%u take "
+		    "%zu bytes, more than %zu: ask for fewer", first, last,
+		    whole_bytes, cluster_move_whole_max);
+		return NULL;
+	}
 	/* no deadline_of: the bits alone (BITSONLY) */
 	nwhole = whole_bytes = 0;
 	if (deadline_of != NULL && wholes_capture(core, first, last, &wholes,
 	    &nwhole, &whole_bytes, err, errlen) == -1)
 		return NULL;
-	if (whole_bytes > CLUSTER_MOVE_WHOLE_MAX) {
+	if (whole_bytes > cluster_move_whole_max) {	/* grown since */
 		snprintf(err, errlen, "the named filters of slots %u..%u take "
-		    "%zu bytes, more than %u", first, last, whole_bytes,
-		    CLUSTER_MOVE_WHOLE_MAX);
+		    "%zu bytes, more than %zu: ask for fewer", first, last,
+		    whole_bytes, cluster_move_whole_max);
 		wholes_free(wholes, nwhole);
 		return NULL;
 	}
@@ -479,7 +505,7 @@ read_whole(struct core *core, struct reader *r, unsigned first,
 		    "%u..%u of the image", w->name, slot, first, last);
 		return -1;
 	}
-	if (cluster_holds_slot(core->cluster, slot)) {
+	if (cluster_shard_owns(core->cluster, slot)) {
 		snprintf(err, errlen, "slot %u (filter %s) is served here: "
 		    "the image would replace what it holds", slot, w->name);
 		return -1;
@@ -656,6 +682,13 @@ out:
 	} else
 		*changedp = changed;
 	return rc;
+}
+
+int
+cluster_shard_owns(const struct cluster *c, unsigned slot)
+{
+	return c == NULL || c->map == NULL || c->map->owner[slot] ==
+	    shard_of(c);
 }
 
 int

@@ -36,13 +36,19 @@
  * at step 3 alone (SAVE: the source pauses them then, so the copy is
  * final; without SAVE they are checked, not taken, and seen-cli's first
  * copy asks SLOTBITS a b BITSONLY, without them), in place of anything an
- * earlier move left under their names, with their EXPIRE deadlines. The
- * source drops each once a map gives its slot away (keyspace_drop_moved:
- * no journal record, so that the filter coming back one day is not
- * dropped again by a replay; a replay skips the records of a named
- * filter whose slot is not the shard's), and so does any node that finds
+ * earlier move left under their names, with their EXPIRE deadlines and an
+ * 'r' journal record, and drops any other named filter of those slots it
+ * does not serve (a copy a rolled-back move left: the filter may have
+ * been deleted on the source since). The source drops each once a map
+ * gives its slot away (keyspace_drop_moved, as DEL: its 'x' record goes
+ * to the journal and to its replicas), and so does a primary that finds
  * at its start a named filter of a slot not its shard's (a copy left by
- * a move rolled back, or one given away just before a kill).
+ * a move rolled back, or one given away just before a kill). A filter
+ * keeps its seed when it moves, so one that comes back meets its old 'x'
+ * at a replay: the 'r' of its return undoes it (persist.c). The named
+ * filters of an image are held to cluster_move_whole_max: a range past it
+ * is refused before anything is captured, BITSONLY too, and seen-cli
+ * halves the group (a single slot past it stays where it is).
  *
  * The image (CLUSTER SLOTBITS' reply, SLOTMERGE's argument; integers
  * little-endian):
@@ -83,6 +89,9 @@ struct filter;
 /* The most the named filters of an image may add: Redis's largest
  * argument (proto-max-bulk-len), which MIGRATE of a key is held to. */
 #define CLUSTER_MOVE_WHOLE_MAX	(512u << 20)
+/* The bound the named filters of an image are held to: WHOLE_MAX, less
+ * for tests (SEEND_FAULT_MOVE_NAMED_MAX, read in main.c). */
+extern size_t	cluster_move_whole_max;
 /* The largest image, and SLOTMERGE's argument. */
 #define CLUSTER_IMAGE_MAX	(CLUSTER_MOVE_MAX + CLUSTER_MOVE_WHOLE_MAX)
 
@@ -129,7 +138,11 @@ int	cluster_move_import(struct core *, const unsigned char *p, size_t len,
  */
 void	cluster_move_apply(struct core *);
 /* Whether slot's keys are this node's shard's (no map: every slot is):
- * the journal's replay skips the others' (persist.c). */
+ * the journal's replay skips the others' (persist.c). A node started as
+ * a replica holds every slot here (its primary's map may lag). */
 int	cluster_holds_slot(const struct cluster *c, unsigned slot);
+/* Whether slot is this node's shard's in the map it holds now (no map:
+ * every slot is), whatever its role at its start. */
+int	cluster_shard_owns(const struct cluster *c, unsigned slot);
 
 #endif

@@ -15,10 +15,13 @@
 #include "cluster_move.h"
 #include "config.h"
 #include "core.h"
+#include "fileio.h"
 #include "filter.h"
 #include "handler.h"
+#include "keyslot.h"
 #include "keyspace.h"
 #include "log.h"
+#include "persist.h"
 #include "proto.h"
 #include "registry.h"
 #include "resp.h"
@@ -115,6 +118,34 @@ save_changed(struct session *s, const struct cluster_move_changed *changed,
 	return 0;
 }
 
+/*
+ * After SLOTMERGE ... SAVE of first..last (the final copy): a named filter
+ * of those slots that this node does not serve and the image did not
+ * bring is what a move rolled back after its SAVE left here; the filter
+ * may have been deleted on the source since, and must not come back when
+ * the slot is taken. Dropped as DEL does.
+ */
+static void
+drop_stale_copies(struct core *core, unsigned first, unsigned last,
+    const struct cluster_move_changed *changed, size_t n)
+{
+	for (size_t i = core->reg->nfilters; i-- > 0;) {
+		struct filter	*f = core->reg->filters[i];
+		unsigned	 slot = keyslot_of(f->name, f->namelen);
+		size_t		 j;
+
+		if (!f->runtime || f->slot_major || slot < first ||
+		    slot > last || cluster_shard_owns(core->cluster, slot))
+			continue;
+		for (j = 0; j < n && changed[j].f != f; j++)
+			;
+		if (j == n)
+			keyspace_drop_filter(core, f, "(a copy an earlier move "
+			    "left, which the final copy of its slot does not "
+			    "hold)");
+	}
+}
+
 /* CLUSTER SLOTMERGE <image> [SAVE] */
 void
 cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
@@ -143,13 +174,20 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "%s", err);
 		return;
 	}
-	/* a named filter's EXPIRE deadline came with it */
+	/* a named filter's EXPIRE deadline came with it; its 'r' record
+	 * undoes at a replay an 'x' of the same seed from the time it left
+	 * (persist.c) */
 	for (size_t i = 0; i < n; i++)
 		if (changed[i].whole) {
 			keyspace_set_deadline(core, changed[i].f,
 			    changed[i].deadline_ms);
+			persist_filter_created(core, changed[i].f);
 			whole++;
 		}
+	if (save)
+		drop_stale_copies(core, get_le16((const unsigned char *)
+		    op->argv[2] + 8), get_le16((const unsigned char *)
+		    op->argv[2] + 10), changed, n);
 	if (!save || n == 0) {
 		result_status(r, "OK");
 		free(changed);

@@ -241,13 +241,12 @@ save_or_log(struct core *core)
  * the caller's.
  */
 static void
-drop(struct core *core, struct filter *f, const char *why, int journal)
+drop(struct core *core, struct filter *f, const char *why)
 {
 	char path[4096];
 
 	/* replay must not make it again from its 'r' record */
-	if (journal)
-		persist_filter_dropped(core, f);
+	persist_filter_dropped(core, f);
 	registry_remove(core->reg, f);
 	f->deleted = 1;
 	if (snapshot_path(path, sizeof(path), core->cfg->data_dir,
@@ -263,7 +262,7 @@ keyspace_drop_filter(struct core *core, struct filter *f, const char *why)
 {
 	int had = deadline_remove(&deadlines, f->name, f->namelen);
 
-	drop(core, f, why, 1);
+	drop(core, f, why);
 	if (had) {
 		deadlines_changed();
 		save_or_log(core);
@@ -275,6 +274,9 @@ keyspace_drop_moved(struct core *core)
 {
 	int had = 0;
 
+	/* a replica's go when its primary's 'x' records come */
+	if (core->repl.replica)
+		return;
 	/* from the end: a removal moves the last filter into the hole */
 	for (size_t i = core->reg->nfilters; i-- > 0;) {
 		struct filter	*f = core->reg->filters[i];
@@ -286,12 +288,12 @@ keyspace_drop_moved(struct core *core)
 		f->given_away = 0;
 		slot = keyslot_of(f->name, f->namelen);
 		if (!f->runtime || f->slot_major ||
-		    cluster_holds_slot(core->cluster, slot))
+		    cluster_shard_owns(core->cluster, slot))
 			continue;
 		had |= deadline_remove(&deadlines, f->name, f->namelen);
 		snprintf(why, sizeof(why), "(its slot %u is another node's "
 		    "now)", slot);
-		drop(core, f, why, 0);
+		drop(core, f, why);
 	}
 	if (had) {
 		deadlines_changed();
@@ -330,7 +332,7 @@ expire_due(struct core *core, int64_t now, int sweep, const char *why)
 		deadline_remove(&deadlines, e.name, e.namelen);
 		changed = 1;
 		if (f != NULL && f->runtime)
-			drop(core, f, why, 1);
+			drop(core, f, why);
 	}
 	if (changed)
 		deadlines_changed();
@@ -494,7 +496,7 @@ cmd_del(struct session *s, struct op *op, struct result *r)
 		if (f == NULL || !f->runtime)
 			continue;
 		changed |= deadline_remove(&deadlines, f->name, f->namelen);
-		drop(core, f, why, 1);
+		drop(core, f, why);
 		/* its drop record goes before the reply, as a key's */
 		s->journaled = 1;
 		n++;
@@ -578,7 +580,7 @@ cmd_flushall(struct session *s, struct op *op, struct result *r)
 		if (!f->runtime)
 			continue;
 		changed |= deadline_remove(&deadlines, f->name, f->namelen);
-		drop(core, f, why, 1);
+		drop(core, f, why);
 		/* its drop record goes before the reply, as a key's */
 		s->journaled = 1;
 		dropped++;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "core.h"
 #include "filter.h"
@@ -185,6 +186,16 @@ cmd_merge(struct session *s, struct op *op, struct result *r)
 	if (find_sources(s, op, srcs, r) == -1 ||
 	    same_kind(dst != NULL ? dst : srcs[0], srcs, n, r) == -1)
 		goto out;
+	/* a partitioned filter spans every slot: while some are paused for
+	 * a hand-over, bits merged into them would miss its final copy */
+	if ((dst != NULL ? dst : srcs[0])->slot_major &&
+	    s->core->cluster != NULL && s->core->cluster->nhandoffs > 0) {
+		result_error(r, op->proto == COMMAND_LINE ? "ERR" : "TRYAGAIN",
+		    "%sslots of this node are being handed over to another "
+		    "node, try again", op->proto == COMMAND_LINE ?
+		    "TRYAGAIN " : "");
+		goto out;
+	}
 	if (in_progress(op->argv[1], op->argl[1])) {
 		result_error(r, "ERR", "a merge into %.*s is in progress",
 		    (int)op->argl[1], op->argv[1]);

@@ -37,11 +37,10 @@ void	keyspace_drop_filter(struct core *, struct filter *,
 
 /*
  * Drops the named filters whose slot this node's shard gave away (marked
- * by cluster_move_apply: the new owner holds them now) as DEL does, but
- * with no journal record: the filter may come back one day under its
- * seed, and a replay must not drop it then (it skips the records of
- * named filters whose slot is not the shard's instead). Replicas drop
- * them too, following the map.
+ * by cluster_move_apply: the new owner holds them now) as DEL does, its
+ * 'x' record journalled and streamed (replicas drop them by it). The
+ * same filter may come back one day under its seed: its 'r' record then
+ * undoes the 'x' at a replay (persist.c).
  */
 void	keyspace_drop_moved(struct core *);
 

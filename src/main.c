@@ -210,6 +210,9 @@ main(int argc, char **argv)
 		journal_fault_write_limit = strtoull(fault, NULL, 10);
 	if ((fault = getenv("SEEND_FAULT_MERGE_STEP")) != NULL)
 		merge_fault_step_limit = strtoull(fault, NULL, 10);
+	if ((fault = getenv("SEEND_FAULT_MOVE_NAMED_MAX")) != NULL &&
+	    strtoull(fault, NULL, 10) < CLUSTER_MOVE_WHOLE_MAX)
+		cluster_move_whole_max = strtoull(fault, NULL, 10);
 	signal(SIGPIPE, SIG_IGN);
 	srv.config_path = (char *)path;
 	log_info("seend %s starting, config %s", PACKAGE_VERSION, path);

@@ -95,6 +95,11 @@ struct replay {
 	uint64_t	 given_away;	/* keys of slots not the shard's */
 	uint64_t	 covered;	/* cuckoo records its snapshot holds */
 	uint64_t	 created, dropped;	/* runtime filters */
+	uint64_t	 revived;	/* dropped, then back with the seed */
+	/* filters an 'x' record dropped: out at the replay's end, unless an
+	 * 'r' record of the same seed brings them back first */
+	struct filter	**gone;
+	size_t		 ngone, gone_cap;
 	uint64_t	 resets, resets_newer;
 	char		 skipped[SKIP_NAMES][JOURNAL_NAME_MAX + 1];
 	int		 nskipped;
@@ -170,6 +175,34 @@ replay_cuckoo(struct replay *r, struct filter *f, const struct journal_key *k)
 	}
 }
 
+/* The filter out of the registry, and its file removed. */
+static void
+drop_now(struct replay *r, struct filter *f)
+{
+	char path[PATH_MAX];
+
+	registry_remove(r->reg, f);
+	f->deleted = 1;
+	if (snapshot_path(path, sizeof(path), r->cfg->data_dir, f->name) == 0 &&
+	    unlink(path) == -1 && errno != ENOENT)
+		log_warn("journal: filter %s: cannot remove %s: %s", f->name,
+		    path, strerror(errno));
+	filter_unref(f);
+	r->dropped++;
+}
+
+/* Whether f waits to be dropped; if so it no longer does. */
+static int
+gone_take(struct replay *r, struct filter *f)
+{
+	for (size_t i = 0; i < r->ngone; i++)
+		if (r->gone[i] == f) {
+			r->gone[i] = r->gone[--r->ngone];
+			return 1;
+		}
+	return 0;
+}
+
 /*
  * An 'r' record: a runtime filter made by a command. One that a snapshot
  * holds (or a config section names) is there already; else it is made
@@ -182,14 +215,17 @@ replay_create(struct replay *r, const struct journal_key *k)
 	char		 err[400];
 
 	r->have = 0;
-	if (registry_find(r->reg, k->name, k->namelen) != NULL)
-		return;
-	/* a named filter whose slot was given away since: the new owner
-	 * has it (cluster_move.h) */
-	if (!cluster_holds_slot(r->core->cluster, keyslot_of(k->name,
-	    k->namelen))) {
-		r->given_away++;
-		return;
+	if ((f = registry_find(r->reg, k->name, k->namelen)) != NULL) {
+		int was_gone = gone_take(r, f);
+
+		/* there, or dropped and back with the same seed (a named
+		 * filter that moved away and back, a dump loaded again):
+		 * the snapshot, taken after, holds it */
+		if (!was_gone || f->seed == k->seed) {
+			r->revived += was_gone;
+			return;
+		}
+		drop_now(r, f);	/* an earlier filter of that name */
 	}
 	f = registry_create_type(r->reg, r->cfg, k->name, k->namelen,
 	    k->shape.capacity, k->shape.error_rate, k->shape.growth,
@@ -207,25 +243,47 @@ replay_create(struct replay *r, const struct journal_key *k)
 	r->created++;
 }
 
-/* An 'x' record: the runtime filter of that seed was dropped (DEL,
- * UNLINK, a deadline), with its file. */
+/*
+ * An 'x' record: the runtime filter of that seed was dropped (DEL,
+ * UNLINK, a deadline, its slot given away), with its file. It goes at
+ * the replay's end (replay_finish), unless an 'r' record of the same
+ * name and seed comes first: a named filter that moved to another node
+ * and back keeps its seed, and its snapshot from the return holds it.
+ */
 static void
 replay_drop(struct replay *r, const struct journal_key *k)
 {
 	struct filter	*f = registry_find(r->reg, k->name, k->namelen);
-	char		 path[PATH_MAX];
+	struct filter	**grown;
 
 	r->have = 0;
 	if (f == NULL || !f->runtime || f->seed != k->seed)
 		return;
-	registry_remove(r->reg, f);
-	f->deleted = 1;
-	if (snapshot_path(path, sizeof(path), r->cfg->data_dir, f->name) == 0 &&
-	    unlink(path) == -1 && errno != ENOENT)
-		log_warn("journal: filter %s: cannot remove %s: %s", f->name,
-		    path, strerror(errno));
-	filter_unref(f);
-	r->dropped++;
+	for (size_t i = 0; i < r->ngone; i++)
+		if (r->gone[i] == f)
+			return;
+	if (r->ngone == r->gone_cap) {
+		size_t cap = r->gone_cap ? r->gone_cap * 2 : 16;
+
+		if ((grown = reallocarray(r->gone, cap, sizeof(*grown))) ==
+		    NULL) {
+			drop_now(r, f);	/* out of memory: as before */
+			return;
+		}
+		r->gone = grown;
+		r->gone_cap = cap;
+	}
+	r->gone[r->ngone++] = f;
+}
+
+/* The drops no later record undid. */
+static void
+replay_finish(struct replay *r)
+{
+	while (r->ngone > 0)
+		drop_now(r, r->gone[--r->ngone]);
+	free(r->gone);
+	r->gone = NULL;
 }
 
 /*
@@ -276,11 +334,6 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 			(void)filter_reseed(r->f, k->seed);
 	}
 	if ((f = r->f) == NULL) {
-		if (!cluster_holds_slot(r->core->cluster, keyslot_of(k->name,
-		    k->namelen))) {
-			r->given_away++;
-			return 0;
-		}
 		r->unknown++;
 		note_skipped(r, k->name, k->namelen);
 		return 0;
@@ -348,11 +401,13 @@ persist_open(struct core *core)
 		log_error("%s", err);
 		log_error("not starting: the journal is left as it is; see "
 		    "seend(8), JOURNAL, for what to do");
+		free(r->gone);
 		free(r);
 		free(p);
 		core->persist = NULL;
 		return -1;
 	}
+	replay_finish(r);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (info.torn)
 		log_warn("journal %s: dropped a torn tail of %llu bytes at "
@@ -372,8 +427,9 @@ persist_open(struct core *core)
 		    "nodes skipped", (unsigned long long)r->given_away);
 	if (info.filters > 0)
 		log_info("journal: %llu runtime filter(s) made again, %llu "
-		    "dropped", (unsigned long long)r->created,
-		    (unsigned long long)r->dropped);
+		    "dropped, %llu back after a drop", (unsigned long long)
+		    r->created, (unsigned long long)r->dropped,
+		    (unsigned long long)r->revived);
 	if (r->covered > 0)
 		log_info("journal: %llu records of cuckoo filters skipped: "
 		    "their snapshots hold them", (unsigned long long)r->covered);

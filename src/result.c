@@ -74,9 +74,16 @@ result_bulk(struct result *r, const char *p, size_t len)
 	r->len = len;
 }
 
+/* A scratch buffer above this is let go at the next reset: a slot
+ * image (CLUSTER SLOTBITS, up to 528 MiB) or a dump's chunk is made once
+ * in a while, and its size should not stay with the process. */
+#define RESULT_KEEP	((size_t)4 << 20)
+
 struct buf *
 result_reset(void)
 {
+	if (result_buf.cap > RESULT_KEEP)
+		buf_free(&result_buf);
 	result_buf.off = result_buf.len = 0;
 	return &result_buf;
 }

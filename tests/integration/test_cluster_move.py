@@ -206,6 +206,14 @@ def replicas_follow_a_move(t):
     t.eq(ask(src, "SADD", named, "a", "b", "c"), 3)
     wait_until(lambda: named.encode() in ask(repl[src.name], "KEYS", "*"),
                timeout=30)
+    # the source's replica restarted first: a replica from its start,
+    # which must still drop what its primary gives away
+    repl[src.name].kill9()
+    repl[src.name].start()
+    wait_until(lambda: b"master_link_status:up" in ask(
+        repl[src.name], "INFO", "replication"), timeout=30)
+    t.ok(named.encode() in ask(repl[src.name], "KEYS", "*"),
+         "the restarted replica holds the named filter")
     count0 = int(info_field(repl[src.name], "default", "count"))
     # a quarter of the source's slots: 4 groups, each synced fully to
     # the target's replica before the map gives them
@@ -603,6 +611,8 @@ def a_source_killed_after_a_move_replays_only_its_slots(t):
 # filter and a cuckoo filter with a delete, each living whole on its
 # name's slot
 SPIDERS = ["spider%d:dupefilter" % i for i in range(24)]
+# on slot 159: among the slots a 2 -> 3 rebalance moves
+EXPIRING = "spider11:dupefilter"
 
 
 def make_named(t, rc):
@@ -622,7 +632,7 @@ def make_named(t, rc):
     # a delete and an extra copy travel with the tables
     rc.execute_command("CF.DEL", "cfcrawl1", "c0")
     rc.execute_command("CF.ADD", "cfcrawl1", "c1")
-    t.eq(rc.expire(SPIDERS[0], 3600), True, "EXPIRE of a named filter")
+    t.eq(rc.expire(EXPIRING, 3600), True, "EXPIRE of a named filter")
     return made
 
 
@@ -652,6 +662,14 @@ def with_checksum(img):
     x.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     body = img[:-8]
     return body + struct.pack("<Q", x.XXH3_64bits(body, len(body)))
+
+
+def same_answers(t, got, want, what):
+    """got == want (answers' dicts), a failure naming the filters that
+    differ and how many of their answers do."""
+    diff = {n: sum(a != b for a, b in zip(got.get(n, []), want[n])) or
+            "missing" for n in want if got.get(n) != want[n]}
+    t.eq(diff, {}, what)
 
 
 def holders(ns, name):
@@ -685,9 +703,10 @@ def named_filters_move_whole_with_their_slots(t):
          "named filters of each kind moved with their slots: %d" %
          len(moved))
     rc = client(ns)
-    t.eq(answers(rc, made), want, "every named filter answers as before "
-         "the move, on its new node")
-    ttl = rc.ttl(SPIDERS[0])
+    same_answers(t, answers(rc, made), want, "every named filter answers "
+                 "as before the move, on its new node")
+    t.ok(EXPIRING in moved, "the filter with a deadline moved")
+    ttl = rc.ttl(EXPIRING)
     t.ok(3500 <= ttl <= 3600, "its EXPIRE deadline came along: TTL %d" %
          ttl)
     rc.close()
@@ -705,13 +724,19 @@ def named_filters_move_whole_with_their_slots(t):
         t.eq(holders(ns, n), [ids[after[n]].name], "%s only on %s after "
              "restarts" % (n, ids[after[n]].name))
     rc = client(ns)
-    t.eq(answers(rc, made), want, "and answers the same after restarts")
+    same_answers(t, answers(rc, made), want, "and answers the same after "
+                 "restarts")
     # a named filter keeps recording where it went; then everything on the
     # new node goes back (the same seeds return: a replay must not drop
     # them) and the old node is restarted again
     t.eq(rc.sadd(moved[0], "late"), 1, "SADD on the new owner")
+    # and one deleted there: it must not come back with its slot, on the
+    # old owner whose journal still holds its keys
+    deleted = moved[1]
+    t.eq(rc.delete(deleted), 1, "DEL on the new owner")
     rc.close()
     made[moved[0]].append("late")
+    del made[deleted]
     want = answers(client(ns), made)
     ok_cli(t, "cluster", "reshard", addr(ns[0]), "--from", myid(ns[2]),
            "--to", myid(ns[0]), "--slots", str(slots_of(ns[2])), "--yes")
@@ -722,11 +747,13 @@ def named_filters_move_whole_with_their_slots(t):
         s.kill9()
         s.start()
     rc = client(ns)
-    t.eq(answers(rc, made), want, "every named filter answers the same "
-         "after going back and restarts")
+    same_answers(t, answers(rc, made), want, "every named filter answers "
+                 "the same after going back and restarts")
     rc.close()
     t.eq([n for n in made if ns[2].name in holders(ns, n)], [],
          "the node left with no slot holds no named filter")
+    t.eq(holders(ns, deleted), [], "the filter deleted on the new owner "
+         "stays deleted")
     ok_cli(t, "cluster", "check", addr(ns[1]))
 
 
@@ -734,7 +761,7 @@ def named_filters_move_whole_with_their_slots(t):
 def bad_images_of_named_filters_change_nothing(t):
     ns = nodes(t, 2, name="b")
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
-    name = next(n for n in SPIDERS if keyslot(n) < 8192)
+    name = EXPIRING     # slot 159, a's
     a, b = ns
     slot = keyslot(name)
     t.eq(ask(a, "SADD", name, "x", "y"), 2)
@@ -777,11 +804,73 @@ def bad_images_of_named_filters_change_nothing(t):
     t.contains(b.read_log(), "filter %s dropped (its slot %d is another "
                "node's now)" % (name, slot))
     t.eq(ask(a, "SMISMEMBER", name, "x", "y"), [1, 1], "a still has it")
+    # a copy left again, the filter deleted on a, then its slot moved for
+    # real: the final copy does not hold it, and b drops the stale one
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img, "SAVE"), "OK")
+    t.eq(ask(a, "DEL", name), 1)
+    ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(a), "--to",
+           myid(b), "--slots", str(slot + 1), "--yes")
+    t.eq(owners(a)[slot], myid(b), "the slot moved")
+    t.ok(name.encode() not in ask(b, "KEYS", "*"), "the deleted filter "
+         "did not come back on its new owner")
+    t.eq(ask(b, "SISMEMBER", name, "x"), 0)
+
+
+def same_slot_name(prefix, name):
+    """prefix<i> for the first i whose slot is name's."""
+    return next("%s%d" % (prefix, i) for i in range(10 ** 6)
+                if keyslot("%s%d" % (prefix, i)) == keyslot(name))
+
+
+@test
+def named_filters_too_big_for_one_image_split_the_group(t):
+    ns = [cluster_node(t, "z%d" % i, filters=FILTERS, start=False)
+          for i in range(2)]
+    for s in ns:
+        # an image's named filters held to 6 MB: a SADD set is ~1.8 MB
+        s.env["SEEND_FAULT_MOVE_NAMED_MAX"] = "6000000"
+        s.start()
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
+    a, b = ns
+    # six sets spread over slots 0..511 (one group), and four sharing
+    # one slot there, which no image can carry
+    spread = [n for n in ("crawl%d" % i for i in range(10 ** 5))
+              if keyslot(n) < 512][:6]
+    crowd = same_slot_name("crowd", spread[0])
+    crowded = [crowd] + [same_slot_name("crowd%s-" % crowd, crowd)
+                         for _ in range(1)]
+    crowded += [same_slot_name("crowdy%d-" % i, crowd) for i in range(2)]
+    t.eq(len(set(keyslot(n) for n in crowded)), 1, "one slot")
+    made = {n: ["m%d" % j for j in range(50)] for n in spread[1:] + crowded}
+    rc = client(ns)
+    for n, members in made.items():
+        rc.sadd(n, *members)
+    want = answers(rc, made)
+    rc.close()
+    rc_, out, err = cli(t, "cluster", "reshard", addr(a), "--from", myid(a),
+                        "--to", myid(b), "--slots", "512", "--yes")
+    t.eq(rc_, 0, "the reshard exits 0: %s%s" % (out, err))
+    t.contains(out, "slot %d's named filters are too big for one image: "
+               "the slot stays there" % keyslot(crowd))
+    t.ok(out.count("Moving slots") > 2, "the group was split:\n%s" % out)
+    own = owners(a)
+    t.eq(own[512], myid(b), "the next slot made up for the one that stayed")
+    t.eq([n for n in spread[1:] if own[keyslot(n)] != myid(b)], [],
+         "the spread sets moved")
+    t.eq(own[keyslot(crowd)], myid(a), "the crowded slot stayed")
+    rc = client(ns)
+    same_answers(t, answers(rc, made), want, "every set answers as before")
+    rc.close()
 
 
 @test
 def a_merge_under_way_holds_a_hand_over_off(t):
-    ns = [cluster_node(t, "g%d" % i, filters=FILTERS, start=False)
+    # a second partitioned filter whose name shares default's slot, so
+    # that MERGE default <it> is one slot's request
+    other = same_slot_name("part", "default")
+    filters = FILTERS + "[filter.%s]\nprefixes = part:\ncapacity = 1000\n" \
+        "error_rate = 0.001\n" % other
+    ns = [cluster_node(t, "g%d" % i, filters=filters, start=False)
           for i in range(2)]
     for s in ns:
         # 64 bytes of OR a loop turn: the merge below lasts long enough
@@ -790,10 +879,9 @@ def a_merge_under_way_holds_a_hand_over_off(t):
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
     a, b = ns
     # MERGE's keys share a slot in a cluster: a source named for its dst's
-    dst = next(n for n in SPIDERS if keyslot(n) < 8192)
+    dst = EXPIRING      # slot 159, a's
     slot = keyslot(dst)
-    src = next("src%d" % i for i in range(10 ** 6)
-               if keyslot("src%d" % i) == slot)
+    src = same_slot_name("src", dst)
     # 64 MiB at 64 bytes a turn: about a second of merging here
     t.eq(ask(a, "BF.RESERVE", src, "0.01", "40000000"), "OK")
     t.eq(ask(a, "BF.ADD", src, "x"), 1)
@@ -810,11 +898,22 @@ def a_merge_under_way_holds_a_hand_over_off(t):
         t.eq(c.reply(), "OK", "the merge ends")
     finally:
         c.close()
-    # then the slot moves, the merged filter with it
-    out = ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(a),
-                 "--to", myid(b), "--slots", str(slot + 1), "--yes")
-    t.eq(owners(a)[slot], myid(b), "the slot moved: %s" % out)
-    t.eq(ask(b, "BF.EXISTS", dst, "x"), 1, "the merged key moved with it")
+    t.eq(ask(a, "BF.EXISTS", dst, "x"), 1, "merged")
+    # once it is done the slot may pause; and while slots pause, a MERGE
+    # into a partitioned filter (it spans them) waits
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "START", str(slot), str(slot),
+             myid(b)), "OK")
+    owner = a if keyslot("default") < 8192 else b
+    if owner is not a:
+        t.eq(ask(owner, "CLUSTER", "HANDOFF", "START", "8192", "8192",
+                 myid(a)), "OK")
+    t.eq(ask(owner, "MERGE", "default", other),
+         Err("TRYAGAIN slots of this node are being handed over to another "
+             "node, try again"))
+    for s, first in ((a, slot), (b, 8192)):
+        t.eq(ask(s, "CLUSTER", "HANDOFF", "CANCEL", str(first), str(first)),
+             "OK")
+    t.eq(ask(owner, "MERGE", "default", other), "OK", "after the pause")
 
 
 @test
