@@ -18,7 +18,12 @@
  *     acknowledged before, during and after the fault, and a reset made
  *     during the fault;
  *   - journal = off: no hold, status "off", a reset empties the filter and
- *     removes its snapshot.
+ *     removes its snapshot;
+ *   - runtime ("named") filters at a replay: an 'x' record drops its
+ *     filter (and snapshot) at the replay's end, unless a later 'r' of the
+ *     same name and seed brings it back (a filter that moved to another
+ *     cluster node and back); a later 'r' of another seed makes a new
+ *     empty filter at once.
  *
  * Faults: journal_fault_write_limit (journal.h: journal writes fail with
  * ENOSPC once the journal object has written that many bytes),
@@ -179,6 +184,14 @@ core_up(struct core *core, const char *dir, const char *mode)
 	    sizeof(err))) == NULL) {
 		diag("registry_build: %s", err);
 		config_free(core->cfg);
+		return -1;
+	}
+	/* as main.c: runtime filters come back from the snapshots no
+	 * section names, before the journal is replayed */
+	if (registry_load_runtime(core->reg, core->cfg, NULL, err,
+	    sizeof(err)) == -1) {
+		diag("registry_load_runtime: %s", err);
+		core_free(core);
 		return -1;
 	}
 	if ((core->saver = saver_start(save_done, NULL)) == NULL) {
@@ -743,6 +756,311 @@ test_off(void)
 	rm_dir(dir);
 }
 
+/* ---- runtime filters at a replay: 'x' deferred, undone by 'r' ---- */
+
+/*
+ * Each case writes a journal by hand, in a data_dir where a "writer" core
+ * (journal = off, so that it keeps no segment of its own) made the filter
+ * and, where the case has one, its snapshot; then a new core replays it
+ * (core_up: registry_load_runtime, then persist_open), as a restart does.
+ * The filter is large for one key or three (10000 keys at 0.0001), so a
+ * false positive among the checks below is negligible.
+ */
+#define NAMED		"moved"
+#define NAMED_CAP	10000
+#define NAMED_RATE	0.0001
+
+/* A runtime filter as BF.RESERVE makes it: empty, its seed drawn. */
+static struct filter *
+named_create(struct core *core)
+{
+	struct filter	*f;
+	char		 err[400];
+
+	f = registry_create_type(core->reg, core->cfg, NAMED, strlen(NAMED),
+	    NAMED_CAP, NAMED_RATE, 0, FILTER_TYPE_BLOOM, err, sizeof(err));
+	if (f == NULL)
+		diag("registry_create_type: %s", err);
+	return f;
+}
+
+/* The 'r' (create) or 'x' (drop) record of f, as persist.c writes it;
+ * 0, or -1. */
+static int
+named_record(struct journal *j, const struct filter *f, int create)
+{
+	struct journal_filter	 sh;
+	uint64_t		 now = (uint64_t)filter_now_ms;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.type = filter_is_cuckoo(f);
+	sh.normalize = f->normalize;
+	sh.capacity = f->capacity;
+	sh.error_rate = f->error_rate;
+	sh.growth = f->growth;
+	sh.max_kicks = f->max_kicks;
+	if ((create ? journal_append_create(j, f->name, f->namelen, f->seed,
+	    &sh, now) : journal_append_drop(j, f->name, f->namelen, f->seed,
+	    now)) == -1) {
+		diag("journal_append_%s: %s", create ? "create" : "drop",
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The record of key k<i> of f answered new (f itself is left as it is);
+ * 0, or -1. */
+static int
+named_key(struct journal *j, const struct filter *f, unsigned i)
+{
+	char	 key[128];
+
+	key_of(key, sizeof(key), "k", i);
+	if (journal_append(j, f->name, f->namelen, f->seed,
+	    filter_hash(f, key, strlen(key)), (uint64_t)filter_now_ms) == -1) {
+		diag("journal_append: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* k<i> set in f (then snapshotted by the caller). */
+static void
+named_set(struct filter *f, unsigned i)
+{
+	char	 key[128];
+
+	key_of(key, sizeof(key), "k", i);
+	(void)filter_seen(f, filter_hash(f, key, strlen(key)));
+}
+
+/* Whether k<i> answers seen in f. */
+static int
+named_has(struct filter *f, unsigned i)
+{
+	char	 key[128];
+
+	key_of(key, sizeof(key), "k", i);
+	return filter_check(f, filter_hash(f, key, strlen(key)));
+}
+
+/* Writes what was appended to j, durably, and closes it; 0, or -1. */
+static int
+named_journal_end(struct journal *j)
+{
+	char	 err[600];
+	int	 rc = 0;
+
+	if (journal_write(j, err, sizeof(err)) == -1 ||
+	    journal_sync(j, err, sizeof(err)) == -1) {
+		diag("journal: %s", err);
+		rc = -1;
+	}
+	journal_close(j);
+	return rc;
+}
+
+static struct journal *
+named_journal_open(const char *dir)
+{
+	struct journal	*j;
+	char		 err[1024];
+
+	if ((j = journal_open(dir, NULL, 0, err, sizeof(err))) == NULL)
+		diag("journal_open: %s", err);
+	return j;
+}
+
+/*
+ * 'r X S', k1..k3, 'x X S' and nothing after: the drop, deferred to the
+ * replay's end, happens there. X's snapshot (seed S, k1..k3) is there at
+ * the start, so X is in the registry before the replay and the 'x' must
+ * take it out and unlink its file. Fails if the deferred drops are never
+ * carried out (replay_finish not called, or the list lost).
+ */
+static void
+test_named_dropped(void)
+{
+	struct core	 w, rd;
+	struct journal	*j = NULL;
+	struct filter	*f = NULL;
+	char		 dir[64];
+	int		 bad = 0;
+
+	new_dir(dir, sizeof(dir));
+	turn_start();
+	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
+	    NULL, "named, dropped: a runtime filter %s is made", NAMED)) {
+		rm_dir(dir);
+		return;
+	}
+	for (unsigned i = 1; i <= 3; i++)
+		named_set(f, i);
+	core_snapshot_dirty(&w, 0);
+	saver_drain(w.saver);
+	ok(f->last_save_ok == 1 && snapshot_exists(dir, NAMED), "named, "
+	    "dropped: its snapshot (k1..k3) is written");
+	if ((j = named_journal_open(dir)) == NULL)
+		bad = 1;
+	else {
+		bad |= named_record(j, f, 1);
+		for (unsigned i = 1; i <= 3; i++)
+			bad |= named_key(j, f, i);
+		bad |= named_record(j, f, 0);
+		bad |= named_journal_end(j);
+	}
+	core_down(&w);
+	ok(!bad, "named, dropped: journal 'r %s S', k1..k3, 'x %s S' "
+	    "written", NAMED, NAMED);
+
+	if (!ok(core_up(&rd, dir, "always") == 0, "named, dropped: a new "
+	    "core loads the snapshot and replays the journal")) {
+		rm_dir(dir);
+		return;
+	}
+	ok(filter_named(&rd, NAMED) == NULL, "named, dropped: an 'x' that no "
+	    "later 'r' undid leaves %s out of the registry", NAMED);
+	ok(!snapshot_exists(dir, NAMED), "named, dropped: and its snapshot "
+	    "file is removed");
+	core_down(&rd);
+	rm_dir(dir);
+}
+
+/*
+ * A snapshot of X (seed S) holding k1, then 'r X S', k2, 'x X S', 'r X S',
+ * k3: a filter that moved away (its 'x') and came back (the target's 'r',
+ * same seed) stays, with k1 (snapshot), k2 (replayed before the 'x') and k3
+ * (after the 'r'), and its file. Fails if the 'r' does not take X off the
+ * list of deferred drops (gone_take): replay_finish would then drop X and
+ * unlink its snapshot, as a replay that dropped at the 'x' would.
+ */
+static void
+test_named_revived(void)
+{
+	struct core	 w, rd;
+	struct journal	*j = NULL;
+	struct filter	*f = NULL;
+	uint64_t	 seed = 0;
+	char		 dir[64];
+	int		 bad = 0;
+
+	new_dir(dir, sizeof(dir));
+	turn_start();
+	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
+	    NULL, "named, back: a runtime filter %s is made", NAMED)) {
+		rm_dir(dir);
+		return;
+	}
+	seed = f->seed;
+	named_set(f, 1);
+	core_snapshot_dirty(&w, 0);
+	saver_drain(w.saver);
+	ok(f->last_save_ok == 1 && snapshot_exists(dir, NAMED), "named, "
+	    "back: its snapshot (seed S, k1) is written");
+	if ((j = named_journal_open(dir)) == NULL)
+		bad = 1;
+	else {
+		bad |= named_record(j, f, 1);
+		bad |= named_key(j, f, 2);
+		bad |= named_record(j, f, 0);	/* moved away */
+		bad |= named_record(j, f, 1);	/* and back, seed S */
+		bad |= named_key(j, f, 3);
+		bad |= named_journal_end(j);
+	}
+	core_down(&w);
+	ok(!bad, "named, back: journal 'r %s S', k2, 'x %s S', 'r %s S', k3 "
+	    "written", NAMED, NAMED, NAMED);
+
+	if (!ok(core_up(&rd, dir, "always") == 0, "named, back: a new core "
+	    "loads the snapshot and replays the journal")) {
+		rm_dir(dir);
+		return;
+	}
+	turn_start();
+	f = filter_named(&rd, NAMED);
+	if (ok(f != NULL && f->runtime && f->seed == seed, "named, back: an "
+	    "'r' of the same seed after the 'x' keeps %s, seed S", NAMED)) {
+		ok(named_has(f, 1) && named_has(f, 2) && named_has(f, 3),
+		    "named, back: k1 (snapshot), k2 (before the 'x') and k3 "
+		    "(after the 'r') answer seen (%d %d %d)", named_has(f, 1),
+		    named_has(f, 2), named_has(f, 3));
+		ok(!named_has(f, 4) && filter_count(f) == 3, "named, back: a "
+		    "key never added answers new; count %llu",
+		    (unsigned long long)filter_count(f));
+	}
+	ok(snapshot_exists(dir, NAMED), "named, back: its snapshot file "
+	    "stays");
+	core_down(&rd);
+	rm_dir(dir);
+}
+
+/*
+ * 'r X S1', k1, 'x X S1', 'r X S2', k2 (no snapshot): the 'r' of another
+ * seed drops the S1 filter at once and makes an empty one with S2, which
+ * holds k2 alone. Fails if the 'r' leaves the S1 filter in place (X would
+ * be dropped at the replay's end, or keep S1 and k1) or carries k1 over.
+ */
+static void
+test_named_reseeded(void)
+{
+	struct core	 w, rd;
+	struct journal	*j = NULL;
+	struct filter	*f = NULL;
+	uint64_t	 s1 = 0, s2 = 0;
+	char		 dir[64];
+	int		 bad = 0;
+
+	new_dir(dir, sizeof(dir));
+	turn_start();
+	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
+	    NULL, "named, new seed: a runtime filter %s is made", NAMED)) {
+		rm_dir(dir);
+		return;
+	}
+	s1 = f->seed;
+	if ((j = named_journal_open(dir)) == NULL)
+		bad = 1;
+	else {
+		bad |= named_record(j, f, 1);
+		bad |= named_key(j, f, 1);
+		bad |= named_record(j, f, 0);
+		/* DEL, then BF.RESERVE of the name: a new seed */
+		registry_remove(w.reg, f);
+		f->deleted = 1;
+		filter_unref(f);
+		if ((f = named_create(&w)) == NULL)
+			bad = 1;
+		else {
+			s2 = f->seed;
+			bad |= named_record(j, f, 1);
+			bad |= named_key(j, f, 2);
+		}
+		bad |= named_journal_end(j);
+	}
+	core_down(&w);
+	ok(!bad && s1 != s2, "named, new seed: journal 'r %s S1', k1, "
+	    "'x %s S1', 'r %s S2', k2 written", NAMED, NAMED, NAMED);
+
+	if (!ok(core_up(&rd, dir, "always") == 0, "named, new seed: a new "
+	    "core replays the journal")) {
+		rm_dir(dir);
+		return;
+	}
+	turn_start();
+	f = filter_named(&rd, NAMED);
+	if (ok(f != NULL && f->runtime && f->seed == s2, "named, new seed: "
+	    "%s is there with seed S2", NAMED)) {
+		ok(named_has(f, 2), "named, new seed: k2 answers seen");
+		ok(!named_has(f, 1) && filter_count(f) == 1, "named, new "
+		    "seed: k1 (the S1 filter's) does not, and the filter "
+		    "holds one key (count %llu)",
+		    (unsigned long long)filter_count(f));
+	}
+	core_down(&rd);
+	rm_dir(dir);
+}
+
 int
 main(void)
 {
@@ -751,5 +1069,8 @@ main(void)
 	test_always_fsync();
 	test_everysec();
 	test_off();
+	test_named_dropped();
+	test_named_revived();
+	test_named_reseeded();
 	return done_testing();
 }
