@@ -272,8 +272,6 @@ keyspace_drop_filter(struct core *core, struct filter *f, const char *why)
 void
 keyspace_drop_moved(struct core *core)
 {
-	int had = 0;
-
 	/* a replica's go when its primary's 'x' records come */
 	if (core->repl.replica)
 		return;
@@ -290,14 +288,9 @@ keyspace_drop_moved(struct core *core)
 		if (!f->runtime || f->slot_major ||
 		    cluster_shard_owns(core->cluster, slot))
 			continue;
-		had |= deadline_remove(&deadlines, f->name, f->namelen);
 		snprintf(why, sizeof(why), "(its slot %u is another node's "
 		    "now)", slot);
-		drop(core, f, why);
-	}
-	if (had) {
-		deadlines_changed();
-		save_or_log(core);
+		keyspace_drop_filter(core, f, why);
 	}
 }
 
