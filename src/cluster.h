@@ -142,8 +142,20 @@ void		 cluster_became_replica(struct cluster *c);
  * replica by role does nothing: the promoted node's map reaches it.
  */
 int		 cluster_reconcile(struct cluster *c, const char *dir);
+/* The map's index of the shard whose slots this node's filters hold: its
+ * own, or its primary's (a map must be held). */
+static inline unsigned
+cluster_shard(const struct cluster *c)
+{
+	int p = c->map->nodes[c->me].primary;
+
+	return p >= 0 ? (unsigned)p : c->me;
+}
 /* serve[] from the map held and the pauses (cluster_handoff.h): the
- * slots handed over CLUSTER_PAUSED, the others their owner. */
+ * slots handed over CLUSTER_PAUSED, the others their owner. A replica
+ * holds its primary's pauses (seen-cli sends them) but keeps answering
+ * reads there: nothing changes in them; once promoted it owns the slots
+ * and pauses them, so that it records nothing a move would lose. */
 static inline void
 cluster_serve_update(struct cluster *c)
 {

@@ -20,16 +20,6 @@
 #include "log.h"
 #include "registry.h"
 
-/* The shard whose slots this node's filters hold: its own, or its
- * primary's. */
-static unsigned
-shard_of(const struct cluster *c)
-{
-	int p = c->map->nodes[c->me].primary;
-
-	return p >= 0 ? (unsigned)p : c->me;
-}
-
 /* ---- the image ---- */
 
 size_t	cluster_move_whole_max = CLUSTER_MOVE_WHOLE_MAX;
@@ -182,9 +172,9 @@ image_size(const struct core *core, unsigned nslots)
 
 		if (!f->slot_major || f->runtime)
 			continue;
-		n += 1 + f->namelen + 8 + 4;
+		n += 1 + f->namelen + 8 + 8 + 4;
 		for (size_t j = 0; j < f->nslices; j++)
-			n += 12 + (size_t)(f->slices[j]->bloom.nblocks /
+			n += 20 + (size_t)(f->slices[j]->bloom.nblocks /
 			    KEYSLOT_COUNT) * nslots * BLOOM_BLOCK_BYTES;
 	}
 	return n;
@@ -287,8 +277,9 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		memcpy(p, f->name, f->namelen);
 		p += f->namelen;
 		put_le64(p, f->seed);
-		put_le32(p + 8, (uint32_t)f->nslices);
-		p += 12;
+		put_le64(p + 8, (uint64_t)f->expire_ms);
+		put_le32(p + 16, (uint32_t)f->nslices);
+		p += 20;
 		for (size_t j = 0; j < f->nslices; j++) {
 			const struct bloom *b = &f->slices[j]->bloom;
 			uint64_t per = b->nblocks / KEYSLOT_COUNT;
@@ -297,7 +288,8 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 
 			put_le64(p, b->nblocks);
 			put_le32(p + 8, b->hashes);
-			p += 12;
+			put_le64(p + 12, (uint64_t)f->slices[j]->start_ms);
+			p += 20;
 			memcpy(p, b->words + range_start(b->nblocks, first) *
 			    BLOOM_BLOCK_WORDS, bytes);
 			p += bytes;
@@ -317,11 +309,13 @@ struct image_filter {
 	struct filter		*f;
 	uint32_t		 nslices;
 	const unsigned char	*slices;	/* the first slice's header */
+	size_t			 slice_header;	/* its bytes: 20, SB2's 12 */
 };
 
 /* Bounds-checked reads of an image. */
 struct reader {
 	const unsigned char	*p, *end;
+	int			 v2;		/* SEENDSB2: no windows */
 };
 
 static const unsigned char *
@@ -342,17 +336,20 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 {
 	const unsigned char	*q;
 	char			 name[FILTER_NAME_MAX + 1];
-	size_t			 nl;
-	uint64_t		 seed;
+	size_t			 nl, head = r->v2 ? 12 : 20;
+	uint64_t		 seed, expire;
+	int64_t			 period, now;
 	struct filter		*f;
 
 	if ((q = take(r, 1)) == NULL || (nl = *q) == 0 ||
-	    nl > FILTER_NAME_MAX || (q = take(r, nl + 12)) == NULL)
+	    nl > FILTER_NAME_MAX || (q = take(r, nl + head)) == NULL)
 		goto short_image;
 	memcpy(name, q, nl);
 	name[nl] = '\0';
 	seed = get_le64(q + nl);
-	out->nslices = get_le32(q + nl + 8);
+	expire = r->v2 ? 0 : get_le64(q + nl + 8);
+	out->nslices = get_le32(q + nl + head - 4);
+	out->slice_header = r->v2 ? 12 : 20;
 	if ((f = registry_find(core->reg, name, nl)) == NULL ||
 	    !f->slot_major || f->runtime) {
 		snprintf(err, errlen, "filter %s is not a partitioned filter "
@@ -368,11 +365,18 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		    (unsigned long long)f->seed, (unsigned long long)seed);
 		return -1;
 	}
-	if (f->expire_ms > 0) {
-		snprintf(err, errlen, "filter %s has a window (expire): its "
-		    "slots cannot move", name);
+	if ((uint64_t)f->expire_ms != expire) {
+		snprintf(err, errlen, "filter %s has a window (expire) of "
+		    "%llu ms here and %llu ms on the source%s", name,
+		    (unsigned long long)f->expire_ms,
+		    (unsigned long long)expire, r->v2 ? " (an image of a seend "
+		    "from before windows moved: it says none)" :
+		    " (must be the same on every node)");
 		return -1;
 	}
+	period = filter_period_ms(f);
+	filter_clock_update();
+	now = filter_now_ms;
 	if (out->nslices > FILTER_MAX_SLICES) {
 		snprintf(err, errlen, "filter %s: %u slices", name,
 		    out->nslices);
@@ -383,11 +387,13 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 	for (uint32_t j = 0; j < out->nslices; j++) {
 		uint64_t nblocks, per;
 		uint32_t hashes;
+		int64_t start;
 
-		if ((q = take(r, 12)) == NULL)
+		if ((q = take(r, out->slice_header)) == NULL)
 			goto short_image;
 		nblocks = get_le64(q);
 		hashes = get_le32(q + 8);
+		start = r->v2 ? 0 : (int64_t)get_le64(q + 12);
 		per = nblocks / KEYSLOT_COUNT;
 		if (nblocks == 0 || nblocks % KEYSLOT_COUNT != 0 ||
 		    nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES) {
@@ -396,7 +402,19 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 			    (unsigned long long)nblocks);
 			return -1;
 		}
-		if (j < f->nslices && (f->slices[j]->bloom.nblocks != nblocks ||
+		/* a window's slice: its period may be one the target has
+		 * not, and need not be on the target's period boundaries
+		 * (one of a window a reload changed), but it has started */
+		if (period > 0 && (start <= 0 || start - period > now)) {
+			snprintf(err, errlen, "filter %s: slice %u's period "
+			    "starts at %lld, more than a period after this "
+			    "node's clock (%lld): do the nodes' clocks agree?",
+			    name, j + 1, (long long)start, (long long)now);
+			return -1;
+		}
+		/* a window's are matched by period (merge_filter) */
+		if (period == 0 && j < f->nslices &&
+		    (f->slices[j]->bloom.nblocks != nblocks ||
 		    f->slices[j]->bloom.hashes != hashes)) {
 			snprintf(err, errlen, "filter %s: slice %u is %llu "
 			    "blocks, k = %u here and %llu, k = %u on the "
@@ -417,21 +435,53 @@ short_image:
 	return -1;
 }
 
+/*
+ * The slice of f that the image's slice j takes: the same index, or with a
+ * window the same rank in the period of the same start (nth counts the
+ * image's slices of that period before it). NULL with err empty: a period
+ * expired here, skipped.
+ */
+static struct bloom *
+slice_for(struct filter *f, uint32_t j, int64_t start, uint32_t nth,
+    char *err, size_t errlen)
+{
+	int64_t period = filter_period_ms(f);
+
+	err[0] = '\0';
+	if (period == 0)
+		return filter_part_slice(f, j, err, errlen);
+	if (start + period * FILTER_LIVE_PERIODS <= filter_now_ms)
+		return NULL;
+	return filter_period_slice(f, start, nth, err, errlen);
+}
+
 /* One filter's slices OR-ed in (slices added as needed). */
 static int
 merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
     char *err, size_t errlen)
 {
-	const unsigned char *q = im->slices;
+	const unsigned char	*q = im->slices;
+	int64_t			 prev = -1;
+	uint32_t		 nth = 0;
 
 	for (uint32_t j = 0; j < im->nslices; j++) {
 		uint64_t	 nblocks = get_le64(q), per;
 		uint32_t	 hashes = get_le32(q + 8);
+		int64_t		 start = im->slice_header > 12 ?
+				    (int64_t)get_le64(q + 12) : 0;
 		struct bloom	*b;
 
 		per = nblocks / KEYSLOT_COUNT;
-		if ((b = filter_part_slice(im->f, j, err, errlen)) == NULL)
-			return -1;
+		nth = start == prev ? nth + 1 : 0;
+		prev = start;
+		if ((b = slice_for(im->f, j, start, nth, err, errlen)) ==
+		    NULL) {
+			if (err[0] != '\0')
+				return -1;
+			q += im->slice_header + (size_t)(per * nslots) *
+			    BLOOM_BLOCK_BYTES;
+			continue;
+		}
 		if (b->nblocks != nblocks || b->hashes != hashes) {
 			snprintf(err, errlen, "filter %s: slice %u as added "
 			    "here is %llu blocks, k = %u; on the source %llu, "
@@ -441,9 +491,10 @@ merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
 			    (unsigned long long)nblocks, hashes);
 			return -1;
 		}
-		bloom_or_range(b, range_start(nblocks, first), q + 12,
-		    per * nslots);
-		q += 12 + (size_t)(per * nslots) * BLOOM_BLOCK_BYTES;
+		bloom_or_range(b, range_start(nblocks, first),
+		    q + im->slice_header, per * nslots);
+		q += im->slice_header + (size_t)(per * nslots) *
+		    BLOOM_BLOCK_BYTES;
 	}
 	/* the keys count here once the map gives the slots (apply) */
 	im->f->reshapes++;
@@ -601,7 +652,8 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 		return -1;
 	}
 	if (len < CLUSTER_MOVE_HEADER + 8 ||
-	    memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0) {
+	    (memcmp(p, CLUSTER_MOVE_MAGIC, 8) != 0 &&
+	    memcmp(p, CLUSTER_MOVE_MAGIC_2, 8) != 0)) {
 		snprintf(err, errlen, "not an image of slots (CLUSTER "
 		    "SLOTBITS makes them)");
 		return -1;
@@ -632,6 +684,7 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 	}
 	r.p = p + CLUSTER_MOVE_HEADER;
 	r.end = p + len - 8;
+	r.v2 = memcmp(p, CLUSTER_MOVE_MAGIC_2, 8) == 0;
 	for (uint32_t i = 0; i < nf; i++)
 		if (read_filter(core, &r, nslots, &ims[i], err, errlen) == -1)
 			goto out;
@@ -688,7 +741,7 @@ int
 cluster_shard_owns(const struct cluster *c, unsigned slot)
 {
 	return c == NULL || c->map == NULL || c->map->owner[slot] ==
-	    shard_of(c);
+	    cluster_shard(c);
 }
 
 int
@@ -697,7 +750,7 @@ cluster_holds_slot(const struct cluster *c, unsigned slot)
 	/* a replica's map may not name what its primary took yet: it
 	 * keeps every key, as it frees nothing at its start */
 	return c == NULL || c->map == NULL || c->replica_start ||
-	    c->map->owner[slot] == shard_of(c);
+	    c->map->owner[slot] == cluster_shard(c);
 }
 
 /* ---- a map taken ---- */
@@ -831,7 +884,7 @@ cluster_move_apply(struct core *core)
 	if (c == NULL || c->map == NULL || c->applied_gen == c->map_gen)
 		return;
 	c->applied_gen = c->map_gen;
-	shard = shard_of(c);
+	shard = cluster_shard(c);
 	if (c->map->seed != 0)
 		take_seed(core, c->map->seed);
 	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)

@@ -53,17 +53,25 @@
  * The image (CLUSTER SLOTBITS' reply, SLOTMERGE's argument; integers
  * little-endian):
  *
- *   0  8  magic "SEENDSB2"
+ *   0  8  magic "SEENDSB3"
  *   8  2  first slot, 10 2 last slot (first <= last < 16384)
  *  12  4  partitioned filters, 16 4 named filters
  *  20  -  each partitioned filter: 1 name length (1-64), the name, 8 seed,
- *         4 slices, then for each slice (oldest first): 8 blocks (a
- *         multiple of 16384), 4 hashes (k), and (last - first + 1) *
+ *         8 its window (expire, ms; 0 none), 4 slices, then for each slice
+ *         (oldest first): 8 blocks (a multiple of 16384), 4 hashes (k),
+ *         8 its period's start (Unix ms), and (last - first + 1) *
  *         blocks / 16384 blocks of 64 bytes
  *   -  -  each named filter: 1 name length, the name, 8 its EXPIRE
  *         deadline (Unix ms; 0 none), 4 chunks, then its dump's chunks
  *         (dump.h; each chunk's length is in its header)
  *   -  8  XXH3-64 (seed 0) of every byte before
+ *
+ * "SEENDSB2" (seend before windows moved) is the same without the window
+ * and the period starts, and is taken for filters without a window. A
+ * window's slices are matched by period, not by index: each is OR-ed into
+ * the target's slice of the same rank in the period of the same start
+ * (added there as growth would add it), and one whose period has expired
+ * on the target is skipped; windows must be the same on every node.
  *
  * A filter of the config file that is not partitioned (a config cuckoo
  * filter) is on every node and lives on its name's slot: a range that
@@ -81,7 +89,10 @@ struct cluster;
 struct core;
 struct filter;
 
-#define CLUSTER_MOVE_MAGIC	"SEENDSB2"
+#define CLUSTER_MOVE_MAGIC	"SEENDSB3"
+/* The image of seend before windows moved (no expire, no period starts):
+ * still taken, for filters without a window. */
+#define CLUSTER_MOVE_MAGIC_2	"SEENDSB2"
 #define CLUSTER_MOVE_HEADER	20
 /* The largest image of partitioned filters' ranges: a dump's chunk
  * (DUMP_CHUNK_MAX); seen-cli sizes its groups of slots to fit. */

@@ -602,16 +602,17 @@ shape_after(uint64_t capacity, double error_rate, unsigned growth,
 	return 0;
 }
 
-/* The plan of the next slice of f in the period starting at start. */
+/* The plan of the slice after f's slices [0, upto) in the period starting
+ * at start (upto: f->nslices, but for a moved period's slice inserted
+ * before newer ones). */
 static int
-next_shape(const struct filter *f, int64_t start, uint64_t *cap,
+shape_at(const struct filter *f, size_t upto, int64_t start, uint64_t *cap,
     double *rate)
 {
 	uint64_t	 capsum = 0, last = 0;
 	double		 spent = 0;
 
-	for (size_t i = f->nslices; i-- > 0 &&
-	    f->slices[i]->start_ms == start;) {
+	for (size_t i = upto; i-- > 0 && f->slices[i]->start_ms == start;) {
 		if (last == 0)
 			last = f->slices[i]->capacity;
 		spent += f->slices[i]->error_rate;
@@ -621,8 +622,12 @@ next_shape(const struct filter *f, int64_t start, uint64_t *cap,
 	    last, spent, capsum, cap, rate);
 }
 
+/* A new slice of the period starting at start, planned as growth plans
+ * the one after slices [0, at), placed at slices[at] (at: f->nslices, the
+ * head, but for a moved period's slice that goes before newer ones). */
 static int
-add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
+add_slice_at(struct filter *f, size_t at, int64_t start, char *err,
+    size_t errlen)
 {
 	struct slice	*s;
 	uint64_t	 cap;
@@ -632,7 +637,7 @@ add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
 		snprintf(err, errlen, "%d slices", FILTER_MAX_SLICES);
 		return -1;
 	}
-	if (next_shape(f, start, &cap, &rate) == -1) {
+	if (shape_at(f, at, start, &cap, &rate) == -1) {
 		snprintf(err, errlen, "growth = off");
 		return -1;
 	}
@@ -646,7 +651,20 @@ add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	if (at < f->nslices - 1) {
+		memmove(f->slices + at + 1, f->slices + at,
+		    (f->nslices - 1 - at) * sizeof(*f->slices));
+		f->slices[at] = s;
+		f->head = f->slices[f->nslices - 1];
+		refresh(f);
+	}
 	return 0;
+}
+
+static int
+add_slice(struct filter *f, int64_t start, char *err, size_t errlen)
+{
+	return add_slice_at(f, f->nslices, start, err, errlen);
 }
 
 /* The head cannot take more: say so once, and refuse from now on. */
@@ -1835,10 +1853,10 @@ filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
 		return NULL;
 	}
 	/* a window's slices are periods: the same index is another period
-	 * on another node */
+	 * on another node (filter_period_slice) */
 	if (f->expire_ms > 0) {
 		snprintf(err, errlen, "filter %s has a window (expire): its "
-		    "slots cannot move", f->name);
+		    "slices are taken by period", f->name);
 		return NULL;
 	}
 	while (f->nslices <= i) {
@@ -1856,4 +1874,71 @@ filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
 		    f->name, f->nslices);
 	}
 	return &f->slices[i]->bloom;
+}
+
+int64_t
+filter_period_ms(const struct filter *f)
+{
+	return f->expire_ms > 0 ? period_ms(f) : 0;
+}
+
+/* A moved period's slice at slices[at] (after every slice that started no
+ * later), its period's next by growth. */
+static int
+insert_slice(struct filter *f, size_t at, int64_t start, char *err,
+    size_t errlen)
+{
+	if (add_slice_at(f, at, start, err, errlen) == -1)
+		return -1;
+	/* a slice of the current period appended has room */
+	if (f->head == f->slices[at] && !f->held)
+		f->full = 0;
+	f->warned = 0;
+	refresh(f);
+	set_drop_at(f);
+	return 0;
+}
+
+struct bloom *
+filter_period_slice(struct filter *f, int64_t start, size_t nth, char *err,
+    size_t errlen)
+{
+	char	 why[256];
+
+	if (!f->slot_major || f->type != FILTER_TYPE_BLOOM ||
+	    f->expire_ms == 0) {
+		snprintf(err, errlen, "filter %s is not partitioned by slot "
+		    "with a window", f->name);
+		return NULL;
+	}
+	/* a start off this filter's period boundaries is a period of a
+	 * window a reload changed: its slices are placed by their start,
+	 * and expire as the source's do */
+	if (start <= 0) {
+		snprintf(err, errlen, "filter %s: a slice starting at %lld",
+		    f->name, (long long)start);
+		return NULL;
+	}
+	for (;;) {
+		size_t at = 0, have = 0;
+
+		/* slices are oldest first: the period's are contiguous */
+		for (size_t i = 0; i < f->nslices; i++) {
+			if (f->slices[i]->start_ms > start)
+				break;
+			at = i + 1;
+			if (f->slices[i]->start_ms == start &&
+			    have++ == nth)
+				return &f->slices[i]->bloom;
+		}
+		if (insert_slice(f, at, start, why, sizeof(why)) == -1) {
+			snprintf(err, errlen, "filter %s cannot add slice %zu "
+			    "of its period starting at %lld: %s", f->name,
+			    have + 1, (long long)start, why);
+			return NULL;
+		}
+		log_info("filter %s took slice %zu of its period starting at "
+		    "%lld for moved slots (%zu slice(s) now)", f->name, have + 1,
+		    (long long)start, f->nslices);
+	}
 }

@@ -351,6 +351,18 @@ void		 filter_counts_changed(struct filter *);
  */
 struct bloom	*filter_part_slice(struct filter *, size_t i, char *err,
 		    size_t errlen);
+/*
+ * The same for a slot-major filter with a window, whose slices are matched
+ * by period rather than by index: slice nth (from 0) of the period
+ * starting at start (Unix ms: a multiple of its period, or of the period
+ * of a window a reload changed), slices added for that period as growth
+ * adds them, in its place among the others, until there is one. NULL with
+ * why in err (start not positive, growth off, max_memory).
+ */
+struct bloom	*filter_period_slice(struct filter *, int64_t start,
+		    size_t nth, char *err, size_t errlen);
+/* A window's period in ms (expire / 8), or 0 without one. */
+int64_t		 filter_period_ms(const struct filter *);
 /* Adds s (its reference is taken) as a merged slice of seed. -1 if out
  * of memory. */
 int		 filter_add_merged(struct filter *, struct slice *s,

@@ -33,7 +33,11 @@
  * one-node cluster of this config and map seed (default's ranges, one and
  * two slices; named filters BF.RESERVE, CF.RESERVE and SADD with an
  * EXPIRE, on slots P2 owns here), their last byte's bits 0 and 1 set by
- * hand, and empty-0-0: slots 0..0 and no filter.
+ * hand, and empty-0-0: slots 0..0 and no filter. Those named default-*
+ * and named-* are SEENDSB2 images (seend before windows moved, still
+ * taken), made before recent was in this config; window-* are SEENDSB3
+ * images with recent's slices (of two periods, one grown; one slice; one
+ * of a period long expired, which is skipped, before a live one).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +81,11 @@ static const char config_text[] =
 	"[filter.default]\n"
 	"capacity = 20000\n"
 	"error_rate = 0.01\n"
+	"[filter.recent]\n"
+	"prefixes = https://recent.\n"
+	"capacity = 20000\n"
+	"error_rate = 0.01\n"
+	"expire = 3650d\n"
 	"[cluster]\n"
 	"enabled = on\n";
 
@@ -86,6 +95,9 @@ static struct cluster		 node;
 static struct core		 core;
 static struct filter		*part;		/* default */
 static size_t			 part_slices;	/* its slices at the start */
+/* recent: a window (of 3650 days, so that the periods of the seeds made
+ * in 2026 stay live for years), which starts with no slice */
+static struct filter		*windowed;
 static int			 ready;
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -156,6 +168,13 @@ setup(void)
 		abort();
 	}
 	part_slices = part->nslices;
+	if ((windowed = registry_find(core.reg, "recent", 6)) == NULL ||
+	    !windowed->slot_major || windowed->seed != seed ||
+	    filter_period_ms(windowed) == 0 || windowed->nslices != 0) {
+		fprintf(stderr, "the recent filter is not partitioned with a "
+		    "window and the map's seed\n");
+		abort();
+	}
 	atexit(cleanup);
 	ready = 1;
 }
@@ -195,6 +214,8 @@ reseal_dumps(unsigned char *p, size_t len)
 	unsigned char	*at = p + CLUSTER_MOVE_HEADER, *end = p + len - 8;
 	uint64_t	 nslots;
 	uint32_t	 nf, nwhole;
+	/* SEENDSB2's headers lack the window and the period starts */
+	size_t		 head = memcmp(p, "SEENDSB2", 8) == 0 ? 12 : 20;
 
 	if (get_le16(p + 8) > get_le16(p + 10))
 		return;
@@ -204,18 +225,18 @@ reseal_dumps(unsigned char *p, size_t len)
 	for (uint32_t i = 0; i < nf; i++) {
 		uint32_t nslices;
 
-		if (end - at < 1 || (size_t)(end - at) < 1u + *at + 12)
+		if (end - at < 1 || (size_t)(end - at) < 1u + *at + head)
 			return;
 		at += 1 + *at;
-		nslices = get_le32(at + 8);
-		at += 12;
+		nslices = get_le32(at + head - 4);
+		at += head;
 		for (uint32_t j = 0; j < nslices; j++) {
 			uint64_t bytes;
 
-			if (end - at < 12)
+			if ((size_t)(end - at) < head)
 				return;
 			bytes = get_le64(at) / KEYSLOT_COUNT;
-			at += 12;
+			at += head;
 			if (bytes > (uint64_t)(end - at) / BLOOM_BLOCK_BYTES /
 			    nslots)
 				return;
@@ -320,11 +341,14 @@ restore(struct cluster_move_changed *changed, size_t n)
 			filter_unref(f);
 		}
 	}
-	if (core.reg->nfilters != 1 || core.reg->filters[0] != part)
+	if (core.reg->nfilters != 2 || registry_find(core.reg, "default",
+	    7) != part || registry_find(core.reg, "recent", 6) != windowed)
 		abort();
 	/* the bits OR-ed in change no later outcome; slices added do */
 	if (part->nslices != part_slices)
 		filter_reset(part, part->seed);
+	if (windowed->nslices != 0)
+		filter_reset(windowed, windowed->seed);
 }
 
 int
