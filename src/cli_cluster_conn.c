@@ -431,3 +431,28 @@ map_is_alone(const struct cnode *n)
 	return !n->has_map || (n->map.nnodes == 1 &&
 	    strcmp(n->map.nodes[0].id, n->id) == 0);
 }
+
+/* Whether a node may join a new cluster, as redis-cli judges it: it knows
+ * no other node (map_is_alone) and holds no key (DBSIZE 0): the keys of
+ * the slots the map would not give it would be freed as it took the map,
+ * and its filters' keys, hashed with their own seeds, could never move.
+ * -1 when it cannot say (n->err). */
+int
+node_is_empty(struct cnode *n)
+{
+	struct reply	 r;
+	int		 empty;
+
+	if (!map_is_alone(n))
+		return 0;
+	if (node_call(n, &r, 1, "DBSIZE") == -1)
+		return -1;
+	empty = r.type == ':' && r.num == 0;
+	if (r.type != ':') {
+		snprintf(n->err, sizeof(n->err), "answers DBSIZE with %c%s",
+		    r.type, r.str != NULL ? r.str : "");
+		empty = -1;
+	}
+	reply_free(&r);
+	return empty;
+}

@@ -133,11 +133,15 @@ cmd_create(struct cl *cl, int argc, char **argv)
 			    nodes[i].err);
 			goto out;
 		}
-		if (!map_is_alone(&nodes[i])) {
-			printf("[ERR] Node %s is not empty. Either the node "
-			    "already knows other nodes (check with CLUSTER "
-			    "GETMAP) or belongs to another cluster.\n",
-			    nodes[i].name);
+		if ((lrc = node_is_empty(&nodes[i])) != 1) {
+			if (lrc == -1)
+				printf("[ERR] Node %s %s\n", nodes[i].name,
+				    nodes[i].err);
+			else
+				printf("[ERR] Node %s is not empty. Either the "
+				    "node already knows other nodes (check "
+				    "with CLUSTER GETMAP) or contains some key "
+				    "in database 0.\n", nodes[i].name);
 			goto out;
 		}
 		for (j = 0; j < i; j++)

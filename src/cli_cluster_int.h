@@ -147,5 +147,6 @@ int	node_load(const struct cl *cl, struct cnode *n);
 int	node_load_addr(const struct cl *cl, struct cnode *n, const char *addr);
 unsigned connect_port(const struct cl *cl, const struct cluster_node *cn);
 int	map_is_alone(const struct cnode *n);
+int	node_is_empty(struct cnode *n);
 
 #endif

@@ -135,10 +135,14 @@ cmd_add_node(struct cl *cl, int argc, char **argv)
 		    nn.name, nn.id);
 		goto out;
 	}
-	if (!map_is_alone(&nn)) {
-		printf("[ERR] Node %s is not empty. Either the node already "
-		    "knows other nodes (check with CLUSTER GETMAP) or belongs "
-		    "to another cluster.\n", nn.name);
+	if ((lrc = node_is_empty(&nn)) != 1) {
+		if (lrc == -1)
+			printf("[ERR] Node %s %s\n", nn.name, nn.err);
+		else
+			printf("[ERR] Node %s is not empty. Either the node "
+			    "already knows other nodes (check with CLUSTER "
+			    "GETMAP) or contains some key in database 0.\n",
+			    nn.name);
 		goto out;
 	}
 	if (cluster_map_copy(&m, &v.map) == -1 || map_add_cnode(cl, &m, &nn,

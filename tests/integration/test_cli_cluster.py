@@ -285,7 +285,7 @@ def check_exits_1_when_a_node_is_unreachable(t):
 
 
 @test
-def create_refuses_a_node_of_another_cluster_or_not_in_cluster_mode(t):
+def create_and_add_node_refuse_nodes_of_other_clusters_with_keys_or_alone(t):
     ns = nodes(t, 3)
     create(t, ns[:2])
     rc, out, err = cli(t, "cluster", "create", addr(ns[2]), addr(ns[1]))
@@ -305,6 +305,28 @@ def create_refuses_a_node_of_another_cluster_or_not_in_cluster_mode(t):
     rc, out, err = check(t, ns[2])
     t.eq(rc, 0, "check of a cluster of one: %s" % out)
     t.contains(out, "slots:[0-16383] (16384 slots) master\n")
+
+    # a node that holds a key is refused by create and add-node, as
+    # redis-cli refuses one (its keys of slots the map would not give it
+    # would be freed); the same node empty again is taken
+    full = nodes(t, 1, name="full")[0]
+    t.eq(ask(full, "SETNX", "https://example.org/kept", "1"), 1)
+    want = ("[ERR] Node %s is not empty. Either the node already knows "
+            "other nodes (check with CLUSTER GETMAP) or contains some key "
+            "in database 0.\n" % addr(full))
+    rc, out, err = cli(t, "cluster", "create", addr(ns[2]), addr(full))
+    t.eq(rc, 1, "create with a node holding a key exits 1")
+    t.contains(out, want)
+    t.eq((getmap(ns[2]), getmap(full)), (None, None), "nothing was pushed")
+    rc, out, err = cli(t, "cluster", "add-node", addr(full), addr(ns[0]))
+    t.eq(rc, 1, "add-node of a node holding a key exits 1")
+    t.contains(out, want)
+    t.eq(getmap(full), None, "nothing was pushed to it")
+    t.eq(ask(full, "EXISTS", "https://example.org/kept"), 1,
+         "its key is still there")
+    t.eq(ask(full, "DEL", "default"), 1)
+    rc, out, err = cli(t, "cluster", "add-node", addr(full), addr(ns[0]))
+    t.eq(rc, 0, "emptied, it is added: %s" % out)
 
 
 def cli_in(t, stdin, *args):
