@@ -61,8 +61,9 @@ fleet_grow(const struct cl *cl, struct fleet *f, const struct cluster_map *m)
 }
 
 /*
- * A hand-over a kill interrupted (cluster_move.h): node n pauses slots
- * a..b for node to. When the newest map gives them away, its push below
+ * A hand-over a kill interrupted (cluster_move.h): node n (the source, or
+ * one of its replicas) pauses slots a..b for node to. When the newest map
+ * gives them away from n's shard, its push below
  * finishes it; when it still gives them to n, the target never took them
  * (it takes a map only after their keys are saved there), and the pause
  * is ended here: a roll back. But not while the target cannot be asked:
@@ -75,10 +76,13 @@ end_handoff(struct fleet *f, struct cnode *n, const struct cluster_map *m,
 	struct cnode	*t = fleet_find(f, to);
 	struct reply	 r;
 	char		 sa[16], sb[16];
-	int		 me = cluster_map_find(m, n->id), mine = 0;
+	int		 me = cluster_map_find(m, n->id), mine = 0, shard;
 
+	/* a replica holds its primary's pauses (seen-cli pauses both) */
+	shard = me >= 0 && m->nodes[me].primary >= 0 ? m->nodes[me].primary :
+	    me;
 	for (unsigned s = a; s <= b; s++)
-		mine |= me >= 0 && m->owner[s] == me;
+		mine |= shard >= 0 && m->owner[s] == shard;
 	if (!mine) {
 		printf(">>> Slots %u-%u paused on %s: the newest map gives them "
 		    "to another node; finishing the hand-over\n", a, b,

@@ -203,21 +203,27 @@ replicas_synced(struct cnode *dst, long long full0, long long n)
 	return 0;
 }
 
-/* CLUSTER HANDOFF START|CANCEL a b [id] on src: 0, 1 refused, -1 no
- * answer. */
+/* CLUSTER HANDOFF START|CANCEL a b [id] on src, once more on a new
+ * connection when the one held was closed (Sentinel's failover kills a
+ * promoted node's clients): 0, 1 refused, -1 no answer. */
 static int
-handoff(struct cnode *src, const char *verb, unsigned a, unsigned b,
-    const char *id)
+handoff(const struct cl *cl, struct cnode *src, const char *verb,
+    unsigned a, unsigned b, const char *id)
 {
 	char		 sa[16], sb[16];
 	struct reply	 r;
-	int		 rc = 0;
+	int		 rc = 0, call = -1;
 
 	snprintf(sa, sizeof(sa), "%u", a);
 	snprintf(sb, sizeof(sb), "%u", b);
-	if ((id != NULL ? node_call(src, &r, 6, "CLUSTER", "HANDOFF", verb, sa,
-	    sb, id) : node_call(src, &r, 5, "CLUSTER", "HANDOFF", verb, sa,
-	    sb)) == -1) {
+	for (int tries = 0; tries < 2 && call == -1; tries++) {
+		if (src->c.fd == -1 && node_open(cl, src) == -1)
+			break;
+		call = id != NULL ? node_call(src, &r, 6, "CLUSTER", "HANDOFF",
+		    verb, sa, sb, id) : node_call(src, &r, 5, "CLUSTER",
+		    "HANDOFF", verb, sa, sb);
+	}
+	if (call == -1) {
 		printf("[ERR] %s: CLUSTER HANDOFF %s %u %u: %s\n", src->name,
 		    verb, a, b, src->err);
 		return -1;
@@ -231,19 +237,86 @@ handoff(struct cnode *src, const char *verb, unsigned a, unsigned b,
 	return rc;
 }
 
-/* The pause of a..b on src ended after a failed step: 0, or -1 (the
- * operator must run fix). */
-static int
-roll_back(const struct cl *cl, struct cnode *src, unsigned a, unsigned b)
+/*
+ * The pause of a..b for node to on the replicas of map index si, so that
+ * one Sentinel promotes during the hand-over records nothing there either
+ * (it keeps the pause, as the source would; the map that gives the slots
+ * away, or fix, ends it); verb CANCEL ends it. A replica that cannot take
+ * it is said, not fatal: one that is down is not promoted meanwhile.
+ */
+static void
+handoff_replicas(struct move *mv, int si, const char *verb, unsigned a,
+    unsigned b, const char *to)
 {
-	if ((src->c.fd != -1 || node_open(cl, src) == 0) &&
-	    handoff(src, "CANCEL", a, b, NULL) == 0) {
+	for (size_t i = 0; i < mv->m.nnodes; i++) {
+		struct cnode *r = &mv->v->nodes[i];
+
+		if (mv->m.nodes[i].primary != si)
+			continue;
+		if (handoff(mv->cl, r, verb, a, b, to) != 0)
+			printf("[WARNING] %s, a replica of %s, did not take the "
+			    "%s of slots %u-%u (%s)\n", r->name,
+			    mv->v->nodes[si].name, strcmp(verb, "START") == 0 ?
+			    "pause" : "end of the pause", a, b, r->c.fd == -1 ?
+			    r->err : "refused");
+	}
+}
+
+/* The pause of a..b on src (map index si) and its replicas ended after a
+ * failed step: 0, or -1 (the operator must run fix). */
+static int
+roll_back(struct move *mv, int si, unsigned a, unsigned b)
+{
+	struct cnode *src = &mv->v->nodes[si];
+
+	handoff_replicas(mv, si, "CANCEL", a, b, NULL);
+	if (handoff(mv->cl, src, "CANCEL", a, b, NULL) == 0) {
 		printf(">>> Slots %u-%u stay with %s\n", a, b, src->name);
 		return 0;
 	}
 	printf("[ERR] Slots %u-%u may still be paused on %s: run seen-cli "
 	    "cluster fix\n", a, b, src->name);
 	return -1;
+}
+
+/*
+ * For tests only: while the file SEEN_CLI_FAULT_HOLD_PAUSE names exists
+ * (ten minutes at most), a group waits once its slots are paused, so that
+ * a test can fail a node over in the middle of a hand-over.
+ */
+static void
+hold_paused(void)
+{
+	const char	*path = getenv("SEEN_CLI_FAULT_HOLD_PAUSE");
+
+	for (int i = 0; path != NULL && *path != '\0' && i < 6000 &&
+	    access(path, F_OK) == 0; i++)
+		usleep(100 * 1000);
+}
+
+/*
+ * Whether n holds a map newer than the move's: another change reached the
+ * cluster during the move (a Sentinel failover's map), which the move's
+ * next map, made from the map the move read, would undo. 0 not, 1 newer
+ * (said), -1 no answer (said).
+ */
+static int
+map_moved_on(struct move *mv, struct cnode *n)
+{
+	if ((n->c.fd == -1 && node_open(mv->cl, n) == -1) ||
+	    node_getmap(n) == -1) {
+		printf("[ERR] %s: %s\n", n->name, n->err);
+		return -1;
+	}
+	if (n->has_map && n->map.epoch > mv->epoch) {
+		printf("[ERR] %s holds a map of epoch %" PRIu64 ", newer than "
+		    "this move's %" PRIu64 ": the cluster changed during the "
+		    "move (a failover?). Run seen-cli cluster check (and fix), "
+		    "then move the rest again\n", n->name, n->map.epoch,
+		    mv->epoch);
+		return 1;
+	}
+	return 0;
 }
 
 /* SETMAP text to n: 0 taken, 1 refused, -1 no answer. */
@@ -296,17 +369,24 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	reply_free(&img);
 	if (rc != 0)
 		return -1;
-	/* 2. the pause */
-	if ((rc = handoff(src, "START", a, b, mv->m.nodes[di].id)) != 0) {
+	/* a failover since the move read the map: its next map would
+	 * undo the failover's (and the source may be a replica now) */
+	if (map_moved_on(mv, src) != 0)
+		return -1;
+	/* 2. the pause, on the source's replicas too */
+	if ((rc = handoff(mv->cl, src, "START", a, b, mv->m.nodes[di].id)) !=
+	    0) {
 		if (rc == -1)
-			(void)roll_back(mv->cl, src, a, b);
+			(void)roll_back(mv, si, a, b);
 		return -1;
 	}
+	handoff_replicas(mv, si, "START", a, b, mv->m.nodes[di].id);
+	hold_paused();
 	/* 3. every key, saved on the target and on its replicas */
 	full0 = info_number(dst, "stats", "sync_full");
 	nrepl = info_number(dst, "replication", "connected_slaves");
 	if (slot_bits(src, a, b, 0, &img, NULL) == -1) {
-		(void)roll_back(mv->cl, src, a, b);
+		(void)roll_back(mv, si, a, b);
 		return -1;
 	}
 	/* an image of no filter changes nothing there, and starts no
@@ -318,28 +398,46 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	rc = slot_merge(dst, &img, 1);
 	reply_free(&img);
 	if (rc != 0 || replicas_synced(dst, full0, nrepl) == -1) {
-		(void)roll_back(mv->cl, src, a, b);
+		(void)roll_back(mv, si, a, b);
+		return -1;
+	}
+	/* a failover of either shard during the pause: rolled back (the
+	 * source's promoted replica pauses the slots too, so nothing was
+	 * recorded there since) */
+	if ((rc = map_moved_on(mv, src)) != 0 || (rc = map_moved_on(mv,
+	    dst)) != 0) {
+		if (rc == 1)
+			(void)roll_back(mv, si, a, b);
+		else
+			printf("[ERR] Slots %u-%u may still be paused on %s: "
+			    "run seen-cli cluster fix\n", a, b, src->name);
 		return -1;
 	}
 	/* 4. the map: the target first */
 	if (cluster_map_copy(&next, &mv->m) == -1) {
 		fprintf(stderr, "seen-cli: cluster: %s\n", strerror(ENOMEM));
-		(void)roll_back(mv->cl, src, a, b);
+		(void)roll_back(mv, si, a, b);
 		return -1;
 	}
 	for (unsigned s = a; s <= b; s++)
 		next.owner[s] = (uint16_t)di;
-	next.epoch = ++mv->epoch;
+	/* two above: a replica promoted from here on makes its map one
+	 * above the one it holds, so this one wins over it (two of one
+	 * epoch are ordered by their text: the move's could lose, and the
+	 * target free the slots it served meanwhile), and the promoted
+	 * node makes its own again on top of it (cluster_reconcile) */
+	mv->epoch += 2;
+	next.epoch = mv->epoch;
 	if ((text = cluster_map_format(&next, &len)) == NULL) {
 		cluster_map_free(&next);
-		(void)roll_back(mv->cl, src, a, b);
+		(void)roll_back(mv, si, a, b);
 		return -1;
 	}
 	if ((rc = give_map(mv->cl, dst, text)) != 0) {
 		free(text);
 		cluster_map_free(&next);
 		if (rc == 1)
-			(void)roll_back(mv->cl, src, a, b);
+			(void)roll_back(mv, si, a, b);
 		else
 			printf("[ERR] %s may or may not hold slots %u-%u now: "
 			    "run seen-cli cluster fix\n", dst->name, a, b);

@@ -151,13 +151,14 @@ cluster_handoff_start(struct cluster *c, const char *dir, unsigned first,
 		return -1;
 	}
 	if ((t = cluster_map_find(c->map, to)) < 0 ||
-	    c->map->nodes[t].primary >= 0 || (unsigned)t == c->me) {
+	    c->map->nodes[t].primary >= 0 || (unsigned)t == cluster_shard(c)) {
 		snprintf(err, errlen, "node %s is not another primary of the "
 		    "map held", to);
 		return -1;
 	}
+	/* a replica takes its primary's pauses (seen-cli sends them) */
 	for (unsigned s = first; s <= last; s++)
-		if (c->map->owner[s] != c->me) {
+		if (c->map->owner[s] != cluster_shard(c)) {
 			snprintf(err, errlen, "slot %u is not this node's", s);
 			return -1;
 		}
@@ -236,14 +237,14 @@ cluster_handoff_cancel(struct cluster *c, const char *dir, unsigned first,
 	return handoff_drop(c, dir, outside, r, err, errlen);
 }
 
-/* prune's keep: a pause of slots the node still owns */
+/* prune's keep: a pause of slots the node's shard still owns */
 static int
 still_mine(const struct cluster *c, const struct cluster_handoff *h,
     const void *arg)
 {
 	(void)arg;
 	for (unsigned s = h->first; s <= h->last; s++)
-		if (c->map->owner[s] == c->me)
+		if (c->map->owner[s] == cluster_shard(c))
 			return 1;
 	return 0;
 }

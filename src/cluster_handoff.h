@@ -7,7 +7,12 @@
  * gives them away (cluster_handoff_prune) or the pause is cancelled (a
  * roll back: seen-cli cluster fix). The pauses are kept in data_dir, so a
  * node killed during a hand-over pauses the slots again at its start
- * rather than serve slots another node may own already. The file
+ * rather than serve slots another node may own already. A replica takes
+ * its primary's pauses too (seen-cli sends them; slots its shard owns): it
+ * keeps answering reads there, and once promoted it owns the slots and
+ * pauses them, so that a failover during a hand-over records nothing the
+ * move would lose; a map that gives them away from its shard ends them.
+ * The file
  * (CLUSTER_HANDOFF_FILE) is written whole and fsynced, and removed when no
  * pause is left:
  *

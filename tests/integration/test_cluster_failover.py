@@ -25,13 +25,15 @@ other replicas as its replicas, and passes the map on.
 
 Every wait is for a condition, with a timeout scaled by SLOW.
 """
+import os
+import subprocess
 import threading
 import time
 
 from seendtest import *
 from repltest import info, stop_all, try_info
-from clustertest import (RANGES, Cluster, getmap, sees_shard, setmap,
-                         shard_sentinel, try_ask, try_getmap)
+from clustertest import (RANGES, Cluster, cluster_node, getmap, sees_shard,
+                         setmap, shard_sentinel, try_ask, try_getmap)
 
 redis = system_module("redis")
 from redis.cluster import ClusterNode, RedisCluster  # noqa: E402
@@ -169,6 +171,19 @@ class Crawler(threading.Thread):
         self.join(30 * SLOW)
 
 
+def owners_of(s):
+    """slot -> the ID of its owner in s's map."""
+    out = [None] * 16384
+    for line in (try_getmap(s) or "").splitlines():
+        f = line.split()
+        if f and f[0] == "slots":
+            for r in f[2:]:
+                a, _, b = r.partition("-")
+                for x in range(int(a), int(b or a) + 1):
+                    out[x] = f[1]
+    return out
+
+
 def in_shard0(u):
     return keyslot(u) <= RANGES[0][1]
 
@@ -283,6 +298,145 @@ def test_sentinel_fails_a_shard_over_and_the_map_follows(t):
     for x in sentinels:
         x.stop()
     stop_all(t, *cl.all())
+
+
+def handoffs(s):
+    """CLUSTER HANDOFF LIST on s: its lines, or None if it cannot say."""
+    got = try_ask(s, "CLUSTER", "HANDOFF", "LIST")
+    return s_(got).splitlines() if isinstance(got, bytes) else None
+
+
+@test
+def test_a_failover_of_the_source_during_a_hand_over_loses_nothing(t):
+    """seen-cli cluster reshard pauses a group of slots on the source and
+    on its replica; the source is killed -9 while the group is paused and
+    Sentinel promotes the replica, which keeps the pause (it records
+    nothing in those slots, so a move that completed would lose nothing
+    there); seen-cli sees the failover, rolls back on the promoted node
+    and exits 1; the old primary returns as a replica with its pause,
+    which fix ends; a move from the promoted node then completes, and
+    every URL acknowledged is seen."""
+    t.ok(SENTINEL is not None, "redis-sentinel is installed")
+    ns = [cluster_node(t, "h%d" % i) for i in range(4)]
+    p = subprocess.run([SEEN_CLI, "cluster", "create"] +
+                       ["127.0.0.1:%d" % s.port for s in ns] +
+                       ["--replicas", "1", "--yes"], capture_output=True,
+                       text=True, timeout=120 * SLOW)
+    t.eq(p.returncode, 0, "create: %s%s" % (p.stdout, p.stderr))
+    prim = [s for s in ns if role(s) == "master"]
+    repl = {}
+    for s in ns:
+        if s not in prim:
+            port = int(try_ask(s, "ROLE")[2])
+            repl[next(x for x in prim if x.port == port)] = s
+    src, dst = prim
+    r0 = repl[src]
+    t.ok(wait_until(lambda: all(s_(try_ask(r, "ROLE")[3]) == "connected"
+                                for r in repl.values()), 30),
+         "the replicas are online")
+    sentinels = [shard_sentinel(t, i, prim, DOWN_MS, FAILOVER_MS)
+                 for i in range(3)]
+    ok = wait_until(lambda: all(sees_shard(x, "shard%d" % k, pr, repl[pr])
+                                for x in sentinels
+                                for k, pr in enumerate(prim)), 60)
+    t.ok(ok, "the sentinels see both shards: %s" % sentinels[0].log())
+    src_id, dst_id = s_(try_ask(src, "CLUSTER", "MYID")), \
+        s_(try_ask(dst, "CLUSTER", "MYID"))
+    lowest = min(i for i, o in enumerate(owners_of(src)) if o == src_id)
+    paused = next(u for u in ("https://paused.example/%d" % i
+                              for i in range(100000))
+                  if lowest <= keyslot(u) < lowest + 64)
+
+    crawler = Crawler([s.port for s in ns])
+    crawler.start()
+    crawler.wait_for(t, 1000, "before the move")
+    mark = len(crawler.acked)
+    for pr in prim:
+        off = int(info(pr)["master_repl_offset"])
+        t.ok(wait_until(lambda: int((try_info(repl[pr]) or {}).get(
+            "slave_repl_offset", -1)) >= off, 10),
+            "%s's replica reached its offset %d" % (pr.name, off))
+    confirmed = crawler.acked[:mark]
+
+    # the move's first group held once paused, until the file goes
+    hold = t.path("hold")
+    open(hold, "w").close()
+    env = dict(os.environ, SEEN_CLI_FAULT_HOLD_PAUSE=hold)
+    mover = subprocess.Popen([SEEN_CLI, "cluster", "reshard",
+                              "127.0.0.1:%d" % src.port, "--from", src_id,
+                              "--to", dst_id, "--slots", "64", "--yes"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=env, stdin=subprocess.DEVNULL)
+    want = "%d %d %s" % (lowest, lowest + 63, dst_id)
+    t.ok(wait_until(lambda: handoffs(src) == [want] and
+                    handoffs(r0) == [want], 30),
+         "the source and its replica pause the group: %r %r" %
+         (handoffs(src), handoffs(r0)))
+    t.eq(try_ask(r0, "READONLY"), "OK")
+    src.kill9()
+    killed_at = len(crawler.acked)
+    ok = wait_until(lambda: all(x.master_addr("shard0") ==
+                                ("127.0.0.1", r0.port)
+                                for x in sentinels), 90)
+    t.ok(ok, "Sentinel promotes the source's replica: %s" %
+         "\n".join(x.log() for x in sentinels))
+    t.ok(wait_until(lambda: role(r0) == "master" and
+                    owners_of(r0)[lowest] == s_(try_ask(r0, "CLUSTER",
+                                                        "MYID")), 20),
+         "the promoted node owns the source's slots")
+    # it keeps the pause: nothing recorded there that a move would lose
+    got = try_ask(r0, "SETNX", paused, "1")
+    t.ok(isinstance(got, Err) and str(got).startswith("TRYAGAIN"),
+         "the promoted node pauses the group's slots: %r" % (got,))
+    t.eq(handoffs(r0), [want], "and lists the pause")
+    # (the crawler may be retrying a URL of the paused slots meanwhile)
+    promoted_at = len(crawler.acked)
+    # seen-cli goes on, finds the source gone, and rolls back the pause
+    os.unlink(hold)
+    out, _ = mover.communicate(timeout=120 * SLOW)
+    t.eq(mover.returncode, 1, "the move exits 1: %s" % out)
+    t.contains(out, "may still be paused on 127.0.0.1:%d: run seen-cli "
+               "cluster fix" % src.port)
+    t.eq(handoffs(r0), [], "the pause ended on the promoted node: %s" %
+         out)
+    t.ok(try_ask(r0, "SETNX", paused, "1") in (0, 1),
+         "which serves the slots again")
+    crawler.wait_for(t, 100, "after the roll back", since=promoted_at)
+
+    # the old primary back: a replica of the promoted node, with its pause
+    # (data_dir), which fix ends
+    src.start()
+    ok = wait_until(lambda: s_((try_ask(src, "ROLE") or [b""])[0]) ==
+                    "slave", 60)
+    t.ok(ok, "Sentinel makes the old primary a replica")
+    t.eq(handoffs(src), [want], "it paused the group again at its start")
+    p = subprocess.run([SEEN_CLI, "cluster", "fix", "127.0.0.1:%d" %
+                        dst.port], capture_output=True, text=True,
+                       timeout=120 * SLOW)
+    t.eq(p.returncode, 0, "fix: %s%s" % (p.stdout, p.stderr))
+    t.contains(p.stdout, "never took them; rolling back")
+    t.eq(handoffs(src), [], "fix ended it")
+    # a move from the promoted node now completes
+    r0_id = s_(try_ask(r0, "CLUSTER", "MYID"))
+    p = subprocess.run([SEEN_CLI, "cluster", "reshard", "127.0.0.1:%d" %
+                        r0.port, "--from", r0_id, "--to", dst_id, "--slots",
+                        "64", "--yes"], capture_output=True, text=True,
+                       timeout=120 * SLOW)
+    t.eq(p.returncode, 0, "a move after the failover: %s%s" %
+         (p.stdout, p.stderr))
+    crawler.wait_for(t, 100, "after the move", since=len(crawler.acked))
+    crawler.stop()
+    diag("crawler: %d URLs, %d errors (last %s)" % (
+        len(crawler.acked), crawler.errors, crawler.last_error))
+    kept = confirmed + crawler.acked[promoted_at:] + [
+        u for u in crawler.acked[killed_at:promoted_at]
+        if owners_of(dst)[keyslot(u)] == dst_id]
+    got = seen([s.port for s in ns], kept)
+    gone = [u for u, e in zip(kept, got) if e != 1]
+    t.ok(not gone, "%d of %d acknowledged URLs answer not seen, such as %r"
+         % (len(gone), len(kept), gone[:3]))
+    for x in sentinels:
+        x.stop()
 
 
 if __name__ == "__main__":
