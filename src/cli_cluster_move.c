@@ -241,25 +241,36 @@ handoff(const struct cl *cl, struct cnode *src, const char *verb,
  * The pause of a..b for node to on the replicas of map index si, so that
  * one Sentinel promotes during the hand-over records nothing there either
  * (it keeps the pause, as the source would; the map that gives the slots
- * away, or fix, ends it); verb CANCEL ends it. A replica that cannot take
- * it is said, not fatal: one that is down is not promoted meanwhile.
+ * away, or fix, ends it); verb CANCEL ends it. A replica that does not
+ * answer is said, not fatal (one that is down is not promoted meanwhile):
+ * 0; -1 when one refused (said): the group must not go on without it; 1
+ * when one did not answer a CANCEL (its pause stays until fix).
  */
-static void
+static int
 handoff_replicas(struct move *mv, int si, const char *verb, unsigned a,
     unsigned b, const char *to)
 {
-	for (size_t i = 0; i < mv->m.nnodes; i++) {
-		struct cnode *r = &mv->v->nodes[i];
+	int rc = 0;
 
-		if (mv->m.nodes[i].primary != si)
+	for (size_t i = 0; i < mv->m.nnodes; i++) {
+		struct cnode	*r = &mv->v->nodes[i];
+		int		 got;
+
+		if (mv->m.nodes[i].primary != si ||
+		    (got = handoff(mv->cl, r, verb, a, b, to)) == 0)
 			continue;
-		if (handoff(mv->cl, r, verb, a, b, to) != 0)
-			printf("[WARNING] %s, a replica of %s, did not take the "
-			    "%s of slots %u-%u (%s)\n", r->name,
-			    mv->v->nodes[si].name, strcmp(verb, "START") == 0 ?
-			    "pause" : "end of the pause", a, b, r->c.fd == -1 ?
-			    r->err : "refused");
+		if (got == 1 && strcmp(verb, "START") == 0) {
+			rc = -1;
+			continue;
+		}
+		printf("[WARNING] %s, a replica of %s, did not take the %s of "
+		    "slots %u-%u\n", r->name, mv->v->nodes[si].name,
+		    strcmp(verb, "START") == 0 ? "pause" : "end of the pause",
+		    a, b);
+		if (rc == 0 && strcmp(verb, "START") != 0)
+			rc = 1;
 	}
+	return rc;
 }
 
 /* The pause of a..b on src (map index si) and its replicas ended after a
@@ -267,16 +278,21 @@ handoff_replicas(struct move *mv, int si, const char *verb, unsigned a,
 static int
 roll_back(struct move *mv, int si, unsigned a, unsigned b)
 {
-	struct cnode *src = &mv->v->nodes[si];
+	struct cnode	*src = &mv->v->nodes[si];
+	int		 replicas = handoff_replicas(mv, si, "CANCEL", a, b, NULL);
 
-	handoff_replicas(mv, si, "CANCEL", a, b, NULL);
-	if (handoff(mv->cl, src, "CANCEL", a, b, NULL) == 0) {
-		printf(">>> Slots %u-%u stay with %s\n", a, b, src->name);
-		return 0;
+	if (handoff(mv->cl, src, "CANCEL", a, b, NULL) != 0) {
+		printf("[ERR] Slots %u-%u may still be paused on %s: run "
+		    "seen-cli cluster fix\n", a, b, src->name);
+		return -1;
 	}
-	printf("[ERR] Slots %u-%u may still be paused on %s: run seen-cli "
-	    "cluster fix\n", a, b, src->name);
-	return -1;
+	printf(">>> Slots %u-%u stay with %s\n", a, b, src->name);
+	if (replicas != 0) {
+		printf("[ERR] A replica of %s may still hold their pause: run "
+		    "seen-cli cluster fix\n", src->name);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -380,7 +396,11 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 			(void)roll_back(mv, si, a, b);
 		return -1;
 	}
-	handoff_replicas(mv, si, "START", a, b, mv->m.nodes[di].id);
+	if (handoff_replicas(mv, si, "START", a, b, mv->m.nodes[di].id) ==
+	    -1) {
+		(void)roll_back(mv, si, a, b);
+		return -1;
+	}
 	hold_paused();
 	/* 3. every key, saved on the target and on its replicas */
 	full0 = info_number(dst, "stats", "sync_full");
@@ -404,13 +424,10 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	/* a failover of either shard during the pause: rolled back (the
 	 * source's promoted replica pauses the slots too, so nothing was
 	 * recorded there since) */
-	if ((rc = map_moved_on(mv, src)) != 0 || (rc = map_moved_on(mv,
-	    dst)) != 0) {
-		if (rc == 1)
-			(void)roll_back(mv, si, a, b);
-		else
-			printf("[ERR] Slots %u-%u may still be paused on %s: "
-			    "run seen-cli cluster fix\n", a, b, src->name);
+	/* (no map of this move was given yet: the slots are the source's
+	 * whatever either answers, and the pause goes) */
+	if (map_moved_on(mv, src) != 0 || map_moved_on(mv, dst) != 0) {
+		(void)roll_back(mv, si, a, b);
 		return -1;
 	}
 	/* 4. the map: the target first */

@@ -338,7 +338,7 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 	char			 name[FILTER_NAME_MAX + 1];
 	size_t			 nl, head = r->v2 ? 12 : 20;
 	uint64_t		 seed, expire;
-	int64_t			 period, now;
+	int64_t			 period, now, prev;
 	struct filter		*f;
 
 	if ((q = take(r, 1)) == NULL || (nl = *q) == 0 ||
@@ -377,6 +377,7 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 	period = filter_period_ms(f);
 	filter_clock_update();
 	now = filter_now_ms;
+	prev = -1;
 	if (out->nslices > FILTER_MAX_SLICES) {
 		snprintf(err, errlen, "filter %s: %u slices", name,
 		    out->nslices);
@@ -384,9 +385,9 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 	}
 	out->f = f;
 	out->slices = r->p;
-	for (uint32_t j = 0; j < out->nslices; j++) {
-		uint64_t nblocks, per;
-		uint32_t hashes;
+	for (uint32_t j = 0, nth = 0; j < out->nslices; j++) {
+		uint64_t nblocks, per, want_blocks;
+		uint32_t hashes, want_hashes;
 		int64_t start;
 
 		if ((q = take(r, out->slice_header)) == NULL)
@@ -407,9 +408,30 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		 * (one of a window a reload changed), but it has started */
 		if (period > 0 && (start <= 0 || start - period > now)) {
 			snprintf(err, errlen, "filter %s: slice %u's period "
-			    "starts at %lld, more than a period after this "
-			    "node's clock (%lld): do the nodes' clocks agree?",
-			    name, j + 1, (long long)start, (long long)now);
+			    "starts at %lld, %s this node's clock (%lld): do "
+			    "the nodes' clocks agree?", name, j + 1,
+			    (long long)start, start <= 0 ? "not a time of" :
+			    "more than a period after", (long long)now);
+			return -1;
+		}
+		/* and it is matched by period and rank (merge_filter): the
+		 * slice it goes to, there or to be added, must be of its
+		 * shape, checked now so that a refused image adds nothing
+		 * (a period expired here is skipped there) */
+		nth = j > 0 && start == prev ? nth + 1 : 0;
+		prev = start;
+		if (period > 0 && start + period * FILTER_LIVE_PERIODS > now &&
+		    (filter_period_plan(f, start, nth, &want_blocks,
+		    &want_hashes) == -1 || want_blocks != nblocks ||
+		    want_hashes != hashes)) {
+			snprintf(err, errlen, "filter %s: slice %u (%u of its "
+			    "period starting at %lld) is %llu blocks, k = %u "
+			    "on the source, and cannot be here (are capacity, "
+			    "error_rate and growth the same on every node? "
+			    "The slices a window turned on by a reload keeps "
+			    "from before have another shape until they "
+			    "expire)", name, j + 1, nth + 1, (long long)start,
+			    (unsigned long long)nblocks, hashes);
 			return -1;
 		}
 		/* a window's are matched by period (merge_filter) */

@@ -61,6 +61,16 @@ period_start(const struct filter *f, int64_t t)
 
 static void	set_drop_at(struct filter *);
 static void	refresh(struct filter *);
+static int64_t	now_ms(void);
+
+/* Whether f's head belongs to a period already over: a window's keys go
+ * to the current period's slice, opened by its first key. */
+static int
+head_is_past(const struct filter *f)
+{
+	return f->expire_ms > 0 && f->head != NULL &&
+	    f->head->start_ms < period_start(f, now_ms());
+}
 static int	push_slice(struct filter *, struct slice *);
 static struct filter *filter_alloc(const char *, const struct filter_shape *);
 static void	become_full(struct filter *, const char *);
@@ -282,7 +292,10 @@ filter_counts_changed(struct filter *f)
 	f->warned = 0;
 	refresh(f);
 	set_drop_at(f);
-	if (f->head != NULL && slice_count(f->head) >= f->next_mark)
+	/* a head of a past period (a window's, a move's) is left to the
+	 * next key's new period, as at a load */
+	if (f->head != NULL && slice_count(f->head) >= f->next_mark &&
+	    !head_is_past(f))
 		filter_head_filled(f);
 	full_if_merged_past(f);
 }
@@ -765,6 +778,10 @@ filter_retry(struct filter *f)
 		return;
 	start = f->expire_ms > 0 ? period_start(f, now_ms()) :
 	    f->head->start_ms;
+	/* slices stay oldest first: a head a move brought may start a
+	 * little ahead of this node's clock */
+	if (start < f->head->start_ms)
+		start = f->head->start_ms;
 	if (add_slice(f, start, err, sizeof(err)) == -1)
 		return;
 	f->held = 0;
@@ -1400,8 +1417,7 @@ filter_from_slices(const char *name, const struct filter_shape *shape,
 	/* a head loaded at its mark grows, warns or refuses now; one of a
 	 * past period is left to the next key's new period */
 	if (f->head != NULL && slice_count(f->head) >= f->next_mark &&
-	    (f->expire_ms == 0 ||
-	    f->head->start_ms >= period_start(f, now_ms())))
+	    !head_is_past(f))
 		filter_head_filled(f);
 	full_if_merged_past(f);
 	f->saved = filter_mutations(f);
@@ -1896,6 +1912,45 @@ insert_slice(struct filter *f, size_t at, int64_t start, char *err,
 	f->warned = 0;
 	refresh(f);
 	set_drop_at(f);
+	return 0;
+}
+
+int
+filter_period_plan(const struct filter *f, int64_t start, size_t nth,
+    uint64_t *nblocks, uint32_t *hashes)
+{
+	uint64_t	 capsum = 0, last = 0, cap = 0;
+	double		 spent = 0, rate = 0;
+	size_t		 have = 0;
+
+	for (size_t i = 0; i < f->nslices; i++) {
+		const struct slice *sl = f->slices[i];
+
+		if (sl->start_ms != start)
+			continue;
+		if (have++ == nth) {
+			*nblocks = sl->bloom.nblocks;
+			*hashes = sl->bloom.hashes;
+			return 0;
+		}
+		last = sl->capacity;
+		spent += sl->error_rate;
+		capsum += sl->capacity;
+	}
+	/* the slices growth would add to the period up to rank nth */
+	for (; have <= nth; have++) {
+		if (shape_after(f->capacity, f->error_rate, f->growth,
+		    f->expire_ms, last, spent, capsum, &cap, &rate) == -1)
+			return -1;
+		last = cap;
+		spent += rate;
+		capsum += cap;
+	}
+	if (bloom_plan(cap, rate, nblocks, hashes) == -1)
+		return -1;
+	if (f->slot_major)
+		*nblocks = (*nblocks + KEYSLOT_COUNT - 1) / KEYSLOT_COUNT *
+		    KEYSLOT_COUNT;
 	return 0;
 }
 

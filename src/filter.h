@@ -361,6 +361,11 @@ struct bloom	*filter_part_slice(struct filter *, size_t i, char *err,
  */
 struct bloom	*filter_period_slice(struct filter *, int64_t start,
 		    size_t nth, char *err, size_t errlen);
+/* The blocks and hashes slice nth of the period starting at start has,
+ * or would have once filter_period_slice added it: 0, or -1 when it could
+ * not be added (growth off, a plan past 1 TiB). Changes nothing. */
+int		 filter_period_plan(const struct filter *, int64_t start,
+		    size_t nth, uint64_t *nblocks, uint32_t *hashes);
 /* A window's period in ms (expire / 8), or 0 without one. */
 int64_t		 filter_period_ms(const struct filter *);
 /* Adds s (its reference is taken) as a merged slice of seed. -1 if out

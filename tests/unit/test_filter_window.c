@@ -76,6 +76,26 @@ test_periods_in_place(void)
 	    f->head == f->slices[1], "the current period's: appended, the "
 	    "head");
 
+	/* rank 1 of the period between, planned before it is taken: the
+	 * plan changes nothing, and is what is then added */
+	{
+		uint64_t nb0, nb1;
+		uint32_t k0, k1;
+
+		ok(filter_period_plan(f, cur - p, 0, &nb0, &k0) == 0 &&
+		    filter_period_plan(f, cur - p, 1, &nb1, &k1) == 0 &&
+		    f->nslices == 2, "ranks 0 and 1 of a period it lacks are "
+		    "planned, nothing added");
+		b = filter_period_slice(f, cur - p, 1, err, sizeof(err));
+		ok(b != NULL && b->nblocks == nb1 && b->hashes == k1 &&
+		    f->slices[1]->bloom.nblocks == nb0 &&
+		    f->slices[1]->bloom.hashes == k0, "and added as planned "
+		    "(%llu blocks, k = %u for rank 1)",
+		    (unsigned long long)nb1, k1);
+		ok(filter_period_plan(f, cur, 0, &nb0, &k0) == 0 &&
+		    nb0 == f->slices[3]->bloom.nblocks,
+		    "an existing slice's plan is its shape");
+	}
 	/* rank 1 of the period between: its rank 0 first, both in place */
 	b = filter_period_slice(f, cur - p, 1, err, sizeof(err));
 	ok(b != NULL && f->nslices == 4, "rank 1 of the period between: "
@@ -141,6 +161,13 @@ test_refusals(void)
 	cur = filter_now_ms - filter_now_ms % p;
 	b = filter_period_slice(f, cur, 0, err, sizeof(err));
 	ok(b != NULL, "growth off: a period's first slice is taken");
+	{
+		uint64_t nb;
+		uint32_t k;
+
+		ok(filter_period_plan(f, cur, 1, &nb, &k) == -1,
+		    "growth off: a second slice of a period has no plan");
+	}
 	b = filter_period_slice(f, cur, 1, err, sizeof(err));
 	ok(b == NULL && strstr(err, "growth = off") != NULL && f->nslices == 1,
 	    "growth off: a second slice of the period is refused: %s", err);
