@@ -43,8 +43,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_bench import free_port, wait_port, log  # noqa: E402
-from move_bench import (fill, fill_url, owners, read_replies,  # noqa: E402
-                        resp)
+from move_bench import (cli, fill, fill_url, owners,  # noqa: E402
+                        read_replies, resp)
 
 
 def start_seend(a, d, name):
@@ -63,15 +63,6 @@ def start_seend(a, d, name):
                          stderr=open(os.path.join(nd, "log"), "w"))
     wait_port(port, p, "seend " + name)
     return p, port
-
-
-def cli(a, *args):
-    r = subprocess.run([os.path.join(a.build, "src", "seen-cli")] +
-                       list(args), capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL, timeout=3600)
-    if r.returncode != 0:
-        sys.exit("seen-cli %s: %s %s" % (" ".join(args), r.stdout, r.stderr))
-    return r.stdout
 
 
 def info(port):
