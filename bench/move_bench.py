@@ -178,12 +178,13 @@ def writer(i, ports, stop, out):
     out.put((acked, lat, errors))
 
 
-def node_stats(port, pid):
-    """RSS (KiB), and INFO default's bytes and count (the line protocol's
-    INFO <filter>: "name value" lines, then END)."""
+def filter_info(port, name=b"default", then=b""):
+    """The line protocol's INFO <filter> ("name value" lines, then END; on
+    RESP, INFO default is Redis's default sections) as a dict, and the
+    first line answering the command then, if given."""
     f = {}
     with socket.create_connection(("127.0.0.1", port), 30) as sk:
-        sk.sendall(b"INFO default\n")
+        sk.sendall(b"INFO " + name + b"\n" + (then + b"\n" if then else b""))
         rd = sk.makefile("rb")
         for line in rd:
             line = line.decode().strip()
@@ -191,6 +192,13 @@ def node_stats(port, pid):
                 break
             k, _, v = line.partition(" ")
             f[k] = v
+        more = rd.readline().decode().strip() if then else None
+    return f, more
+
+
+def node_stats(port, pid):
+    """RSS (KiB), and INFO default's bytes and count (filter_info)."""
+    f, _ = filter_info(port)
     with open("/proc/%d/status" % pid) as st:
         rss = next(int(l.split()[1]) for l in st if l.startswith("VmRSS"))
     return rss, int(f.get("bytes", 0)), int(f.get("count", 0)), \

@@ -43,8 +43,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_bench import free_port, wait_port, log  # noqa: E402
-from move_bench import (cli, fill, fill_url, owners,  # noqa: E402
-                        read_replies, resp)
+from move_bench import (cli, fill, fill_url, filter_info,  # noqa: E402
+                        owners, read_replies, resp)
 
 
 def start_seend(a, d, name):
@@ -66,20 +66,8 @@ def start_seend(a, d, name):
 
 
 def info(port):
-    """The line protocol's INFO default ("name value" lines, then END: on
-    RESP, INFO default is Redis's default sections) and the node's ID."""
-    f = {}
-    with socket.create_connection(("127.0.0.1", port), 30) as sk:
-        sk.sendall(b"INFO default\nCLUSTER MYID\n")
-        rd = sk.makefile("rb")
-        for line in rd:
-            line = line.decode().strip()
-            if line == "END" or line.startswith("ERR"):
-                break
-            k, _, v = line.partition(" ")
-            f[k] = v
-        myid = rd.readline().decode().strip()
-    return f, myid
+    """INFO default (line protocol) and the node's ID."""
+    return filter_info(port, then=b"CLUSTER MYID")
 
 
 def next_period(p):
