@@ -43,6 +43,7 @@
 #include "filter.h"
 #include "handler.h"
 #include "log.h"
+#include "persist.h"
 #include "registry.h"
 #include "resp.h"
 #include "saver.h"
@@ -350,6 +351,10 @@ load_finish(struct session *s, struct result *r)
 		result_error(r, "ERR", "%s", err);
 		return;
 	}
+	/* before its snapshot, so that a replay keeps that snapshot against
+	 * an earlier DEL of the same filter */
+	persist_filter_restored(core, f);
+	s->journaled = 1;
 	/* replicas take it from a full sync */
 	core->repl.resync_why = "a filter was loaded from a dump";
 	log_info("client %llu (%s): filter %s loaded from a dump: %llu keys, "

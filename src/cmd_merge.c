@@ -23,6 +23,7 @@
 #include "keyslot.h"
 #include "log.h"
 #include "merge.h"
+#include "persist.h"
 #include "registry.h"
 #include "saver.h"
 #include "session.h"
@@ -249,6 +250,8 @@ job_finish(struct core *core, struct merge_job *job)
 		if (registry_adopt(core->reg, core->cfg, dst, err,
 		    sizeof(err)) == -1)
 			filter_unref(dst);
+		else	/* as a loaded dump's: before its snapshot */
+			persist_filter_restored(core, dst);
 	} else if (!registry_contains(core->reg, dst))
 		snprintf(err, sizeof(err), "filter %s was dropped during the "
 		    "merge", dst->name);

@@ -527,8 +527,9 @@ take_filter(struct reader *r, const unsigned char *p, uint64_t off,
 		memcpy(&k.shape.error_rate, &bits, sizeof(bits));
 		k.shape.growth = get_le32(p + 32);
 		k.shape.max_kicks = get_le32(p + 36);
+		k.shape.image = p[7];
 		k.time = get_le64(p + 40);
-		if (p[2] || p[3] || p[7] || p[5] > 1 || p[6] > 1 ||
+		if (p[2] || p[3] || p[7] > 1 || p[5] > 1 || p[6] > 1 ||
 		    padded_name(p + 48, p[4]) == -1 ||
 		    !all_zero(p + 112, 12) || k.shape.capacity == 0 ||
 		    !(k.shape.error_rate > 0 && k.shape.error_rate < 1))
@@ -1420,6 +1421,7 @@ journal_append_create(struct journal *j, const char *name, size_t namelen,
 	p[4] = (unsigned char)namelen;
 	p[5] = (unsigned char)(sh->type != 0);
 	p[6] = (unsigned char)(sh->normalize != 0);
+	p[7] = (unsigned char)(sh->image != 0);
 	put_le64(p + 8, seed);
 	put_le64(p + 16, sh->capacity);
 	memcpy(&bits, &sh->error_rate, sizeof(bits));

@@ -48,7 +48,11 @@
  *     7 1 reserved zero, 8 8 seed, 16 8 capacity, 24 8 error_rate
  *     (IEEE-754 double), 32 4 growth, 36 4 MAXITERATIONS (cuckoo; else
  *     zero), 40 8 Unix milliseconds, 48 64 the name, zero padded, 112 12
- *     reserved zero, 124 4 checksum of bytes 0-123
+ *     reserved zero, 124 4 checksum of bytes 0-123; byte 7 is 1 for a
+ *     filter made whole from an image (a dump loaded, a MERGE into a new
+ *     name): it exists only if its snapshot does (replay makes no empty
+ *     one), and it undoes an earlier 'x' of its name and seed (a dump of
+ *     a deleted filter loaded again), which the snapshot then holds
  *   'x' (0x78) runtime filter dropped, 100 bytes (version 4 only): DEL,
  *     UNLINK or an EXPIRE deadline removed it; laid out as 'E' with bytes
  *     16-23 zero (no new seed)
@@ -226,6 +230,7 @@ struct journal_key {
 		double	 error_rate;
 		uint32_t growth;
 		uint32_t max_kicks;
+		int	 image;		/* made from a dump or a merge */
 	}		 shape;
 	uint64_t	 new_seed;	/* a reset's: the seed from then on */
 	int		 repl;		/* an 'o' record: */

@@ -227,6 +227,9 @@ replay_create(struct replay *r, const struct journal_key *k)
 		}
 		drop_now(r, f);	/* an earlier filter of that name */
 	}
+	/* an image's filter is its snapshot: none, and it never was */
+	if (k->shape.image)
+		return;
 	f = registry_create_type(r->reg, r->cfg, k->name, k->namelen,
 	    k->shape.capacity, k->shape.error_rate, k->shape.growth,
 	    k->shape.type ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM, err,
@@ -669,10 +672,14 @@ persist_stream_deadline(struct core *core, struct filter *f, int64_t at_ms)
 	}
 }
 
+/* What append_filter records. */
+enum made { DROPPED, CREATED, RESTORED };
+
 /* An 'r' (create) or 'x' (drop) record of runtime filter f. */
 static void
-append_filter(struct core *core, struct filter *f, int create)
+append_filter(struct core *core, struct filter *f, enum made what)
 {
+	int			 create = what != DROPPED;
 	struct persist		*p = core->persist;
 	struct journal_filter	 sh;
 	char			 why[600];
@@ -685,7 +692,9 @@ append_filter(struct core *core, struct filter *f, int create)
 	sh.error_rate = f->error_rate;
 	sh.growth = f->growth;
 	sh.max_kicks = f->max_kicks;
-	if (core->stream != NULL)
+	sh.image = what == RESTORED;
+	/* a restored filter reaches replicas by a full sync, not a record */
+	if (core->stream != NULL && what != RESTORED)
 		stream_filter(core, f, create, &sh);
 	if (p == NULL || p->j == NULL)
 		return;
@@ -711,13 +720,19 @@ append_filter(struct core *core, struct filter *f, int create)
 void
 persist_filter_created(struct core *core, struct filter *f)
 {
-	append_filter(core, f, 1);
+	append_filter(core, f, CREATED);
+}
+
+void
+persist_filter_restored(struct core *core, struct filter *f)
+{
+	append_filter(core, f, RESTORED);
 }
 
 void
 persist_filter_dropped(struct core *core, struct filter *f)
 {
-	append_filter(core, f, 0);
+	append_filter(core, f, DROPPED);
 }
 
 void

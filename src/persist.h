@@ -103,6 +103,15 @@ void	persist_append_failed(struct core *, struct filter *, uint64_t h);
  */
 void	persist_filter_created(struct core *, struct filter *);
 void	persist_filter_dropped(struct core *, struct filter *);
+/*
+ * A runtime filter made whole from an image (a dump loaded, a MERGE into a
+ * new name), whose first snapshot is queued: an 'r' record marked as an
+ * image's, so that replay keeps the snapshot it finds against an earlier
+ * 'x' of the same name and seed (the same filter deleted and loaded
+ * again), and makes no empty filter when the snapshot never came (the
+ * client had no reply). Not streamed: replicas take it by a full sync.
+ */
+void	persist_filter_restored(struct core *, struct filter *);
 /* A cuckoo filter's forget or extra copy (JOURNAL_OP_FORGET, _COPY)
  * into the journal (after persist_make_room), as journal_key does for a
  * new key: a failed append is retried, else counted lost. */

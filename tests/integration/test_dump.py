@@ -333,6 +333,42 @@ def loaded_filter_survives_restart_and_kill9_after_last_ok(t):
         ca.close()
 
 
+@test
+def a_filter_deleted_then_loaded_or_merged_again_survives_kill9(t):
+    # DEL journals an 'x' record of the filter's seed; a dump of the same
+    # filter (the same seed) loaded into the name again, or a MERGE into a
+    # fresh filter of the name from a source of that seed, must journal it
+    # made again: else a replay that meets the 'x' drops the filter its
+    # snapshot holds
+    n = HELD // 20
+    with Server(t, server_extra="journal = always", name="a") as a:
+        r = rpy(a)
+        r.execute_command("BF.RESERVE", "f", "0.001", BIG // 10)
+        held = url_keys("held", n)
+        madd(r, "f", held)
+        c = Resp(a.port)
+        chunks = scandump(c, "f")
+        t.eq(c.cmd("DEL", "f"), 1, "DEL f")
+        load_ok(t, c, "f", chunks, "f loaded again")
+        t.eq(c.cmd("MERGE", "m", "f"), "OK", "MERGE m f (m fresh)")
+        t.eq(c.cmd("DEL", "m"), 1, "DEL m")
+        t.eq(c.cmd("MERGE", "m", "f"), "OK", "MERGE m f again")
+        c.close()
+        a.kill9()
+        a.start()
+        names = filter_names(a)
+        for name in ("f", "m"):
+            t.ok(name in names, "%s is there after kill -9: %r"
+                 % (name, names))
+            all_held(t, rpy(a), name, held, name + " after kill -9")
+        # and once more, the journal replayed again from the same records
+        t.eq(a.stop(), 0, "SIGTERM")
+        a.start()
+        names = filter_names(a)
+        t.ok("f" in names and "m" in names, "f and m after a restart: %r"
+             % (names,))
+
+
 # ---- 4: a damaged chunk ----
 
 @test
