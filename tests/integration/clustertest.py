@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from seendtest import *
 from repltest import FILTERS, stop_all
@@ -58,6 +59,84 @@ def cluster_node(t, name="s", server="", cluster="", tls=None,
                name=name)
     s.tport = tport
     return s.start() if start else s
+
+
+# ---- seen-cli and a RedisCluster crawler ----
+
+# one partitioned filter, small enough for many nodes on one machine
+MOVE_FILTERS = """
+[filter.default]
+capacity = 400000
+error_rate = 0.001
+"""
+
+
+def nodes(t, n, name="n", filters=MOVE_FILTERS):
+    """n cluster nodes named name0..., started, each with filters."""
+    return [cluster_node(t, "%s%d" % (name, i), filters=filters)
+            for i in range(n)]
+
+
+def cli(t, *args):
+    """seen-cli args: (exit status, stdout, stderr)."""
+    p = subprocess.run([SEEN_CLI] + list(args), capture_output=True,
+                       text=True, stdin=subprocess.DEVNULL,
+                       timeout=300 * SLOW)
+    return p.returncode, p.stdout, p.stderr
+
+
+def ok_cli(t, *args):
+    """cli, which must exit 0: its stdout."""
+    rc, out, err = cli(t, *args)
+    t.eq(rc, 0, "seen-cli %s exits 0; stdout:\n%s\nstderr:\n%s" %
+         (" ".join(args), out, err))
+    return out
+
+
+def client(ns):
+    """A redis-py RedisCluster client starting from nodes ns."""
+    from redis.cluster import ClusterNode, RedisCluster
+    return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", s.port)
+                                       for s in ns],
+                        socket_timeout=30 * SLOW)
+
+
+def urls(prefix, n):
+    """n URLs of a host named prefix."""
+    return ["https://%s.example/p/%d" % (prefix, i) for i in range(n)]
+
+
+def record(rc, keys, retry_for=60):
+    """SETNX of each key through rc, each retried on an error the cluster
+    answers while slots move (TRYAGAIN past redis-py's few tries): the
+    answers, 1 new and 0 seen."""
+    out = []
+    for k in keys:
+        deadline = time.time() + retry_for * SLOW
+        while True:
+            try:
+                out.append(rc.setnx(k, "1"))
+                break
+            except (system_module("redis").exceptions.RedisError,
+                    OSError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+    return out
+
+
+def seen_all(t, ns, keys, what):
+    """EXISTS of every key through a new RedisCluster (SISMEMBER of a
+    (name, member) pair): all 1."""
+    rc = client(ns)
+    try:
+        missing = [k for k in keys if (rc.sismember(*k) if
+                                       isinstance(k, tuple) else
+                                       rc.exists(k)) != 1]
+    finally:
+        rc.close()
+    t.eq(len(missing), 0, "%s: every URL answered seen (missing %d of %d, "
+         "e.g. %r)" % (what, len(missing), len(keys), missing[:3]))
 
 
 # ---- asking a node ----
@@ -134,6 +213,20 @@ def try_getmap(s, auth=None):
     except (OSError, EOFError):
         return None
     return got.decode() if isinstance(got, bytes) else got
+
+
+def slots_of(s):
+    """How many slots s owns in the map it holds."""
+    m = getmap(s)
+    me = myid(s)
+    n = 0
+    for line in m.splitlines():
+        f = line.split()
+        if f[0] == "slots" and f[1] == me:
+            for r in f[2:]:
+                a, _, b = r.partition("-")
+                n += int(b or a) - int(a) + 1
+    return n
 
 
 def replicas_listed(s, n=1):
