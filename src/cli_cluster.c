@@ -215,7 +215,8 @@ cluster_usage(FILE *fp)
 	    "  reshard host:port --from <id>[,<id>...]|all --to <id> "
 	    "--slots <n> [--yes]\n"
 	    "  rebalance host:port [--weight <id>=<w>] [--use-empty-masters] "
-	    "[--threshold <t>] [--simulate]\n");
+	    "[--threshold <t>] [--simulate]\n"
+	    "  reset host:port filter [--yes]\n");
 }
 
 int
@@ -234,6 +235,7 @@ cli_cluster(const struct client_target *defaults, const char *token,
 		{ "info",	cmd_info },
 		{ "reshard",	cmd_move },
 		{ "rebalance",	cmd_move },
+		{ "reset",	cmd_reset },
 	};
 	struct cl	 cl = { .defaults = defaults, .token = token };
 	int		 rc;

@@ -4,7 +4,7 @@
  * Top to bottom, each calling only the files below it: the verbs that
  * change a cluster (cli_cluster_create.c, cli_cluster_node.c for add-node
  * and del-node, cli_cluster_fix.c, cli_cluster_move.c for reshard and
- * rebalance); cli_cluster.c, the arguments and the
+ * rebalance, cli_cluster_reset.c); cli_cluster.c, the arguments and the
  * dispatch, which reaches the verbs only through its table; then
  * cli_cluster_view.c, the maps, pushing one, and a cluster as one node
  * describes it; and cli_cluster_conn.c, RESP to one node.
@@ -102,6 +102,8 @@ int	cmd_del_node(struct cl *cl, int argc, char **argv);
 int	cmd_fix(struct cl *cl, int argc, char **argv);
 /* reshard and rebalance: cli_cluster_move.c */
 int	cmd_move(struct cl *cl, int argc, char **argv);
+/* a partitioned filter emptied on every primary: cli_cluster_reset.c */
+int	cmd_reset(struct cl *cl, int argc, char **argv);
 
 /* cli_cluster_view.c: maps */
 int	map_add_cnode(const struct cl *cl, struct cluster_map *m,

@@ -23,6 +23,20 @@ int	cluster_routing;
 
 
 int
+cluster_owns_all(const struct cluster *c)
+{
+	unsigned shard;
+
+	if (c == NULL || c->map == NULL)
+		return 1;
+	shard = cluster_shard(c);
+	for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+		if (c->map->owner[s] != shard)
+			return 0;
+	return 1;
+}
+
+int
 cluster_id_valid(const char *s, size_t len)
 {
 	if (len != CLUSTER_ID_LEN)

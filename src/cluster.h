@@ -176,6 +176,10 @@ cluster_owns(const struct cluster *c, unsigned slot)
 {
 	return c->owner[slot] == c->me;
 }
+/* Whether this node's shard owns every slot (so its part of a
+ * partitioned filter is the whole of it): c NULL (cluster mode off), no
+ * map (a cluster of one), or a map giving every slot to the shard. */
+int		 cluster_owns_all(const struct cluster *c);
 /* Whether s (len bytes) is a node ID: 40 lower-case hex digits. */
 int		 cluster_id_valid(const char *s, size_t len);
 

@@ -307,6 +307,8 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 /* One filter of an image, as read. */
 struct image_filter {
 	struct filter		*f;
+	uint64_t		 seed;		/* the source's */
+	int			 reseed;	/* f holds no bit: takes it */
 	uint32_t		 nslices;
 	const unsigned char	*slices;	/* the first slice's header */
 	size_t			 slice_header;	/* its bytes: 20, SB2's 12 */
@@ -327,6 +329,22 @@ take(struct reader *r, size_t n)
 		return NULL;
 	r->p += n;
 	return at;
+}
+
+/*
+ * Whether f has no bit set in any slice: its part here is empty, and it
+ * may take the seed of the parts that come to it (a node added after
+ * the cluster emptied the filter, whose own seed is the map's).
+ */
+static int
+holds_no_bit(const struct filter *f)
+{
+	if (f->nmerged > 0)
+		return 0;
+	for (size_t i = 0; i < f->nslices; i++)
+		if (f->slices[i]->bloom.bits_set != 0)
+			return 0;
+	return 1;
 }
 
 /* Reads and checks one filter of the image against this node's. */
@@ -357,12 +375,15 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		    name, name);
 		return -1;
 	}
-	if (f->seed != seed) {
+	out->seed = seed;
+	if (f->seed != seed && !(out->reseed = holds_no_bit(f))) {
 		snprintf(err, errlen, "filter %s hashes with another seed "
 		    "here (%016llx, the source's %016llx): its keys were "
-		    "recorded before the map gave the cluster one seed, and "
-		    "its slots cannot move", name,
-		    (unsigned long long)f->seed, (unsigned long long)seed);
+		    "recorded before the map gave the cluster one seed, or "
+		    "since a DEL or RESET emptied its part on one node (seen-cli"
+		    " cluster reset empties every part), and its slots cannot "
+		    "move", name, (unsigned long long)f->seed,
+		    (unsigned long long)seed);
 		return -1;
 	}
 	if ((uint64_t)f->expire_ms != expire) {
@@ -656,7 +677,8 @@ install_whole(struct core *core, struct whole_in *w, char *err,
 
 int
 cluster_move_import(struct core *core, const unsigned char *p, size_t len,
-    int save, struct cluster_move_changed **changedp, size_t *n, char *err,
+    int save, cluster_move_reseed_fn reseed,
+    struct cluster_move_changed **changedp, size_t *n, char *err,
     size_t errlen)
 {
 	struct image_filter		*ims = NULL;
@@ -728,6 +750,17 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 		    "filters", (size_t)(r.end - r.p));
 		goto out;
 	}
+	/* an empty part takes the source's seed, journalled as a reset
+	 * (keys recorded after it replay under it) before any bit moves */
+	for (uint32_t i = 0; i < nf; i++)
+		if (ims[i].reseed) {
+			if (reseed(core, ims[i].f, ims[i].seed, err,
+			    errlen) == -1)
+				goto out;
+			log_info("filter %s takes the seed of the slots coming "
+			    "to it (%016llx): its part here was empty",
+			    ims[i].f->name, (unsigned long long)ims[i].seed);
+		}
 	for (uint32_t i = 0; i < nf; i++) {
 		if (merge_filter(&ims[i], first, nslots, err, errlen) == -1)
 			goto out;

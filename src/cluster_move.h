@@ -130,12 +130,17 @@ unsigned char *cluster_move_export(const struct core *, unsigned first,
  * of a slot served here or in the config, a damaged dump, changes
  * nothing). The keys count here only once a map gives the slots
  * (cluster_move_apply). The filters changed go in *changed (malloc'd,
- * *n of them) for the caller's snapshots and deadlines. 0, or -1 with
- * why.
+ * *n of them) for the caller's snapshots and deadlines. A partitioned
+ * filter of another seed is refused unless its part here holds no bit:
+ * then reseed empties it with the source's seed, durably (the caller's
+ * persist_filter_reset_to), before any bit is merged. 0, or -1 with why.
  */
+typedef int	(*cluster_move_reseed_fn)(struct core *, struct filter *,
+		    uint64_t seed, char *err, size_t errlen);
 int	cluster_move_import(struct core *, const unsigned char *p, size_t len,
-	    int save, struct cluster_move_changed **changed, size_t *n,
-	    char *err, size_t errlen);
+	    int save, cluster_move_reseed_fn reseed,
+	    struct cluster_move_changed **changed, size_t *n, char *err,
+	    size_t errlen);
 /*
  * After a map was taken (and once at the start): partitioned filters take
  * the map's seed while empty; the ranges of slots this node's shard no

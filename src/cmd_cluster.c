@@ -38,6 +38,7 @@
 #include "resp.h"
 #include "session.h"
 #include "handler.h"
+#include "keyspace.h"
 
 #define DISABLED_TEXT	"This instance has cluster support disabled"
 #define NO_ID		"0000000000000000000000000000000000000000"
@@ -586,6 +587,12 @@ reply_help(struct result *r)
 		    "<last> | LIST",
 		"    Pause slots for their hand-over to another node (-TRYAGAIN)"
 		    ", or end it.",
+		"RESETPART <filter> <seed>",
+		"    Empty this node's part of a partitioned filter hashing with "
+		    "<seed> (seen-cli cluster reset sends it).",
+		"PARTSEED <filter>",
+		"    Return the seed this node's part of a partitioned filter "
+		    "hashes with.",
 		"HELP",
 		"    Prints this help.",
 	};
@@ -600,7 +607,8 @@ reply_help(struct result *r)
 enum sub {
 	SUB_OTHER, SUB_SLOTS, SUB_SHARDS, SUB_NODES, SUB_INFO, SUB_MYID,
 	SUB_KEYSLOT, SUB_COUNTKEYS, SUB_GETKEYS, SUB_HELP, SUB_SETMAP,
-	SUB_GETMAP, SUB_SLOTBITS, SUB_SLOTMERGE, SUB_HANDOFF,
+	SUB_GETMAP, SUB_SLOTBITS, SUB_SLOTMERGE, SUB_HANDOFF, SUB_RESETPART,
+	SUB_PARTSEED,
 };
 
 /* Redis 7.0.15's CLUSTER subcommands and their arities (the command's
@@ -627,6 +635,9 @@ static const struct subcommand {
 	{ "SLOTBITS", -4, SUB_SLOTBITS },
 	{ "SLOTMERGE", -3, SUB_SLOTMERGE },
 	{ "HANDOFF", -3, SUB_HANDOFF },
+	/* seend's: a partitioned filter emptied on every node */
+	{ "RESETPART", -3, SUB_RESETPART },
+	{ "PARTSEED", -3, SUB_PARTSEED },
 	{ "ADDSLOTS", -3, SUB_OTHER },
 	{ "ADDSLOTSRANGE", -4, SUB_OTHER },
 	{ "BUMPEPOCH", 2, SUB_OTHER },
@@ -816,6 +827,12 @@ cmd_cluster(struct session *s, struct op *op, struct result *r)
 		return;
 	case SUB_HANDOFF:
 		cmd_cluster_handoff(s, op, r);
+		return;
+	case SUB_RESETPART:
+		keyspace_reset_part(s, op, r);
+		return;
+	case SUB_PARTSEED:
+		keyspace_part_seed(s, op, r);
 		return;
 	case SUB_OTHER:
 		result_error(r, "ERR", "CLUSTER %s is not supported: a seend "

@@ -170,7 +170,8 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		return;
 	}
 	if (cluster_move_import(core, (const unsigned char *)op->argv[2],
-	    op->argl[2], save, &changed, &n, err, sizeof(err)) == -1) {
+	    op->argl[2], save, persist_filter_reset_to, &changed, &n, err,
+	    sizeof(err)) == -1) {
 		result_error(r, "ERR", "%s", err);
 		return;
 	}

@@ -25,6 +25,7 @@
 
 #include "session.h"
 #include "config.h"
+#include "cluster.h"
 #include "cluster_move.h"
 #include "deadline.h"
 #include "filter.h"
@@ -415,6 +416,24 @@ empty_filter(struct session *s, struct filter *f, struct result *r)
 /* ---- DEL, UNLINK, RESET ---- */
 
 /*
+ * Whether f may be emptied by DEL or RESET here: not a partitioned filter
+ * of which this node holds only part (its other parts are other nodes',
+ * and emptying one would leave the filter half forgotten, its seed no
+ * longer the others'); else 0 with the error in r. FLUSHALL empties every
+ * part of this node, as in a Redis Cluster, where it is sent to each.
+ */
+static int
+whole_here(struct session *s, const struct filter *f, struct result *r)
+{
+	if (!f->slot_major || cluster_owns_all(s->core->cluster))
+		return 1;
+	result_error(r, "ERR", "filter %s is partitioned over the cluster's "
+	    "nodes and this node holds part of it: empty every part with "
+	    "seen-cli cluster reset HOST:PORT %s", f->name, f->name);
+	return 0;
+}
+
+/*
  * DEL <name> ... of a name that is no filter: a URL key, forgotten (1)
  * where it routes to a cuckoo filter that holds it, else 0 (a bloom filter
  * cannot forget, no filter takes it, or it is not held). FORGET's path
@@ -456,6 +475,14 @@ cmd_del(struct session *s, struct op *op, struct result *r)
 	    NULL) {
 		result_error(r, "ERR", "out of memory");
 		return;
+	}
+	/* nothing emptied when one cannot be */
+	for (int i = 1; i < op->argc; i++) {
+		f = registry_find(core->reg, op->argv[i], op->argl[i]);
+		if (f != NULL && !whole_here(s, f, r)) {
+			free(emptied);
+			return;
+		}
 	}
 	for (int i = 1; i < op->argc; i++) {
 		f = registry_find(core->reg, op->argv[i], op->argl[i]);
@@ -517,6 +544,108 @@ cmd_reset(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "no such filter '%s'",
 		    command_printable(op->argv[1], op->argl[1], tok,
 		    sizeof(tok)));
+		return;
+	}
+	if (whole_here(s, f, r) && empty_filter(s, f, r) == 0)
+		result_status(r, "OK");
+}
+
+/* 16 hex digits; 0, or -1. */
+static int
+hex_seed(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len != 16)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		int d = isdigit((unsigned char)s[i]) ? s[i] - '0' :
+		    (s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f' ?
+		    (s[i] | 0x20) - 'a' + 10 : -1;
+
+		if (d < 0)
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* CLUSTER <sub> <filter> ... of argc words (usage: its syntax): this
+ * node's partitioned filter argv[2]; NULL with the error in r. */
+static struct filter *
+part_of(struct session *s, struct op *op, int argc, const char *usage,
+    struct result *r)
+{
+	struct filter	*f;
+	char		 tok[80];
+
+	if (op->argc != argc) {
+		result_error(r, "ERR", "syntax error: CLUSTER %s", usage);
+		return NULL;
+	}
+	f = registry_find(s->core->reg, op->argv[2], op->argl[2]);
+	if (f == NULL || !f->slot_major || f->runtime) {
+		result_error(r, "ERR", "%s is not a partitioned filter here",
+		    command_printable(op->argv[2], op->argl[2], tok,
+		    sizeof(tok)));
+		return NULL;
+	}
+	return f;
+}
+
+void
+keyspace_part_seed(struct session *s, struct op *op, struct result *r)
+{
+	struct filter	*f;
+	struct buf	*b;
+	char		 hex[17];
+
+	if ((f = part_of(s, op, 3, "PARTSEED <filter>", r)) == NULL)
+		return;
+	/* in the result's own buffer: result_bulk would keep a pointer */
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)f->seed);
+	b = result_reset();
+	if (resp_add_bulk(b, hex, 16) == -1)
+		result_error(r, "ERR", "out of memory");
+	else
+		result_scratch(r, RESULT_ARRAY);
+}
+
+void
+keyspace_reset_part(struct session *s, struct op *op, struct result *r)
+{
+	struct core	*core = s->core;
+	struct filter	*f;
+	uint64_t	 seed;
+
+	if ((f = part_of(s, op, 4, "RESETPART <filter> <seed>", r)) == NULL)
+		return;
+	if (hex_seed(op->argv[3], op->argl[3], &seed) == -1) {
+		result_error(r, "ERR", "the seed is 16 hex digits");
+		return;
+	}
+	/* a replica's part is its primary's: the reset reaches it by the
+	 * stream */
+	if (core->repl.replica) {
+		result_error(r, "READONLY", "You can't write against a read "
+		    "only replica.");
+		return;
+	}
+	/* a paused slot's bits are being copied to another node */
+	if (core->cluster != NULL && core->cluster->nhandoffs > 0) {
+		result_error(r, "TRYAGAIN", "slots of this node are being "
+		    "handed over to another node, try again");
+		return;
+	}
+	if (f->seed == filter_next_seed(seed)) {
+		result_status(r, "OK");	/* emptied already */
+		return;
+	}
+	if (f->seed != seed) {
+		result_error(r, "ERR", "filter %s hashes with seed %016llx "
+		    "here, neither %016llx nor the one after it", f->name,
+		    (unsigned long long)f->seed, (unsigned long long)seed);
 		return;
 	}
 	if (empty_filter(s, f, r) == 0)

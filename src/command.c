@@ -573,7 +573,8 @@ channels_refused(const struct op *op, const struct acl_user *u)
 }
 
 /*
- * seend's CLUSTER SETMAP, GETMAP, SLOTBITS, SLOTMERGE and HANDOFF are not
+ * seend's CLUSTER SETMAP, GETMAP, SLOTBITS, SLOTMERGE, HANDOFF,
+ * RESETPART and PARTSEED are not
  * in Redis's COMMAND INFO: their permission is that of the Redis
  * subcommand of the same categories, SETSLOT's (@admin @slow @dangerous;
  * GETMAP: NODES', @slow), and a refusal
@@ -597,8 +598,15 @@ cluster_sub_twin(int id, const struct op *op, const char **name)
 		    "cluster|slotmerge";
 		return acl_catalog_sub(id, "setslot", 7);
 	}
-	if (proto_token_is(op->argv[1], op->argl[1], "GETMAP")) {
-		*name = "cluster|getmap";
+	/* it empties data as FLUSHALL does, on a cluster's say-so */
+	if (proto_token_is(op->argv[1], op->argl[1], "RESETPART")) {
+		*name = "cluster|resetpart";
+		return acl_catalog_sub(id, "setslot", 7);
+	}
+	if (proto_token_is(op->argv[1], op->argl[1], "GETMAP") ||
+	    proto_token_is(op->argv[1], op->argl[1], "PARTSEED")) {
+		*name = proto_token_is(op->argv[1], op->argl[1], "GETMAP") ?
+		    "cluster|getmap" : "cluster|partseed";
 		return acl_catalog_sub(id, "nodes", 5);
 	}
 	return -1;

@@ -1245,6 +1245,24 @@ filter_new_seed(int slot_major)
 	return seed;
 }
 
+uint64_t
+filter_next_seed(uint64_t seed)
+{
+	/* a fixed key: the sequence is the same on every node */
+	static const uint64_t key = 0x7365656e64726573ULL;	/* "seendres" */
+	uint64_t	 next = seed;
+	unsigned char	 le[8];
+
+	do {
+		/* its bytes in one order whatever the host's */
+		for (int i = 0; i < 8; i++)
+			le[i] = (unsigned char)(next >> (8 * i));
+		next = (XXH3_64bits_withSeed(le, sizeof(le), key) &
+		    ~(uint64_t)0xffff) | FILTER_SEED_SLOTS;
+	} while (next == seed);
+	return next;
+}
+
 /* An empty filter's slices made again in the other layout. */
 static void
 relayout(struct filter *f)

@@ -494,6 +494,14 @@ filter_slot_hash(uint64_t h, unsigned slot)
  */
 #define FILTER_SEED_SLOTS	0x5107u
 uint64_t	 filter_new_seed(int slot_major);
+/*
+ * The seed a partitioned filter takes when emptied (DEL, RESET, FLUSHALL,
+ * CLUSTER RESETPART): derived from the one before rather than drawn, so
+ * that every node of a cluster emptying its part of the filter arrives at
+ * the same seed, and slots can move between them again. Never seed itself
+ * (a reset's new seed is the filter's new epoch in the journal).
+ */
+uint64_t	 filter_next_seed(uint64_t seed);
 
 /* filter_hash's out-of-line case: a canonical URL (normalize = standard)
  * and, slot_major, the key's slot (computed when slot is negative). */

@@ -10,6 +10,9 @@
 
 struct core;
 struct filter;
+struct op;
+struct result;
+struct session;
 
 /*
  * At start, after the runtime filters are loaded and before the journal
@@ -43,6 +46,20 @@ void	keyspace_drop_filter(struct core *, struct filter *,
  * undoes the 'x' at a replay (persist.c).
  */
 void	keyspace_drop_moved(struct core *);
+
+/*
+ * CLUSTER RESETPART <filter> <seed>: empties this node's part of
+ * partitioned filter <filter> if it hashes with <seed> (16 hex digits),
+ * taking the seed after it (filter_next_seed), as DEL does where the node
+ * holds the whole filter: +OK. A part hashing with that next seed already
+ * answers +OK and is left as it is (a reset of every node sent again).
+ * seen-cli cluster reset sends it to every primary.
+ */
+void	keyspace_reset_part(struct session *, struct op *, struct result *);
+/* CLUSTER PARTSEED <filter>: the seed this node's part of partitioned
+ * filter <filter> hashes with, 16 hex digits (seen-cli cluster reset
+ * reads every primary's before it sends RESETPART). */
+void	keyspace_part_seed(struct session *, struct op *, struct result *);
 
 /* A runtime filter's deadline (Unix ms), 0 if it has none. */
 int64_t	keyspace_deadline(const struct filter *);

@@ -782,8 +782,12 @@ reset_without_journal(struct core *core, struct filter *f, uint64_t seed,
 	filter_reset(f, seed);
 	/* a job captured before the reset would write the old keys back:
 	 * one still queued takes the empty filter instead (the saver
-	 * coalesces), one being written is followed by this one */
-	if ((f->runtime || f->saving) && core->saver != NULL &&
+	 * coalesces), one being written is followed by this one. A
+	 * partitioned filter's new seed is kept at once too: a start
+	 * without its file would take the map's, not the one every node
+	 * took by the reset */
+	if ((f->runtime || f->saving || f->slot_major) &&
+	    core->saver != NULL &&
 	    saver_submit(core->saver, f, core->cfg->data_dir, NULL) == -1)
 		log_error("filter %s: cannot queue a snapshot: out of memory",
 		    f->name);
@@ -796,10 +800,15 @@ persist_filter_reset(struct core *core, struct filter *f, char *err,
 {
 	uint64_t seed;
 
-	/* the new seed is the filter's new epoch: it must differ */
-	do
-		seed = filter_new_seed(f->slot_major);
-	while (seed == f->seed);
+	/* the new seed is the filter's new epoch: it must differ; a
+	 * partitioned filter's is the one after its seed, the same on every
+	 * node that empties its part */
+	if (f->slot_major)
+		seed = filter_next_seed(f->seed);
+	else
+		do
+			seed = filter_new_seed(0);
+		while (seed == f->seed);
 	return persist_filter_reset_to(core, f, seed, err, errlen);
 }
 

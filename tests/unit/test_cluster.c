@@ -13,6 +13,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "filter.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/seend-cluster-XXXXXX";
@@ -117,6 +118,33 @@ crc16_every_length(void)
 	    "included (%d differ)", bad_slot);
 }
 
+/* A partitioned filter's seed after a reset: the same for the same seed
+ * (every node arrives at one), never the seed itself, of the partitioned
+ * layout's low bits, and a chain that does not come back soon. A value
+ * fixed here, so that a change of the derivation (nodes of two versions
+ * would part) fails the test. */
+static void
+next_seed(void)
+{
+	uint64_t	 s = filter_new_seed(1), chain[64];
+	int		 bad = 0;
+
+	ok(filter_next_seed(s) == filter_next_seed(s) &&
+	    filter_next_seed(s) != s, "the next seed of %016llx is one, and "
+	    "not itself", (unsigned long long)s);
+	chain[0] = 0x0123456789ab0000ULL | FILTER_SEED_SLOTS;
+	for (int i = 1; i < 64; i++) {
+		chain[i] = filter_next_seed(chain[i - 1]);
+		bad += (chain[i] & 0xffff) != FILTER_SEED_SLOTS;
+		for (int j = 0; j < i; j++)
+			bad += chain[j] == chain[i];
+	}
+	ok(bad == 0, "64 resets: 64 seeds, each of the partitioned layout "
+	    "(%d wrong)", bad);
+	ok(chain[1] == 0x1f6c5d16831f5107ULL, "the next of %016llx is %016llx",
+	    (unsigned long long)chain[0], (unsigned long long)chain[1]);
+}
+
 int
 main(void)
 {
@@ -128,6 +156,7 @@ main(void)
 	ok(keyslot_crc16("123456789", 9) == 0x31c3,
 	    "CRC16/XMODEM of \"123456789\" is 0x31c3");
 	crc16_every_length();
+	next_seed();
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
 		ok(keyslot_of(slots[i].key, strlen(slots[i].key)) ==
 		    slots[i].slot, "KEYSLOT \"%s\" is %u (got %u)",
