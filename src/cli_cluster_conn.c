@@ -432,11 +432,38 @@ map_is_alone(const struct cnode *n)
 	    strcmp(n->map.nodes[0].id, n->id) == 0);
 }
 
+/* Whether a node holds no filter made by a command (INFO seend's
+ * runtime_filters 0; a seend from before that field: taken as none), even
+ * an empty one; -1 when it cannot say (n->err). */
+static int
+no_named_filter(struct cnode *n)
+{
+	struct reply	 r;
+	const char	*at;
+	int		 none;
+
+	if (node_call(n, &r, 2, "INFO", "seend") == -1)
+		return -1;
+	if (r.type != '$' || r.str == NULL) {
+		snprintf(n->err, sizeof(n->err), "answers INFO seend with %c%s",
+		    r.type, r.str != NULL ? r.str : "");
+		reply_free(&r);
+		return -1;
+	}
+	/* "runtime_filters:N" over RESP (the line protocol's space) */
+	at = strstr(r.str, "\nruntime_filters:");
+	none = at == NULL || strtoull(at + 17, NULL, 10) == 0;
+	reply_free(&r);
+	return none;
+}
+
 /* Whether a node may join a new cluster, as redis-cli judges it: it knows
- * no other node (map_is_alone) and holds no key (DBSIZE 0): the keys of
- * the slots the map would not give it would be freed as it took the map,
- * and its filters' keys, hashed with their own seeds, could never move.
- * -1 when it cannot say (n->err). */
+ * no other node (map_is_alone) and holds no key (DBSIZE 0) nor filter
+ * made by a command (a named filter, empty or not): the keys of the
+ * slots the map would not give it would be freed as it took the map, its
+ * named filters of those slots dropped, and its filters' keys, hashed
+ * with their own seeds, could never move. -1 when it cannot say
+ * (n->err). */
 int
 node_is_empty(struct cnode *n)
 {
@@ -454,5 +481,5 @@ node_is_empty(struct cnode *n)
 		empty = -1;
 	}
 	reply_free(&r);
-	return empty;
+	return empty == 1 ? no_named_filter(n) : empty;
 }

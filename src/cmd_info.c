@@ -160,6 +160,17 @@ info_filter(const struct filter *f)
 	    (unsigned long long)f->saves_failed);
 }
 
+/* The filters made by commands (BF.RESERVE, SADD...), not config ones. */
+static size_t
+runtime_filters(const struct registry *reg)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < reg->nfilters; i++)
+		n += reg->filters[i]->runtime != 0;
+	return n;
+}
+
 static void
 info_server(struct core *core)
 {
@@ -201,6 +212,7 @@ info_server(struct core *core)
 	    "idle_closed %llu\r\n"
 	    "auth_failures %llu\r\n"
 	    "filters %zu\r\n"
+	    "runtime_filters %zu\r\n"
 	    "filter_memory_bytes %llu\r\n"
 	    "max_memory %llu\r\n"
 	    "connection_memory_bytes %zu\r\n"
@@ -216,7 +228,8 @@ info_server(struct core *core)
 	    (unsigned long long)st->lines_too_long,
 	    (unsigned long long)st->idle_closed,
 	    (unsigned long long)st->auth_failures,
-	    reg->nfilters, (unsigned long long)filter_memory_used,
+	    reg->nfilters, runtime_filters(reg),
+	    (unsigned long long)filter_memory_used,
 	    (unsigned long long)filter_memory_limit, (size_t)st->conn_bytes,
 	    stats_rss_bytes(),
 	    saver_busy(core->saver), (long long)st->last_reload,

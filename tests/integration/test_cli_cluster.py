@@ -325,6 +325,14 @@ def create_and_add_node_refuse_nodes_of_other_clusters_with_keys_or_alone(t):
     t.eq(ask(full, "EXISTS", "https://example.org/kept"), 1,
          "its key is still there")
     t.eq(ask(full, "DEL", "default"), 1)
+    # a named filter, even an empty one (DBSIZE 0), makes it not empty:
+    # taking the map would drop it where its slot is not the node's
+    t.eq(ask(full, "BF.RESERVE", "named", "0.01", "1000"), "OK")
+    t.eq(ask(full, "DBSIZE"), 0, "an empty named filter: DBSIZE 0")
+    rc, out, err = cli(t, "cluster", "add-node", addr(full), addr(ns[0]))
+    t.eq(rc, 1, "add-node of a node holding an empty named filter exits 1")
+    t.contains(out, want)
+    t.eq(ask(full, "DEL", "named"), 1)
     rc, out, err = cli(t, "cluster", "add-node", addr(full), addr(ns[0]))
     t.eq(rc, 0, "emptied, it is added: %s" % out)
 
