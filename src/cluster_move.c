@@ -50,6 +50,31 @@ pinned_in(const struct core *core, unsigned first, unsigned last)
 	return NULL;
 }
 
+/*
+ * A filter of the config file that is not partitioned (a cuckoo filter)
+ * and takes URLs (the default filter, or one of hosts or prefixes) while
+ * it holds keys: each node's copy holds the URLs of its own slots, which
+ * cannot be told apart by slot (a cuckoo filter keeps fingerprints), so
+ * no slot of the node can move without its URLs answered new again on
+ * the target. NULL when there is none.
+ */
+static const struct filter *
+unmovable_urls(const struct core *core)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		const struct filter		*f = core->reg->filters[i];
+		const struct filter_config	*fc;
+
+		if (f->slot_major || f->runtime || filter_count(f) == 0)
+			continue;
+		fc = config_find_filter(core->cfg, f->name);
+		if (f == core->reg->default_filter || (fc != NULL &&
+		    (fc->nhosts > 0 || fc->nprefixes > 0)))
+			return f;
+	}
+	return NULL;
+}
+
 /* A named filter (SADD, BF.RESERVE, CF.RESERVE, MERGE's dst: a runtime
  * filter not partitioned) that moves whole with its name's slot. */
 static int
@@ -199,6 +224,17 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 	if (first > last || last >= CLUSTER_SLOTS) {
 		snprintf(err, errlen, "slots %u..%u are not a range of "
 		    "0..%d", first, last, CLUSTER_SLOTS - 1);
+		return NULL;
+	}
+	if ((pinned = unmovable_urls(core)) != NULL) {
+		snprintf(err, errlen, "filter %s, a %s filter of the config "
+		    "file, is not partitioned by slot and holds %llu keys: "
+		    "the URLs of the slots it holds here would be answered new "
+		    "again on their new node, so no slot of this node moves "
+		    "while it holds keys (route those URLs to a Bloom filter; "
+		    "FLUSHALL empties it here)", pinned->name,
+		    filter_is_cuckoo(pinned) ? "cuckoo" : "bloom",
+		    (unsigned long long)filter_count(pinned));
 		return NULL;
 	}
 	if ((pinned = pinned_in(core, first, last)) != NULL) {
