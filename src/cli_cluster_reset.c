@@ -8,10 +8,12 @@
  * RESETPART, which takes the seed after the one named (filter.h's
  * filter_next_seed): every part then hashes with the same new seed, and
  * slots move between the nodes again. The seed named is read from the
- * primaries first (CLUSTER PARTSEED): all of them agree, or a reset that
- * stopped midway left two, one the other's next, and sending it again
- * finishes it (a part already emptied answers +OK and is left alone).
- * Replicas follow their primaries' streams.
+ * primaries first (CLUSTER PARTSEED): the parts that hold keys agree, or
+ * a reset that stopped midway left two, one the other's next, and sending
+ * it again finishes it (a part already emptied answers +OK and is left
+ * alone). A part holding nothing (a primary added since, whose seed is
+ * the map's) counts for nothing and takes the new seed. Replicas follow
+ * their primaries' streams.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,9 +24,10 @@
 #include "cluster_map.h"
 #include "filter.h"
 
-/* A primary's seed of the filter: 0 and *seed, or -1 after saying why. */
+/* A primary's seed of the filter and whether its part holds keys: 0, or
+ * -1 after saying why. */
 static int
-part_seed(struct cnode *n, const char *filter, uint64_t *seed)
+part_seed(struct cnode *n, const char *filter, uint64_t *seed, int *keys)
 {
 	struct reply	 r;
 	char		*end;
@@ -38,9 +41,12 @@ part_seed(struct cnode *n, const char *filter, uint64_t *seed)
 		printf("[ERR] Node %s: %s\n", n->name, n->err);
 		return -1;
 	}
-	if (r.type == '$' && r.str != NULL && r.len == 16) {
+	/* "<16 hex digits> empty|keys" */
+	if (r.type == '$' && r.str != NULL && r.len > 17 && r.str[16] == ' ') {
 		*seed = strtoull(r.str, &end, 16);
-		rc = *end == '\0' ? 0 : -1;
+		*keys = strcmp(r.str + 17, "keys") == 0;
+		rc = end == r.str + 16 && (*keys ||
+		    strcmp(r.str + 17, "empty") == 0) ? 0 : -1;
 	}
 	if (rc == -1)
 		printf("[ERR] Node %s answers CLUSTER PARTSEED %s with %c%s\n",
@@ -50,9 +56,10 @@ part_seed(struct cnode *n, const char *filter, uint64_t *seed)
 }
 
 /*
- * The seed the reset starts from, given the primaries' seeds: their one
- * seed, or of two the one whose next is the other (a reset that stopped
- * midway). 0, or -1 after saying why.
+ * The seed the reset starts from, given the seeds of the primaries whose
+ * parts hold keys (or of all, when none does): their one seed, or of two
+ * the one whose next is the other (a reset that stopped midway). 0, or -1
+ * after saying why.
  */
 static int
 reset_from(const uint64_t *seeds, size_t n, uint64_t *from)
@@ -112,9 +119,9 @@ cmd_reset(struct cl *cl, int argc, char **argv)
 	static const int	 allowed[] = { OPT_YES, 0 };
 	struct args		 a;
 	struct view		 v;
-	uint64_t		*seeds = NULL, from;
-	size_t			 np = 0;
-	int			 rc = 1, failed = 0;
+	uint64_t		*seeds = NULL, from, seed;
+	size_t			 np = 0, nkeys = 0;
+	int			 rc = 1, failed = 0, keys;
 	char			 question[200];
 
 	if (parse_args(cl, argc, argv, allowed, &a) != 0 || a.n != 2) {
@@ -127,14 +134,19 @@ cmd_reset(struct cl *cl, int argc, char **argv)
 		perror("seen-cli: cluster reset");
 		goto out;
 	}
+	/* the seeds of the parts holding keys first, the empty ones after */
 	for (size_t i = 0; i < v.map.nnodes; i++) {
 		if (v.map.nodes[i].primary >= 0)
 			continue;
-		if (part_seed(&v.nodes[i], a.pos[1], &seeds[np]) == -1)
+		if (part_seed(&v.nodes[i], a.pos[1], &seed, &keys) == -1)
 			goto out;
-		np++;
+		if (keys) {
+			seeds[np++] = seeds[nkeys];
+			seeds[nkeys++] = seed;
+		} else
+			seeds[np++] = seed;
 	}
-	if (np == 0 || reset_from(seeds, np, &from) == -1)
+	if (np == 0 || reset_from(seeds, nkeys > 0 ? nkeys : 1, &from) == -1)
 		goto out;
 	snprintf(question, sizeof(question), "Empty filter %s on all %zu "
 	    "primaries, forgetting every key it holds?", a.pos[1], np);

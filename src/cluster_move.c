@@ -367,22 +367,6 @@ take(struct reader *r, size_t n)
 	return at;
 }
 
-/*
- * Whether f has no bit set in any slice: its part here is empty, and it
- * may take the seed of the parts that come to it (a node added after
- * the cluster emptied the filter, whose own seed is the map's).
- */
-static int
-holds_no_bit(const struct filter *f)
-{
-	if (f->nmerged > 0)
-		return 0;
-	for (size_t i = 0; i < f->nslices; i++)
-		if (f->slices[i]->bloom.bits_set != 0)
-			return 0;
-	return 1;
-}
-
 /* Reads and checks one filter of the image against this node's. */
 static int
 read_filter(struct core *core, struct reader *r, unsigned nslots,
@@ -412,7 +396,20 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		return -1;
 	}
 	out->seed = seed;
-	if (f->seed != seed && !(out->reseed = holds_no_bit(f))) {
+	/* emptied here after the source's seed: a reset not finished on
+	 * the source (taking its seed again would repeat one in the
+	 * journal, whose resets are told apart by their seeds) */
+	if (f->seed != seed && filter_seed_after(f->seed, seed)) {
+		snprintf(err, errlen, "filter %s was emptied here and not on "
+		    "the source (its seed %016llx follows the source's "
+		    "%016llx): finish the reset with seen-cli cluster reset",
+		    name, (unsigned long long)f->seed,
+		    (unsigned long long)seed);
+		return -1;
+	}
+	/* an empty part takes the source's seed: a node added after the
+	 * cluster emptied the filter holds the map's */
+	if (f->seed != seed && !(out->reseed = filter_is_blank(f))) {
 		snprintf(err, errlen, "filter %s hashes with another seed "
 		    "here (%016llx, the source's %016llx): its keys were "
 		    "recorded before the map gave the cluster one seed, or "

@@ -133,7 +133,9 @@ unsigned char *cluster_move_export(const struct core *, unsigned first,
  * *n of them) for the caller's snapshots and deadlines. A partitioned
  * filter of another seed is refused unless its part here holds no bit:
  * then reseed empties it with the source's seed, durably (the caller's
- * persist_filter_reset_to), before any bit is merged. 0, or -1 with why.
+ * persist_filter_reset_to), before any bit is merged (a merge that then
+ * fails, out of memory, leaves that empty part with the new seed). 0, or
+ * -1 with why.
  */
 typedef int	(*cluster_move_reseed_fn)(struct core *, struct filter *,
 		    uint64_t seed, char *err, size_t errlen);

@@ -416,6 +416,25 @@ empty_filter(struct session *s, struct filter *f, struct result *r)
 /* ---- DEL, UNLINK, RESET ---- */
 
 /*
+ * Whether slots of this node are being handed over (cluster_handoff.h):
+ * then a partitioned filter must not be emptied, as its paused slots'
+ * bits may have been copied to their new node already, which would keep
+ * them under the old seed (TRYAGAIN in r, as for MERGE).
+ */
+static int
+handing_over(struct session *s, const struct op *op, struct result *r)
+{
+	int line = op->proto == COMMAND_LINE;
+
+	if (s->core->cluster == NULL || s->core->cluster->nhandoffs == 0)
+		return 0;
+	result_error(r, line ? "ERR" : "TRYAGAIN", "%sslots of this node are "
+	    "being handed over to another node, try again", line ?
+	    "TRYAGAIN " : "");
+	return 1;
+}
+
+/*
  * Whether f may be emptied by DEL or RESET here: not a partitioned filter
  * of which this node holds only part (its other parts are other nodes',
  * and emptying one would leave the filter half forgotten, its seed no
@@ -423,9 +442,14 @@ empty_filter(struct session *s, struct filter *f, struct result *r)
  * part of this node, as in a Redis Cluster, where it is sent to each.
  */
 static int
-whole_here(struct session *s, const struct filter *f, struct result *r)
+whole_here(struct session *s, const struct op *op, const struct filter *f,
+    struct result *r)
 {
-	if (!f->slot_major || cluster_owns_all(s->core->cluster))
+	if (!f->slot_major)
+		return 1;
+	if (handing_over(s, op, r))
+		return 0;
+	if (cluster_owns_all(s->core->cluster))
 		return 1;
 	result_error(r, "ERR", "filter %s is partitioned over the cluster's "
 	    "nodes and this node holds part of it: empty every part with "
@@ -479,7 +503,7 @@ cmd_del(struct session *s, struct op *op, struct result *r)
 	/* nothing emptied when one cannot be */
 	for (int i = 1; i < op->argc; i++) {
 		f = registry_find(core->reg, op->argv[i], op->argl[i]);
-		if (f != NULL && !whole_here(s, f, r)) {
+		if (f != NULL && !whole_here(s, op, f, r)) {
 			free(emptied);
 			return;
 		}
@@ -546,7 +570,7 @@ cmd_reset(struct session *s, struct op *op, struct result *r)
 		    sizeof(tok)));
 		return;
 	}
-	if (whole_here(s, f, r) && empty_filter(s, f, r) == 0)
+	if (whole_here(s, op, f, r) && empty_filter(s, f, r) == 0)
 		result_status(r, "OK");
 }
 
@@ -599,14 +623,15 @@ keyspace_part_seed(struct session *s, struct op *op, struct result *r)
 {
 	struct filter	*f;
 	struct buf	*b;
-	char		 hex[17];
+	char		 text[32];
 
 	if ((f = part_of(s, op, 3, "PARTSEED <filter>", r)) == NULL)
 		return;
 	/* in the result's own buffer: result_bulk would keep a pointer */
-	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)f->seed);
+	snprintf(text, sizeof(text), "%016llx %s", (unsigned long long)f->seed,
+	    filter_is_blank(f) ? "empty" : "keys");
 	b = result_reset();
-	if (resp_add_bulk(b, hex, 16) == -1)
+	if (resp_add_bulk(b, text, strlen(text)) == -1)
 		result_error(r, "ERR", "out of memory");
 	else
 		result_scratch(r, RESULT_ARRAY);
@@ -618,6 +643,7 @@ keyspace_reset_part(struct session *s, struct op *op, struct result *r)
 	struct core	*core = s->core;
 	struct filter	*f;
 	uint64_t	 seed;
+	char		 err[512];
 
 	if ((f = part_of(s, op, 4, "RESETPART <filter> <seed>", r)) == NULL)
 		return;
@@ -633,23 +659,35 @@ keyspace_reset_part(struct session *s, struct op *op, struct result *r)
 		return;
 	}
 	/* a paused slot's bits are being copied to another node */
-	if (core->cluster != NULL && core->cluster->nhandoffs > 0) {
-		result_error(r, "TRYAGAIN", "slots of this node are being "
-		    "handed over to another node, try again");
+	if (handing_over(s, op, r))
 		return;
-	}
 	if (f->seed == filter_next_seed(seed)) {
 		result_status(r, "OK");	/* emptied already */
 		return;
 	}
-	if (f->seed != seed) {
-		result_error(r, "ERR", "filter %s hashes with seed %016llx "
-		    "here, neither %016llx nor the one after it", f->name,
-		    (unsigned long long)f->seed, (unsigned long long)seed);
+	if (f->seed == seed) {
+		if (empty_filter(s, f, r) == 0)
+			result_status(r, "OK");
 		return;
 	}
-	if (empty_filter(s, f, r) == 0)
+	/* a part holding nothing (a node added since, its seed the map's)
+	 * takes the new seed, unless it held it or a later one already */
+	if (filter_is_blank(f) && !filter_seed_after(f->seed, seed)) {
+		if (persist_filter_reset_to(core, f, filter_next_seed(seed),
+		    err, sizeof(err)) == -1) {
+			result_error(r, "ERR", "%s", err);
+			return;
+		}
+		s->journaled = 1;
+		log_info("filter %s: its empty part takes seed %016llx (CLUSTER "
+		    "RESETPART by client %llu)", f->name, (unsigned long long)
+		    f->seed, (unsigned long long)s->id);
 		result_status(r, "OK");
+		return;
+	}
+	result_error(r, "ERR", "filter %s hashes with seed %016llx here, "
+	    "neither %016llx nor the one after it, and holds keys", f->name,
+	    (unsigned long long)f->seed, (unsigned long long)seed);
 }
 
 /*
@@ -679,6 +717,10 @@ cmd_flushall(struct session *s, struct op *op, struct result *r)
 		result_error(r, "ERR", "syntax error");
 		return;
 	}
+	/* nothing emptied while a partitioned filter's slots are paused */
+	for (size_t i = 0; i < n; i++)
+		if (core->reg->filters[i]->slot_major && handing_over(s, op, r))
+			return;
 	/* a copy: dropping a filter changes the registry's array */
 	if ((all = calloc(n + 1, sizeof(*all))) == NULL) {
 		result_error(r, "ERR", "out of memory");

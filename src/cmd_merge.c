@@ -250,13 +250,19 @@ job_finish(struct core *core, struct merge_job *job)
 		if (registry_adopt(core->reg, core->cfg, dst, err,
 		    sizeof(err)) == -1)
 			filter_unref(dst);
-		else	/* as a loaded dump's: before its snapshot */
-			persist_filter_restored(core, dst);
 	} else if (!registry_contains(core->reg, dst))
 		snprintf(err, sizeof(err), "filter %s was dropped during the "
 		    "merge", dst->name);
 	if (err[0] == '\0')
 		(void)merge_finish(job->m, err, sizeof(err));
+	/* a new filter joined the registry: an image's, whose snapshot is
+	 * queued below, or, the merge failed, one that stays as it is */
+	if (job->fresh && registry_contains(core->reg, dst)) {
+		if (err[0] == '\0')
+			persist_filter_restored(core, dst);
+		else
+			persist_filter_created(core, dst);
+	}
 	if (err[0] == '\0' && saver_submit(core->saver, dst,
 	    core->cfg->data_dir, job->w) == -1)
 		snprintf(err, sizeof(err), "merged, but the snapshot of %s "

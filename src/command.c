@@ -653,6 +653,12 @@ acl_refused(struct session *s, struct op *op, struct result *r)
 	if (!(u->flags & ACL_USER_ALLKEYS) &&
 	    (k = keys_refused(s, op, u, id)) >= 0)
 		return acl_refuse(s, op, r, ACL_DENIED_KEY, NULL, k);
+	/* CLUSTER RESETPART empties the filter it names, as DEL would: a
+	 * key of the user's patterns (its twin, SETSLOT, has none) */
+	if (!(u->flags & ACL_USER_ALLKEYS) && name != NULL && op->argc >= 3 &&
+	    strcmp(name, "cluster|resetpart") == 0 &&
+	    !acl_user_key(u, op->argv[2], op->argl[2], ACL_KEY_WRITE))
+		return acl_refuse(s, op, r, ACL_DENIED_KEY, NULL, 2);
 	if (!(u->flags & ACL_USER_ALLCHANNELS) &&
 	    (k = channels_refused(op, u)) >= 0)
 		return acl_refuse(s, op, r, ACL_DENIED_CHANNEL, NULL, k);

@@ -1263,6 +1263,30 @@ filter_next_seed(uint64_t seed)
 	return next;
 }
 
+int
+filter_seed_after(uint64_t later, uint64_t earlier)
+{
+	for (int k = 0; k < FILTER_SEED_CHAIN; k++)
+		if ((earlier = filter_next_seed(earlier)) == later)
+			return 1;
+	return 0;
+}
+
+int
+filter_is_blank(const struct filter *f)
+{
+	if (f->nmerged > 0)
+		return 0;
+	for (size_t i = 0; i < f->nslices; i++) {
+		const struct slice *s = f->slices[i];
+
+		if (s->cuckoo.table != NULL ? s->cuckoo.count != 0 :
+		    s->bloom.bits_set != 0)
+			return 0;
+	}
+	return 1;
+}
+
 /* An empty filter's slices made again in the other layout. */
 static void
 relayout(struct filter *f)

@@ -502,6 +502,17 @@ uint64_t	 filter_new_seed(int slot_major);
  * (a reset's new seed is the filter's new epoch in the journal).
  */
 uint64_t	 filter_next_seed(uint64_t seed);
+/*
+ * Whether seed later follows seed earlier by 1 to FILTER_SEED_CHAIN
+ * resets. A part must never go back to a seed it held (the journal's
+ * resets are told apart by their seeds): one emptied after earlier does
+ * not take it again.
+ */
+#define FILTER_SEED_CHAIN	64
+int		 filter_seed_after(uint64_t later, uint64_t earlier);
+/* Whether f holds no key: no bit set in any slice (no fingerprint in a
+ * cuckoo filter's), no merged slice. */
+int		 filter_is_blank(const struct filter *);
 
 /* filter_hash's out-of-line case: a canonical URL (normalize = standard)
  * and, slot_major, the key's slot (computed when slot is negative). */
@@ -526,12 +537,14 @@ static inline uint64_t
 filter_hash_at(const struct filter *f, const void *key, size_t len, int slot)
 {
 	if (__builtin_expect(f->hash_slow, 0)) {
-		if (f->normalize || slot < 0)
+		if (f->normalize)
 			return filter_hash_slow(f, key, len, slot);
 		/* a partitioned filter's key on its node: inline, as the
-		 * batch asks it for every request */
+		 * batch asks it for every request (the slot too, on a
+		 * cluster of one, which checks no key against a map) */
 		return filter_slot_hash(XXH3_64bits_withSeed(key, len,
-		    f->seed), (unsigned)slot);
+		    f->seed), slot >= 0 ? (unsigned)slot :
+		    keyslot_of(key, len));
 	}
 	return XXH3_64bits_withSeed(key, len, f->seed);
 }

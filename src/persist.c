@@ -100,6 +100,11 @@ struct replay {
 	 * 'r' record of the same seed brings them back first */
 	struct filter	**gone;
 	size_t		 ngone, gone_cap;
+	/* dropped filters an 'r' of another seed took the name from: out of
+	 * the registry, kept until the end, when an image's 'r' of their
+	 * seed may bring one back (its snapshot came after all of these) */
+	struct filter	**shelf;
+	size_t		 nshelf, shelf_cap;
 	uint64_t	 resets, resets_newer;
 	char		 skipped[SKIP_NAMES][JOURNAL_NAME_MAX + 1];
 	int		 nskipped;
@@ -175,20 +180,73 @@ replay_cuckoo(struct replay *r, struct filter *f, const struct journal_key *k)
 	}
 }
 
-/* The filter out of the registry, and its file removed. */
+/* The snapshot file of name f, removed. */
 static void
-drop_now(struct replay *r, struct filter *f)
+unlink_file(struct replay *r, const struct filter *f)
 {
 	char path[PATH_MAX];
 
-	registry_remove(r->reg, f);
-	f->deleted = 1;
 	if (snapshot_path(path, sizeof(path), r->cfg->data_dir, f->name) == 0 &&
 	    unlink(path) == -1 && errno != ENOENT)
 		log_warn("journal: filter %s: cannot remove %s: %s", f->name,
 		    path, strerror(errno));
+}
+
+/* The filter out of the registry, and its file removed. */
+static void
+drop_now(struct replay *r, struct filter *f)
+{
+	registry_remove(r->reg, f);
+	f->deleted = 1;
+	unlink_file(r, f);
 	filter_unref(f);
 	r->dropped++;
+}
+
+/* Dropped filter f leaves the registry for the shelf (its file stays
+ * until the end); out of memory, it goes now. */
+static void
+shelve(struct replay *r, struct filter *f)
+{
+	struct filter **grown;
+
+	if (r->nshelf == r->shelf_cap) {
+		size_t cap = r->shelf_cap ? r->shelf_cap * 2 : 8;
+
+		if ((grown = reallocarray(r->shelf, cap, sizeof(*grown))) ==
+		    NULL) {
+			drop_now(r, f);
+			return;
+		}
+		r->shelf = grown;
+		r->shelf_cap = cap;
+	}
+	registry_remove(r->reg, f);
+	r->shelf[r->nshelf++] = f;
+}
+
+/* The shelved filter of k's name and seed back in the registry: 1, or 0
+ * when there is none (or it cannot come back). */
+static int
+unshelve(struct replay *r, const struct journal_key *k)
+{
+	char err[200];
+
+	for (size_t i = 0; i < r->nshelf; i++) {
+		struct filter *f = r->shelf[i];
+
+		if (f->seed != k->seed || f->namelen != k->namelen ||
+		    memcmp(f->name, k->name, k->namelen) != 0)
+			continue;
+		if (registry_adopt(r->reg, r->cfg, f, err, sizeof(err)) == -1) {
+			log_warn("journal: filter %s not brought back: %s",
+			    f->name, err);
+			return 0;
+		}
+		r->shelf[i] = r->shelf[--r->nshelf];
+		return 1;
+	}
+	return 0;
 }
 
 /* Whether f waits to be dropped; if so it no longer does. */
@@ -225,11 +283,15 @@ replay_create(struct replay *r, const struct journal_key *k)
 			r->revived += was_gone;
 			return;
 		}
-		drop_now(r, f);	/* an earlier filter of that name */
+		shelve(r, f);	/* an earlier filter of that name */
 	}
-	/* an image's filter is its snapshot: none, and it never was */
-	if (k->shape.image)
+	/* an image's filter is its snapshot: the one loaded at the start,
+	 * if an 'r' of another seed shelved it (its snapshot came after);
+	 * none, and it never was */
+	if (k->shape.image) {
+		r->revived += unshelve(r, k);
 		return;
+	}
 	f = registry_create_type(r->reg, r->cfg, k->name, k->namelen,
 	    k->shape.capacity, k->shape.error_rate, k->shape.growth,
 	    k->shape.type ? FILTER_TYPE_CUCKOO : FILTER_TYPE_BLOOM, err,
@@ -279,14 +341,39 @@ replay_drop(struct replay *r, const struct journal_key *k)
 	r->gone[r->ngone++] = f;
 }
 
+/*
+ * A filter dropped for good: its file goes unless the registry now holds
+ * a filter of its name loaded from that file (an image's filter brought
+ * back from the shelf).
+ */
+static void
+drop_at_end(struct replay *r, struct filter *f)
+{
+	const struct filter *now = registry_find(r->reg, f->name, f->namelen);
+
+	f->deleted = 1;
+	if (now == NULL || now->loaded_at == 0)
+		unlink_file(r, f);
+	filter_unref(f);
+	r->dropped++;
+}
+
 /* The drops no later record undid. */
 static void
 replay_finish(struct replay *r)
 {
+	/* out of the registry first, so that each file's fate is judged
+	 * by what stays */
+	for (size_t i = 0; i < r->ngone; i++)
+		registry_remove(r->reg, r->gone[i]);
 	while (r->ngone > 0)
-		drop_now(r, r->gone[--r->ngone]);
+		drop_at_end(r, r->gone[--r->ngone]);
+	while (r->nshelf > 0)
+		drop_at_end(r, r->shelf[--r->nshelf]);
 	free(r->gone);
+	free(r->shelf);
 	r->gone = NULL;
+	r->shelf = NULL;
 }
 
 /*
@@ -404,6 +491,9 @@ persist_open(struct core *core)
 		log_error("%s", err);
 		log_error("not starting: the journal is left as it is; see "
 		    "seend(8), JOURNAL, for what to do");
+		for (size_t i = 0; i < r->nshelf; i++)
+			filter_unref(r->shelf[i]);
+		free(r->shelf);
 		free(r->gone);
 		free(r);
 		free(p);
@@ -783,9 +873,10 @@ reset_without_journal(struct core *core, struct filter *f, uint64_t seed,
 	/* a job captured before the reset would write the old keys back:
 	 * one still queued takes the empty filter instead (the saver
 	 * coalesces), one being written is followed by this one. A
-	 * partitioned filter's new seed is kept at once too: a start
-	 * without its file would take the map's, not the one every node
-	 * took by the reset */
+	 * partitioned filter's is queued at once too, so that its new seed
+	 * is on disk soon: a start without its file (killed before) takes
+	 * the map's seed, an empty part that seen-cli cluster reset and
+	 * moved slots bring back to the others' */
 	if ((f->runtime || f->saving || f->slot_major) &&
 	    core->saver != NULL &&
 	    saver_submit(core->saver, f, core->cfg->data_dir, NULL) == -1)

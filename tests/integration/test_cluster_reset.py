@@ -28,12 +28,31 @@ redis = system_module("redis")
 URLS = 3000 if not WRAPPER else 600
 
 
-def seed_of(s):
-    """CLUSTER PARTSEED default on s: its 16 hex digits."""
+def part_of(s):
+    """CLUSTER PARTSEED default on s: (its 16 hex digits, "keys" or
+    "empty")."""
     got = ask(s, "CLUSTER", "PARTSEED", "default")
-    if not isinstance(got, bytes) or len(got) != 16:
+    if not isinstance(got, bytes) or len(got.split()) != 2 or \
+            len(got.split()[0]) != 16 or \
+            got.split()[1] not in (b"keys", b"empty"):
         raise Failed("CLUSTER PARTSEED default on %s: %r" % (s.name, got))
-    return got.decode()
+    seed, what = got.decode().split()
+    return seed, what
+
+
+def first_slot(s):
+    """The lowest slot s owns in the map it holds."""
+    me = myid(s)
+    for line in getmap(s).splitlines():
+        f = line.split()
+        if f[0] == "slots" and f[1] == me:
+            return min(int(r.partition("-")[0]) for r in f[2:])
+    raise Failed("%s owns no slot" % s.name)
+
+
+def seed_of(s):
+    """The seed of s's part of default."""
+    return part_of(s)[0]
 
 
 def primaries_of(ns):
@@ -140,6 +159,23 @@ def cluster_reset_empties_every_part_into_one_seed(t):
     seen_all(t, all_nodes, keys + again, "after kill -9 and restart")
     ok_cli(t, "cluster", "check", addr(ns[0]))
 
+    # a primary added since the reset, holding nothing (the map's seed),
+    # counts for nothing: the next reset empties every part, and it takes
+    # the new seed too
+    late = nodes(t, 1, name="late")[0]
+    ok_cli(t, "cluster", "add-node", addr(late), addr(ns[0]))
+    t.eq(part_of(late), (list(before)[0], "empty"),
+         "the late node's part: the map's seed, empty")
+    out = ok_cli(t, "cluster", "reset", addr(ns[0]), "default", "--yes")
+    t.eq(out.count("[OK] default emptied on"), 4,
+         "four primaries emptied:\n" + out)
+    third = seed_of(late)
+    t.ok(third not in (after,) + tuple(before), "a third seed")
+    for s in all_nodes:
+        t.ok(wait_until(lambda: seed_of(s) == third, timeout=10),
+             "%s took it" % s.name)
+    t.eq(new_count(all_nodes, keys), len(keys), "every URL new again")
+
 
 @test
 def a_reset_stopped_midway_is_finished_by_running_it_again(t):
@@ -175,6 +211,13 @@ def a_reset_stopped_midway_is_finished_by_running_it_again(t):
     t.ok(rc_ != 0 and "another seed" in out + err,
          "a move into a part of the old seed refused: %d\n%s%s" %
          (rc_, out, err))
+    # nor b's into a's emptied part, which would take the old seed back
+    # (a seed repeated in its journal: a replay would empty what came)
+    rc_, out, err = cli(t, "cluster", "reshard", addr(a), "--from",
+                        myid(b), "--to", myid(a), "--slots", "100", "--yes")
+    t.ok(rc_ != 0 and "was emptied here and not on the source" in out,
+         "a move into the emptied part refused: %d\n%s%s" % (rc_, out, err))
+    t.eq(seed_of(a), s1, "a kept the new seed")
     # seen-cli finishes it: b's part emptied, one seed again
     out = ok_cli(t, "cluster", "reset", addr(b), "default", "--yes")
     t.eq(seed_of(a), s1, "a kept its seed")
@@ -183,6 +226,29 @@ def a_reset_stopped_midway_is_finished_by_running_it_again(t):
     ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(a), "--to",
            myid(b), "--slots", "100", "--yes")
     seen_all(t, [a, b], keys, "after a move")
+
+    # while slots are paused for a hand-over, nothing empties the filter
+    lo = str(first_slot(a))
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "START", lo, lo, myid(b)), "OK")
+    for words in (("DEL", "default"), ("FLUSHALL",),
+                  ("CLUSTER", "RESETPART", "default", seed_of(a))):
+        got = ask(a, *words)
+        t.ok(isinstance(got, Err) and got.startswith("TRYAGAIN"),
+             "%s during a hand-over: %r" % (" ".join(words), got))
+    t.eq(ask(a, "CLUSTER", "HANDOFF", "CANCEL", lo, lo), "OK")
+    seen_all(t, [a, b], keys, "after the refusals")
+
+    # a user kept to other keys cannot empty it
+    t.eq(ask(a, "ACL", "SETUSER", "crawler", "on", ">pw", "~crawl*",
+             "+@all"), "OK")
+    c = Resp(a.port)
+    try:
+        t.eq(c.cmd("AUTH", "crawler", "pw"), "OK")
+        got = c.cmd("CLUSTER", "RESETPART", "default", seed_of(a))
+        t.ok(isinstance(got, Err) and got.startswith("NOPERM"),
+             "RESETPART of a filter outside the user's keys: %r" % got)
+    finally:
+        c.close()
 
     # FLUSHALL on every node, as redis-cli --cluster call sends it
     for s in (a, b):

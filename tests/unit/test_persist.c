@@ -1107,6 +1107,73 @@ test_named_image_unsaved(void)
 	rm_dir(dir);
 }
 
+/*
+ * A snapshot of X (seed S1, k1), then 'x X S1', 'r X S2', 'x X S2' and an
+ * image's 'r X S1': X deleted, made again and deleted, then S1's dump
+ * loaded again, whose snapshot is the one on disk. X stays with S1 and k1,
+ * and its file. Fails if the plain 'r' of S2 drops the loaded X (and
+ * unlinks its file) instead of keeping it aside for a later image's 'r'.
+ */
+static void
+test_named_image_after_two_drops(void)
+{
+	struct core	 w, rd;
+	struct journal	*j = NULL;
+	struct filter	*f = NULL, *f2 = NULL;
+	uint64_t	 s1 = 0;
+	char		 dir[64];
+	int		 bad = 0;
+
+	new_dir(dir, sizeof(dir));
+	turn_start();
+	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
+	    NULL, "named, image after drops: a runtime filter %s is made",
+	    NAMED)) {
+		rm_dir(dir);
+		return;
+	}
+	s1 = f->seed;
+	named_set(f, 1);
+	core_snapshot_dirty(&w, 0);
+	saver_drain(w.saver);
+	ok(f->last_save_ok == 1 && snapshot_exists(dir, NAMED), "named, "
+	    "image after drops: its snapshot (S1, k1) is written");
+	if ((j = named_journal_open(dir)) == NULL)
+		bad = 1;
+	else {
+		bad |= named_record(j, f, 0);		/* DEL */
+		registry_remove(w.reg, f);
+		if ((f2 = named_create(&w)) == NULL)	/* BF.RESERVE */
+			bad = 1;
+		else {
+			bad |= f2->seed == s1;
+			bad |= named_record(j, f2, 1);
+			bad |= named_record(j, f2, 0);	/* DEL */
+		}
+		bad |= named_record(j, f, 2);		/* the S1 dump */
+		bad |= named_journal_end(j);
+		filter_unref(f);
+	}
+	core_down(&w);
+	ok(!bad, "named, image after drops: journal 'x %s S1', 'r %s S2', "
+	    "'x %s S2', image 'r %s S1' written", NAMED, NAMED, NAMED, NAMED);
+
+	if (!ok(core_up(&rd, dir, "always") == 0, "named, image after drops: "
+	    "a new core loads the snapshot and replays the journal")) {
+		rm_dir(dir);
+		return;
+	}
+	turn_start();
+	f = filter_named(&rd, NAMED);
+	if (ok(f != NULL && f->seed == s1, "named, image after drops: %s is "
+	    "there with seed S1", NAMED))
+		ok(named_has(f, 1), "named, image after drops: k1 answers seen");
+	ok(snapshot_exists(dir, NAMED), "named, image after drops: its "
+	    "snapshot file stays");
+	core_down(&rd);
+	rm_dir(dir);
+}
+
 int
 main(void)
 {
@@ -1119,5 +1186,6 @@ main(void)
 	test_named_revived();
 	test_named_reseeded();
 	test_named_image_unsaved();
+	test_named_image_after_two_drops();
 	return done_testing();
 }
