@@ -148,6 +148,11 @@ cmd_reset(struct cl *cl, int argc, char **argv)
 	}
 	if (np == 0 || reset_from(seeds, nkeys > 0 ? nkeys : 1, &from) == -1)
 		goto out;
+	/* every part empty: from the seed furthest along, which no part
+	 * would go back from */
+	for (size_t i = 0; nkeys == 0 && i < np; i++)
+		if (filter_seed_after(seeds[i], from))
+			from = seeds[i];
 	snprintf(question, sizeof(question), "Empty filter %s on all %zu "
 	    "primaries, forgetting every key it holds?", a.pos[1], np);
 	if (!confirm(cl, question)) {

@@ -231,10 +231,13 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		    "file, is not partitioned by slot and holds %llu keys: "
 		    "the URLs of the slots it holds here would be answered new "
 		    "again on their new node, so no slot of this node moves "
-		    "while it holds keys (route those URLs to a Bloom filter; "
-		    "FLUSHALL empties it here)", pinned->name,
+		    "while it holds keys (%s; FLUSHALL sent to every node "
+		    "empties it with every other filter)", pinned->name,
 		    filter_is_cuckoo(pinned) ? "cuckoo" : "bloom",
-		    (unsigned long long)filter_count(pinned));
+		    (unsigned long long)filter_count(pinned),
+		    filter_is_cuckoo(pinned) ? "URLs that must move with their "
+		    "slots belong in a Bloom filter" : "its keys were recorded "
+		    "outside cluster mode");
 		return NULL;
 	}
 	if ((pinned = pinned_in(core, first, last)) != NULL) {

@@ -685,9 +685,16 @@ keyspace_reset_part(struct session *s, struct op *op, struct result *r)
 		result_status(r, "OK");
 		return;
 	}
-	result_error(r, "ERR", "filter %s hashes with seed %016llx here, "
-	    "neither %016llx nor the one after it, and holds keys", f->name,
-	    (unsigned long long)f->seed, (unsigned long long)seed);
+	if (filter_is_blank(f))
+		result_error(r, "ERR", "filter %s's empty part hashes with seed "
+		    "%016llx here, which a later reset than one of %016llx "
+		    "gave it", f->name, (unsigned long long)f->seed,
+		    (unsigned long long)seed);
+	else
+		result_error(r, "ERR", "filter %s hashes with seed %016llx "
+		    "here, neither %016llx nor the one after it, and holds "
+		    "keys", f->name, (unsigned long long)f->seed,
+		    (unsigned long long)seed);
 }
 
 /*

@@ -256,7 +256,8 @@ job_finish(struct core *core, struct merge_job *job)
 	if (err[0] == '\0')
 		(void)merge_finish(job->m, err, sizeof(err));
 	/* a new filter joined the registry: an image's, whose snapshot is
-	 * queued below, or, the merge failed, one that stays as it is */
+	 * queued below, or, the merge failed, one that stays (a replay
+	 * makes it again empty: the client had an error) */
 	if (job->fresh && registry_contains(core->reg, dst)) {
 		if (err[0] == '\0')
 			persist_filter_restored(core, dst);

@@ -81,6 +81,20 @@ struct persist {
 
 /* ---- replay ---- */
 
+/*
+ * A journal opened with no segment left (journal = off for a while)
+ * numbers its segments from 1 again, but snapshot files written before
+ * name later segments as where they were captured (before_snapshot):
+ * the new journal starts past every one of them.
+ */
+static void
+numbered_past_files(const struct core *core, struct journal_replay_info *info)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++)
+		if (core->reg->filters[i]->loaded_jseq > info->last_seq)
+			info->last_seq = core->reg->filters[i]->loaded_jseq;
+}
+
 struct replay {
 	struct core	*core;
 	struct registry	*reg;
@@ -124,6 +138,21 @@ note_skipped(struct replay *r, const char *name, size_t len)
 }
 
 /*
+ * Whether record k comes before the capture of f's snapshot (its file
+ * says where the journal was then; 0: a file of a seend before that):
+ * what a reset, drop or creation of f's name before it did is in the file
+ * already. Its keys are still applied (a batch open at the capture goes
+ * on after it; a Bloom filter's key set twice changes nothing).
+ */
+static int
+before_snapshot(const struct filter *f, const struct journal_key *k)
+{
+	return f != NULL && f->loaded_at != 0 && f->loaded_jseq != 0 &&
+	    (k->seq < f->loaded_jseq || (k->seq == f->loaded_jseq &&
+	    k->offset < f->loaded_joff));
+}
+
+/*
  * A reset record: the filter was emptied and took new_seed. The seed is
  * the filter's epoch, so what replay holds for the filter says on which
  * side of the reset it is:
@@ -142,6 +171,10 @@ replay_reset(struct replay *r, const struct journal_key *k)
 	r->have = 0;		/* the cached run's filter changes seed */
 	if (f == NULL) {
 		note_skipped(r, k->name, k->namelen);
+		return;
+	}
+	if (before_snapshot(f, k)) {
+		r->resets_newer++;	/* the file holds what it left */
 		return;
 	}
 	if (f->seed == k->seed) {
@@ -239,8 +272,12 @@ unshelve(struct replay *r, const struct journal_key *k)
 		    memcmp(f->name, k->name, k->namelen) != 0)
 			continue;
 		if (registry_adopt(r->reg, r->cfg, f, err, sizeof(err)) == -1) {
-			log_warn("journal: filter %s not brought back: %s",
-			    f->name, err);
+			/* its file stays: the only copy of an acknowledged
+			 * filter, for a start that can take it */
+			log_warn("journal: filter %s not brought back: %s; its "
+			    "file is left in data_dir", f->name, err);
+			r->shelf[i] = r->shelf[--r->nshelf];
+			filter_unref(f);
 			return 0;
 		}
 		r->shelf[i] = r->shelf[--r->nshelf];
@@ -273,7 +310,10 @@ replay_create(struct replay *r, const struct journal_key *k)
 	char		 err[400];
 
 	r->have = 0;
-	if ((f = registry_find(r->reg, k->name, k->namelen)) != NULL) {
+	if ((f = registry_find(r->reg, k->name, k->namelen)) != NULL &&
+	    before_snapshot(f, k))
+		return;		/* its file, written after, holds it */
+	if (f != NULL) {
 		int was_gone = gone_take(r, f);
 
 		/* there, or dropped and back with the same seed (a named
@@ -322,7 +362,9 @@ replay_drop(struct replay *r, const struct journal_key *k)
 	struct filter	**grown;
 
 	r->have = 0;
-	if (f == NULL || !f->runtime || f->seed != k->seed)
+	/* dropped before its file was written: made again since */
+	if (f == NULL || !f->runtime || f->seed != k->seed ||
+	    before_snapshot(f, k))
 		return;
 	for (size_t i = 0; i < r->ngone; i++)
 		if (r->gone[i] == f)
@@ -543,6 +585,7 @@ persist_open(struct core *core)
 	free(r);
 	if (p->mode == JOURNAL_OFF && info.segments == 0)
 		return 0;
+	numbered_past_files(core, &info);
 	if ((p->j = journal_open(dir, &info, 0, err, sizeof(err))) == NULL) {
 		log_error("%s", err);
 		log_error("not starting: cannot open the journal "
@@ -1263,8 +1306,11 @@ persist_reload(struct core *core, char *err, size_t errlen)
 		/* off until now: nothing of ours is there; what an earlier
 		 * run left was replayed at start */
 		if (journal_replay(core->cfg->data_dir, NULL, NULL, &info, err,
-		    errlen) == -1 || (p->j = journal_open(core->cfg->data_dir,
-		    &info, 0, err, errlen)) == NULL)
+		    errlen) == -1)
+			return -1;
+		numbered_past_files(core, &info);
+		if ((p->j = journal_open(core->cfg->data_dir, &info, 0, err,
+		    errlen)) == NULL)
 			return -1;
 		p->seg_start = time(NULL);
 		saver_set_journal(core->saver, p->j);

@@ -92,9 +92,12 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 	put_le32(raw + OFF_VERSION, h->version);
 	put_le32(raw + OFF_LAYOUT, h->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
 	    h->slot_major ? BLOOM_LAYOUT_SLOTS512 : BLOOM_LAYOUT_SPLIT512);
-	if (h->cuckoo) {
+	/* the journal position of the capture: every version but 1 */
+	if (h->version != 1) {
 		put_le64(raw + OFF_JSEQ, h->jseq);
 		put_le64(raw + OFF_JOFF, h->joff);
+	}
+	if (h->cuckoo) {
 		put_le32(raw + OFF_MAXKICKS, h->max_kicks);
 		put_le64(raw + OFF_FORGOTTEN, h->forgotten);
 	}
@@ -158,10 +161,13 @@ decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
 	}
 	h->slot_major = h->version != SNAPSHOT_VERSION_CUCKOO &&
 	    h->layout == BLOOM_LAYOUT_SLOTS512;
-	if (h->version == SNAPSHOT_VERSION_CUCKOO) {
-		h->cuckoo = 1;
+	/* zero in a Bloom filter's file of a seend before them: none */
+	if (h->version != 1) {
 		h->jseq = get_le64(raw + OFF_JSEQ);
 		h->joff = get_le64(raw + OFF_JOFF);
+	}
+	if (h->version == SNAPSHOT_VERSION_CUCKOO) {
+		h->cuckoo = 1;
 		h->max_kicks = get_le32(raw + OFF_MAXKICKS);
 		h->forgotten = get_le64(raw + OFF_FORGOTTEN);
 	}

@@ -18,7 +18,12 @@
  *    56     8  count of keys in all slices
  *    64     8  expire window in milliseconds (0 = never)
  *    72     8  creation time (Unix seconds)
- *    80    48  reserved, zero
+ *    80     8  journal segment when the filter was captured (0: none,
+ *              a file of a seend before it), then
+ *    88     8  byte offset in that segment: replay takes no record of
+ *              the filter's name before it as changing the filter (its
+ *              resets, drops and creations are in the file already)
+ *    96    32  reserved, zero
  *   128  64*n  one entry per slice, oldest first:
  *                +0 nblocks, +8 hashes (u32), +12 flags (u32; version
  *                3: bit 0 merged, else zero), +16 capacity, +24
@@ -91,8 +96,8 @@
 struct snapshot_header {
 	uint32_t	 version;
 	int		 cuckoo;	/* version 4: a cuckoo filter */
-	/* version 4: the journal position of the capture, MAXITERATIONS,
-	 * keys forgotten */
+	/* the journal position of the capture (versions 2 to 4; 0 when
+	 * none); version 4: MAXITERATIONS, keys forgotten */
 	uint64_t	 jseq, joff;
 	uint32_t	 max_kicks;
 	uint64_t	 forgotten;

@@ -353,11 +353,32 @@ def a_filter_deleted_then_loaded_or_merged_again_survives_kill9(t):
         t.eq(c.cmd("MERGE", "m", "f"), "OK", "MERGE m f (m fresh)")
         t.eq(c.cmd("DEL", "m"), 1, "DEL m")
         t.eq(c.cmd("MERGE", "m", "f"), "OK", "MERGE m f again")
+        # emptied before it was deleted: the reset's record, older than
+        # the file written after the load, must not empty the file's
+        # filter at the replay
+        load_ok(t, c, "r", chunks, "r")
+        lc = a.client()
+        t.eq(lc.cmd("RESET r"), "OK", "RESET r")
+        lc.close()
+        t.eq(c.cmd("DEL", "r"), 1, "DEL r")
+        load_ok(t, c, "r", chunks, "r loaded again after RESET and DEL")
+        t.eq(c.cmd("MERGE", "n", "f"), "OK", "MERGE n f")
+        lc = a.client()
+        t.eq(lc.cmd("RESET n"), "OK", "RESET n")
+        lc.close()
+        t.eq(c.cmd("DEL", "n"), 1, "DEL n")
+        t.eq(c.cmd("MERGE", "n", "f"), "OK", "MERGE n f after RESET, DEL")
+        # deleted, made again by BF.RESERVE (another seed), deleted
+        load_ok(t, c, "g", chunks, "g")
+        t.eq(c.cmd("DEL", "g"), 1, "DEL g")
+        t.eq(c.cmd("BF.RESERVE", "g", "0.01", "1000"), "OK", "BF.RESERVE g")
+        t.eq(c.cmd("DEL", "g"), 1, "DEL g again")
+        load_ok(t, c, "g", chunks, "g loaded again")
         c.close()
         a.kill9()
         a.start()
         names = filter_names(a)
-        for name in ("f", "m"):
+        for name in ("f", "m", "r", "n", "g"):
             t.ok(name in names, "%s is there after kill -9: %r"
                  % (name, names))
             all_held(t, rpy(a), name, held, name + " after kill -9")
@@ -365,8 +386,8 @@ def a_filter_deleted_then_loaded_or_merged_again_survives_kill9(t):
         t.eq(a.stop(), 0, "SIGTERM")
         a.start()
         names = filter_names(a)
-        t.ok("f" in names and "m" in names, "f and m after a restart: %r"
-             % (names,))
+        t.ok(all(x in names for x in "fmrng"), "f, m, r, n and g after a "
+             "restart: %r" % (names,))
 
 
 # ---- 4: a damaged chunk ----
