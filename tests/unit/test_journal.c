@@ -2160,7 +2160,7 @@ static void
 test_filter_records(void)
 {
 	struct journal_replay_info	 info;
-	struct journal_filter		 sh = { 1, 0, 5000, 0.001, 2, 20 };
+	struct journal_filter		 sh = { 1, 0, 5000, 0.001, 2, 20, 0 };
 	struct fseen			 s;
 	struct journal			*j;
 	struct buf			 img;
