@@ -107,7 +107,7 @@ struct replay {
 	int		 have;
 	uint64_t	 applied, other_seed, unknown, expired;
 	uint64_t	 given_away;	/* keys of slots not the shard's */
-	uint64_t	 covered;	/* cuckoo records its snapshot holds */
+	uint64_t	 covered;	/* key records a snapshot holds */
 	uint64_t	 created, dropped;	/* runtime filters */
 	uint64_t	 revived;	/* dropped, then back with the seed */
 	/* filters an 'x' record dropped: out at the replay's end, unless an
@@ -140,9 +140,10 @@ note_skipped(struct replay *r, const char *name, size_t len)
 /*
  * Whether record k comes before the capture of f's snapshot (its file
  * says where the journal was then; 0: a file of a seend before that):
- * what a reset, drop or creation of f's name before it did is in the file
- * already. Its keys are still applied (a batch open at the capture goes
- * on after it; a Bloom filter's key set twice changes nothing).
+ * what it did is in the file already, a reset, drop or creation of f's
+ * name as a key. A key's offset is its own hash's, so a key that goes on
+ * with a batch open at the capture is at or after it (test_journal's
+ * position test).
  */
 static int
 before_snapshot(const struct filter *f, const struct journal_key *k)
@@ -187,19 +188,13 @@ replay_reset(struct replay *r, const struct journal_key *k)
 }
 
 /*
- * A cuckoo filter's record. Its snapshot holds every record before the
- * journal position it was captured at, and those are skipped: a forget
- * applied twice would take another key's fingerprint with it (a Bloom
- * filter's keys, only ever set, may be applied again).
+ * A cuckoo filter's record after its snapshot's capture (the records
+ * before it are skipped: a forget applied twice would take another key's
+ * fingerprint with it).
  */
 static void
 replay_cuckoo(struct replay *r, struct filter *f, const struct journal_key *k)
 {
-	if (f->loaded_at != 0 && (k->seq < f->loaded_jseq ||
-	    (k->seq == f->loaded_jseq && k->offset < f->loaded_joff))) {
-		r->covered++;
-		return;
-	}
 	switch (k->op) {
 	case JOURNAL_OP_FORGET:
 		r->applied += (uint64_t)filter_forget(f, k->hash);
@@ -474,6 +469,13 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 		r->other_seed++;
 		return 0;
 	}
+	/* in its snapshot already; for a Bloom filter also a key of an
+	 * earlier filter of that name and seed (deleted, then its dump
+	 * loaded again) that the loaded one never held */
+	if (before_snapshot(f, k)) {
+		r->covered++;
+		return 0;
+	}
 	if (filter_is_cuckoo(f)) {
 		replay_cuckoo(r, f, k);
 		return 0;
@@ -566,8 +568,8 @@ persist_open(struct core *core)
 		    r->created, (unsigned long long)r->dropped,
 		    (unsigned long long)r->revived);
 	if (r->covered > 0)
-		log_info("journal: %llu records of cuckoo filters skipped: "
-		    "their snapshots hold them", (unsigned long long)r->covered);
+		log_info("journal: %llu key records skipped: their filters' "
+		    "snapshots hold them", (unsigned long long)r->covered);
 	if (info.resets > 0)
 		log_info("journal: %llu filter reset(s) replayed, %llu "
 		    "already in the snapshots", (unsigned long long)r->resets,

@@ -22,7 +22,7 @@
  *              a file of a seend before it), then
  *    88     8  byte offset in that segment: replay takes no record of
  *              the filter's name before it as changing the filter (its
- *              resets, drops and creations are in the file already)
+ *              keys, resets, drops and creations are in the file)
  *    96    32  reserved, zero
  *   128  64*n  one entry per slice, oldest first:
  *                +0 nblocks, +8 hashes (u32), +12 flags (u32; version
