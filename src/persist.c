@@ -85,14 +85,20 @@ struct persist {
  * A journal opened with no segment left (journal = off for a while)
  * numbers its segments from 1 again, but snapshot files written before
  * name later segments as where they were captured (before_snapshot):
- * the new journal starts past every one of them.
+ * the new journal starts past every one of them, those of filters loaded
+ * now and the files of data_dir (a filter retired by a reload and added
+ * back later is read from its file again).
  */
 static void
 numbered_past_files(const struct core *core, struct journal_replay_info *info)
 {
+	uint64_t on_disk = snapshot_max_jseq(core->cfg->data_dir);
+
 	for (size_t i = 0; i < core->reg->nfilters; i++)
 		if (core->reg->filters[i]->loaded_jseq > info->last_seq)
 			info->last_seq = core->reg->filters[i]->loaded_jseq;
+	if (on_disk > info->last_seq)
+		info->last_seq = on_disk;
 }
 
 struct replay {

@@ -7,6 +7,7 @@
  * accepted, and must refuse anything it cannot prove whole and meant for the
  * filter the configuration describes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -171,6 +172,40 @@ decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
 		h->max_kicks = get_le32(raw + OFF_MAXKICKS);
 		h->forgotten = get_le64(raw + OFF_FORGOTTEN);
 	}
+}
+
+uint64_t
+snapshot_max_jseq(const char *dir)
+{
+	unsigned char	 raw[SNAPSHOT_HEADER_SIZE];
+	struct snapshot_header h;
+	struct dirent	*e;
+	DIR		*d;
+	uint64_t	 max = 0;
+	size_t		 len, suffix = strlen(SNAPSHOT_SUFFIX);
+	int		 fd;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		len = strlen(e->d_name);
+		/* a filter's file, not a temporary one (".name.bloom.tmp") */
+		if (e->d_name[0] == '.' || len <= suffix ||
+		    strcmp(e->d_name + len - suffix, SNAPSHOT_SUFFIX) != 0)
+			continue;
+		if ((fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC)) ==
+		    -1)
+			continue;
+		if (read(fd, raw, sizeof(raw)) == (ssize_t)sizeof(raw) &&
+		    memcmp(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8) == 0) {
+			decode_header(raw, &h);
+			if (h.jseq > max)
+				max = h.jseq;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return max;
 }
 
 int

@@ -138,6 +138,13 @@ struct snapshot_slice {
 	uint64_t	 seed;		/* merged: its keys' seed; else 0 */
 };
 
+/*
+ * The highest journal segment any snapshot file in dir names as where it
+ * was captured (0: none): a journal numbered again from nothing starts
+ * past it, so that no file's position lies after records written since.
+ */
+uint64_t snapshot_max_jseq(const char *dir);
+
 /* "<dir>/<name>.bloom" into buf; returns 0, or -1 if it does not fit. */
 int	snapshot_path(char *buf, size_t len, const char *dir, const char *name);
 

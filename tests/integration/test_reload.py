@@ -4,6 +4,7 @@ released, limits and log level replaced, listeners moved; an invalid file
 changes nothing; connections and bits survive. Each reload is awaited through
 the notify protocol (READY=1 after RELOADING=1), not by sleeping.
 """
+import struct
 import threading
 
 from seendtest import *
@@ -662,6 +663,57 @@ def a_data_dir_change_with_the_journal_on_is_refused(t):
     t.eq(r.reload(filters=DEFAULT_FILTERS, server="journal = off"),
          "failed", "move refused with a journal still open")
 
+
+def file_jseq(path):
+    """The journal segment a snapshot file says it was captured in."""
+    with open(path, "rb") as f:
+        return struct.unpack_from("<Q", f.read(128), 80)[0]
+
+
+@test
+def keys_of_a_filter_added_back_survive_a_journal_numbered_again(t):
+    # a's file names a late segment; the journal goes off and its segments
+    # away; turned on again it numbers from nothing: it must start past
+    # a's file, also when a is retired at that moment and comes back from
+    # its file later, or a replay takes the new keys as ones the file holds
+    a = "\n[filter.a]\ncapacity = 100000\nerror_rate = 0.01\n"
+    on = "journal = always\nsnapshot_interval = 2\n"
+    off = "journal = off\nsnapshot_interval = 2\n"
+    r = Reloader(t, filters=DEFAULT_FILTERS + a, server=on)
+    s = r.start()
+    c = s.client()
+    path = os.path.join(s.data_dir, "a.bloom")
+    deadline = time.time() + 60 * SLOW
+    i = 0
+    while True:
+        t.eq(c.cmd("SEEN a https://old.example/%d" % i), "0", "old key")
+        i += 1
+        t.eq(c.cmd("SAVE a"), "OK")
+        if file_jseq(path) >= 3:
+            break
+        if time.time() > deadline:
+            raise Failed("a's file never named segment 3 (%d)" %
+                         file_jseq(path))
+        time.sleep(0.2)
+    c.close()
+    t.eq(r.reload(filters=DEFAULT_FILTERS + a, server=off), "ok")
+    t.eq(s.stop(), 0)
+    r.start()
+    t.eq(r.reload(filters=DEFAULT_FILTERS, server=on), "ok",
+         "journal on, a retired")
+    t.eq(r.reload(filters=DEFAULT_FILTERS + a, server=on), "ok",
+         "a back from its file")
+    c = s.client()
+    new = ["https://new.example/%d" % i for i in range(50)]
+    for k in new:
+        t.eq(c.cmd("SEEN a " + k), "0", "a new key acknowledged")
+    c.close()
+    s.kill9()
+    r.start()
+    c = s.client()
+    got = [c.cmd("CHECK a " + k) for k in new]
+    c.close()
+    t.eq(got.count("1"), len(new), "acknowledged keys after kill -9")
 
 if __name__ == "__main__":
     run()
