@@ -784,6 +784,26 @@ named_create(struct core *core)
 	return f;
 }
 
+/*
+ * A fresh data_dir in dir and core w on it with the runtime filter NAMED
+ * made: the filter, or NULL after the failed check (dir removed). what
+ * names the test in the check.
+ */
+static struct filter *
+named_setup(struct core *w, char *dir, size_t len, const char *what)
+{
+	struct filter *f = NULL;
+
+	new_dir(dir, len);
+	turn_start();
+	if (!ok(core_up(w, dir, "off") == 0 && (f = named_create(w)) != NULL,
+	    "%s: a runtime filter %s is made", what, NAMED)) {
+		rm_dir(dir);
+		return NULL;
+	}
+	return f;
+}
+
 /* The 'r' (create: 1, an image's: 2) or 'x' (drop: 0) record of f, as
  * persist.c writes it; 0, or -1. */
 static int
@@ -889,13 +909,8 @@ test_named_dropped(void)
 	char		 dir[64];
 	int		 bad = 0;
 
-	new_dir(dir, sizeof(dir));
-	turn_start();
-	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
-	    NULL, "named, dropped: a runtime filter %s is made", NAMED)) {
-		rm_dir(dir);
+	if ((f = named_setup(&w, dir, sizeof(dir), "named, dropped")) == NULL)
 		return;
-	}
 	for (unsigned i = 1; i <= 3; i++)
 		named_set(f, i);
 	core_snapshot_dirty(&w, 0);
@@ -946,13 +961,8 @@ test_named_revived(void)
 	char		 dir[64];
 	int		 bad = 0;
 
-	new_dir(dir, sizeof(dir));
-	turn_start();
-	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
-	    NULL, "named, back: a runtime filter %s is made", NAMED)) {
-		rm_dir(dir);
+	if ((f = named_setup(&w, dir, sizeof(dir), "named, back")) == NULL)
 		return;
-	}
 	seed = f->seed;
 	named_set(f, 1);
 	core_snapshot_dirty(&w, 0);
@@ -1012,13 +1022,8 @@ test_named_reseeded(void)
 	char		 dir[64];
 	int		 bad = 0;
 
-	new_dir(dir, sizeof(dir));
-	turn_start();
-	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
-	    NULL, "named, new seed: a runtime filter %s is made", NAMED)) {
-		rm_dir(dir);
+	if ((f = named_setup(&w, dir, sizeof(dir), "named, new seed")) == NULL)
 		return;
-	}
 	s1 = f->seed;
 	if ((j = named_journal_open(dir)) == NULL)
 		bad = 1;
@@ -1079,13 +1084,8 @@ test_named_image_unsaved(void)
 	char		 dir[64];
 	int		 bad = 0;
 
-	new_dir(dir, sizeof(dir));
-	turn_start();
-	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
-	    NULL, "named, image: a runtime filter %s is made", NAMED)) {
-		rm_dir(dir);
+	if ((f = named_setup(&w, dir, sizeof(dir), "named, image")) == NULL)
 		return;
-	}
 	if ((j = named_journal_open(dir)) == NULL)
 		bad = 1;
 	else {
@@ -1124,14 +1124,8 @@ test_named_image_after_two_drops(void)
 	char		 dir[64];
 	int		 bad = 0;
 
-	new_dir(dir, sizeof(dir));
-	turn_start();
-	if (!ok(core_up(&w, dir, "off") == 0 && (f = named_create(&w)) !=
-	    NULL, "named, image after drops: a runtime filter %s is made",
-	    NAMED)) {
-		rm_dir(dir);
+	if ((f = named_setup(&w, dir, sizeof(dir), "named, image after drops")) == NULL)
 		return;
-	}
 	s1 = f->seed;
 	named_set(f, 1);
 	core_snapshot_dirty(&w, 0);
