@@ -112,6 +112,21 @@ def read_replies(f, n):
     return ones
 
 
+def send_round(socks, files, table, cmd, numbers):
+    """cmd (SETNX: with a value) of the URLs of the given numbers, each
+    pipelined to its slot's owner (table: slot -> port, socks and files
+    by port): the count of replies "1"."""
+    bufs = {p: [] for p in socks}
+    for m in numbers:
+        u = fill_url(m)
+        p = table[binascii.crc_hqx(u, 0) & 16383]
+        bufs[p].append(resp([cmd, u, b"1"] if cmd == b"SETNX" else [cmd, u]))
+    for p, b in bufs.items():
+        if b:
+            socks[p].sendall(b"".join(b))
+    return sum(read_replies(files[p], len(b)) for p, b in bufs.items())
+
+
 def filler(table, ports, lo, hi, step, batch, cmd, out):
     """SETNX (or cmd) of URLs lo, lo+step, ... < hi, each to its owner,
     batch URLs a round: the count of replies "1" into out."""
@@ -120,17 +135,8 @@ def filler(table, ports, lo, hi, step, batch, cmd, out):
     ones = 0
     n = lo
     while n < hi:
-        bufs = {p: [] for p in ports}
-        for m in range(n, min(hi, n + batch * step), step):
-            u = fill_url(m)
-            p = table[binascii.crc_hqx(u, 0) & 16383]
-            bufs[p].append(resp([cmd, u, b"1"] if cmd == b"SETNX" else
-                                [cmd, u]))
-        for p, b in bufs.items():
-            if b:
-                socks[p].sendall(b"".join(b))
-        for p, b in bufs.items():
-            ones += read_replies(files[p], len(b))
+        ones += send_round(socks, files, table, cmd,
+                           range(n, min(hi, n + batch * step), step))
         n += batch * step
     out.put(ones)
 

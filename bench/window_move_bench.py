@@ -44,7 +44,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_bench import free_port, wait_port, log  # noqa: E402
 from move_bench import (cli, fill, fill_url, filter_info,  # noqa: E402
-                        owners, read_replies, resp)
+                        owners, send_round)
 
 
 def start_seend(a, d, name):
@@ -166,17 +166,7 @@ def fill_only(a, ports, table, urls, cmd=b"SETNX"):
     files = {p: s.makefile("rb") for p, s in socks.items()}
     ones = 0
     for i in range(0, len(urls), 2000):
-        bufs = {p: [] for p in ports}
-        for m in urls[i:i + 2000]:
-            u = fill_url(m)
-            p = table[binascii.crc_hqx(u, 0) & 16383]
-            bufs[p].append(resp([cmd, u, b"1"] if cmd == b"SETNX" else
-                                [cmd, u]))
-        for p, b in bufs.items():
-            if b:
-                socks[p].sendall(b"".join(b))
-        for p, b in bufs.items():
-            ones += read_replies(files[p], len(b))
+        ones += send_round(socks, files, table, cmd, urls[i:i + 2000])
     for s in socks.values():
         s.close()
     return ones
