@@ -8,11 +8,28 @@
 #include <math.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "bloom.h"
 #include "cuckoo.h"
 
 static void	cow_end(struct cuckoo *);
+
+/* Whether n bytes at p are all 0 (a range or chunk never written). */
+static int
+all_zero(const unsigned char *p, uint64_t n)
+{
+	uint64_t i = 0, w, acc = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		if ((acc |= w) != 0)
+			return 0;
+	}
+	for (; i < n; i++)
+		acc |= p[i];
+	return acc == 0;
+}
 
 #define HUGE_PAGE	(2UL << 20)
 #define HUGE_PAGE_MIN	(4 * HUGE_PAGE)
@@ -100,6 +117,29 @@ cuckoo_plan(uint64_t capacity, double error_rate, uint64_t *nbuckets,
 	return 0;
 }
 
+int
+cuckoo_plan_ranges(uint64_t capacity, double error_rate, uint64_t *nbuckets,
+    uint32_t *fpbits)
+{
+	double	 mean, range;
+	uint64_t n, per;
+
+	if (capacity == 0)
+		return -1;
+	mean = (double)capacity / CUCKOO_RANGES;
+	range = ceil(mean + 4.5 * sqrt(mean) + 1);
+	if (range * CUCKOO_RANGES > 1e15 || cuckoo_plan((uint64_t)range *
+	    CUCKOO_RANGES, error_rate, &n, fpbits) == -1)
+		return -1;
+	per = (n + CUCKOO_RANGES - 1) / CUCKOO_RANGES;
+	per += per & 1;
+	if (cuckoo_table_bytes_for(per * CUCKOO_RANGES, *fpbits) +
+	    TAIL_BYTES > CUCKOO_MAX_BYTES)
+		return -1;
+	*nbuckets = per * CUCKOO_RANGES;
+	return 0;
+}
+
 static size_t
 map_bytes(uint64_t table_bytes)
 {
@@ -114,11 +154,20 @@ int
 cuckoo_init(struct cuckoo *c, uint64_t nbuckets, uint32_t fpbits,
     uint64_t seed)
 {
+	return cuckoo_init_ranges(c, nbuckets, fpbits, seed, 1);
+}
+
+int
+cuckoo_init_ranges(struct cuckoo *c, uint64_t nbuckets, uint32_t fpbits,
+    uint64_t seed, uint32_t nranges)
+{
 	size_t	 len;
 	void	*p;
 
 	memset(c, 0, sizeof(*c));
-	if (nbuckets == 0 || fpbits < CUCKOO_FP_MIN ||
+	if ((nranges != 1 && (nranges != CUCKOO_RANGES ||
+	    nbuckets % (2 * CUCKOO_RANGES) != 0)) ||
+	    nbuckets == 0 || fpbits < CUCKOO_FP_MIN ||
 	    fpbits > CUCKOO_FP_MAX ||
 	    nbuckets > CUCKOO_MAX_BYTES / CUCKOO_SLOTS ||
 	    cuckoo_table_bytes_for(nbuckets, fpbits) + TAIL_BYTES >
@@ -138,6 +187,8 @@ cuckoo_init(struct cuckoo *c, uint64_t nbuckets, uint32_t fpbits,
 	c->table = p;
 	c->map_bytes = len;
 	c->nbuckets = nbuckets;
+	c->per = nbuckets / nranges;
+	c->range_mask = nranges - 1;
 	c->fpbits = fpbits;
 	c->bucket_bits = CUCKOO_SLOTS * fpbits;
 	c->fp_recip = (65536 + fpbits - 1) / fpbits;
@@ -212,6 +263,7 @@ cuckoo_add_slow(struct cuckoo *c, uint64_t fp, uint64_t i1, uint64_t i2,
 	uint64_t	 path[CUCKOO_MAX_KICKS];
 	uint8_t		 slot[CUCKOO_MAX_KICKS];
 	uint64_t	 rng = h ^ 0x6a09e667f3bcc909ULL, r = 0, b, i, old;
+	uint64_t	 base = cuckoo_base(c, h);
 	unsigned	 bits = 0, s;
 	int		 k, fs;
 
@@ -230,7 +282,7 @@ cuckoo_add_slow(struct cuckoo *c, uint64_t fp, uint64_t i1, uint64_t i2,
 			r >>= 1;
 			bits--;
 		} else
-			i = cuckoo_alt(c, i, fp);
+			i = cuckoo_alt_in(c, base, i, fp);
 		b = cuckoo_bucket_get(c, i);
 		if (k > 0 && (fs = cuckoo_bucket_free(c, b)) >= 0) {
 			cuckoo_bucket_put(c, i,
@@ -280,7 +332,10 @@ cow_copy(struct cuckoo *c, uint64_t k)
 	if (w->done[k / 64] & (1ULL << (k % 64)))
 		return;
 	n = w->bytes - off < COW_CHUNK ? w->bytes - off : COW_CHUNK;
-	memcpy(w->dst + off, c->table + off, (size_t)n);
+	/* dst is new and zero: a chunk never written (another node's
+	 * slots' range) stays unfaulted there */
+	if (!all_zero(c->table + off, n))
+		memcpy(w->dst + off, c->table + off, (size_t)n);
 	w->done[k / 64] |= 1ULL << (k % 64);
 	w->left--;
 }
@@ -382,4 +437,79 @@ cuckoo_recount(const struct cuckoo *c)
 			n += cuckoo_slot_get(c, b, s) != 0;
 	}
 	return n;
+}
+
+/* ---- ranges ---- */
+
+/* A snapshot's copy takes bytes [off, off + len) before they change. */
+static void
+cow_range(struct cuckoo *c, uint64_t off, uint64_t len)
+{
+	for (uint64_t o = off; c->cow != NULL && o < off + len; o += COW_CHUNK)
+		cuckoo_cow_touch(c, o);
+	if (c->cow != NULL && len > 0)
+		cuckoo_cow_touch(c, off + len - 1);
+}
+
+/* Bytes [off, off + len) zeroed: their whole pages given back to the
+ * kernel (MADV_DONTNEED: anonymous pages read as zero again). */
+static void
+zero_bytes(struct cuckoo *c, uint64_t off, uint64_t len)
+{
+	uintptr_t	 page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t	 a = (uintptr_t)(c->table + off), e = a + len;
+	uintptr_t	 pa = (a + page - 1) & ~(page - 1), pe = e & ~(page - 1);
+
+	if (pa < pe && madvise((void *)pa, pe - pa, MADV_DONTNEED) == 0) {
+		memset((void *)a, 0, pa - a);
+		memset((void *)pe, 0, e - pe);
+	} else
+		memset((void *)a, 0, len);
+}
+
+uint64_t
+cuckoo_range_count(const struct cuckoo *c, uint64_t first, uint64_t n)
+{
+	uint64_t k = 0;
+
+	for (uint64_t i = first * c->per; i < (first + n) * c->per; i++) {
+		uint64_t b = cuckoo_bucket_get(c, i);
+
+		if (b == 0)
+			continue;
+		for (unsigned s = 0; s < CUCKOO_SLOTS; s++)
+			k += cuckoo_slot_get(c, b, s) != 0;
+	}
+	return k;
+}
+
+void
+cuckoo_range_clear(struct cuckoo *c, uint64_t first, uint64_t n)
+{
+	uint64_t held = cuckoo_range_count(c, first, n);
+	uint64_t len = n * cuckoo_range_bytes(c), off = first *
+		    cuckoo_range_bytes(c);
+
+	cow_range(c, off, len);
+	zero_bytes(c, off, len);
+	c->count -= held < c->count ? held : c->count;
+}
+
+void
+cuckoo_range_set(struct cuckoo *c, uint64_t first, uint64_t n,
+    const unsigned char *src)
+{
+	uint64_t held = cuckoo_range_count(c, first, n);
+	uint64_t rb = cuckoo_range_bytes(c);
+
+	cow_range(c, first * rb, n * rb);
+	/* a range empty on the source faults in no page here */
+	for (uint64_t r = 0; r < n; r++)
+		if (all_zero(src + r * rb, rb))
+			zero_bytes(c, (first + r) * rb, rb);
+		else
+			memcpy(c->table + (first + r) * rb, src + r * rb,
+			    (size_t)rb);
+	c->count -= held < c->count ? held : c->count;
+	c->count += cuckoo_range_count(c, first, n);
 }

@@ -265,7 +265,7 @@ test_index_alt(void)
 
 			/* the fields index and alt use; no table needed */
 			memset(&c, 0, sizeof(c));
-			c.nbuckets = ns[k];
+			c.nbuckets = c.per = ns[k];
 			c.fpbits = f;
 			for (int j = 0; j < 20000; j++) {
 				uint64_t h = splitmix64(&s);
@@ -853,6 +853,111 @@ test_cow(void)
 	cuckoo_free(&e);
 }
 
+/* A key of range r: h with r in its top CUCKOO_RANGE_BITS. */
+static uint64_t
+ranged(uint64_t h, unsigned r)
+{
+	return (uint64_t)r << (64 - CUCKOO_RANGE_BITS) |
+	    (h & (UINT64_MAX >> CUCKOO_RANGE_BITS));
+}
+
+/*
+ * A table in ranges: every key's two buckets and every fingerprint the
+ * kicks move stay in the key's range; ranges are counted, cleared and
+ * replaced alone; the plan leaves room for the fullest range.
+ */
+static void
+test_ranges(void)
+{
+	struct cuckoo	 c, d;
+	uint64_t	 nb, s = 7, per, held = 0, in3 = 0;
+	uint32_t	 f;
+	int		 bad_range = 0, bad_inv = 0, lost = 0, refused = 0;
+	unsigned char	*copy;
+
+	nb = 0;
+	f = 0;
+	ok(cuckoo_plan_ranges(1000000, 0.001, &nb, &f) == 0, "a ranged plan");
+	ok(nb % (2 * CUCKOO_RANGES) == 0 && nb >= 1000000 / 0.95 / 4,
+	    "%llu buckets, an even number a range",  (unsigned long long)nb);
+	ok(cuckoo_init_ranges(&c, 3 * CUCKOO_RANGES, 12, 1, CUCKOO_RANGES) ==
+	    -1 && errno == EINVAL, "an odd number of buckets a range is "
+	    "refused");
+	ok(cuckoo_init_ranges(&c, nb, f, SEED_A, CUCKOO_RANGES) == 0 &&
+	    cuckoo_ranged(&c) && c.per == nb / CUCKOO_RANGES, "init in ranges");
+	per = c.per;
+	for (int j = 0; j < 20000; j++) {
+		uint64_t h = ranged(splitmix64(&s), (unsigned)(j % 97) * 131);
+		unsigned r = (unsigned)(h >> (64 - CUCKOO_RANGE_BITS));
+		uint64_t fp = cuckoo_fp(&c, h), i1 = cuckoo_index(&c, h);
+		uint64_t i2 = cuckoo_alt(&c, i1, fp);
+
+		bad_range += i1 / per != r || i2 / per != r;
+		bad_inv += cuckoo_alt(&c, i2, fp) != i1;
+	}
+	ok(bad_range == 0, "both buckets of a key are in its range");
+	ok(bad_inv == 0, "alt is an involution within a range");
+	/* the capacity the plan was made for, keys in random ranges (as
+	 * slots fall), all held; range 3's keys are found by range 3 alone */
+	s = 11;
+	for (uint64_t j = 0; j < 1000000; j++) {
+		uint64_t h = splitmix64(&s);
+
+		if (cuckoo_add(&c, h) == -1)
+			refused++;
+		else
+			held++;
+		in3 += h >> (64 - CUCKOO_RANGE_BITS) == 3;
+	}
+	ok(refused == 0, "the planned capacity in random ranges is taken (%d "
+	    "refused)", refused);
+	s = 11;
+	for (uint64_t j = 0; j < 1000000; j++)
+		lost += !cuckoo_contains(&c, splitmix64(&s));
+	ok(lost == 0, "every key is held");
+	ok(cuckoo_range_count(&c, 0, CUCKOO_RANGES) == c.count &&
+	    c.count == held, "the ranges' fingerprints are the count");
+	ok(cuckoo_range_count(&c, 3, 1) == in3, "range 3 holds its %llu keys",
+	    (unsigned long long)in3);
+	/* range 3 copied out, cleared, then put back */
+	copy = malloc(cuckoo_range_bytes(&c));
+	memcpy(copy, cuckoo_table(&c) + 3 * cuckoo_range_bytes(&c),
+	    cuckoo_range_bytes(&c));
+	cuckoo_range_clear(&c, 3, 1);
+	lost = 0;
+	s = 11;
+	for (uint64_t j = 0; j < 1000000; j++) {
+		uint64_t h = splitmix64(&s);
+
+		if (!cuckoo_contains(&c, h))
+			lost += h >> (64 - CUCKOO_RANGE_BITS) == 3 ? 1 : 1000;
+	}
+	ok(c.count == held - in3 && cuckoo_range_count(&c, 3, 1) == 0 &&
+	    lost == (int)in3, "range 3 cleared: its keys alone are gone");
+	/* into another table of the shape: the range and its keys */
+	ok(cuckoo_init_ranges(&d, nb, f, SEED_A, CUCKOO_RANGES) == 0,
+	    "a second table");
+	cuckoo_range_set(&d, 3, 1, copy);
+	cuckoo_range_set(&c, 3, 1, copy);
+	lost = 0;
+	s = 11;
+	for (uint64_t j = 0; j < 1000000; j++) {
+		uint64_t h = splitmix64(&s);
+
+		if (h >> (64 - CUCKOO_RANGE_BITS) == 3)
+			lost += !cuckoo_contains(&d, h) + !cuckoo_contains(&c, h);
+	}
+	ok(lost == 0 && d.count == in3 && c.count == held, "range 3 set in "
+	    "another table holds its keys; set back, the count is whole");
+	/* replaced by an empty range: the count follows */
+	memset(copy, 0, cuckoo_range_bytes(&c));
+	cuckoo_range_set(&d, 3, 1, copy);
+	ok(d.count == 0, "a range replaced by an empty one counts nothing");
+	free(copy);
+	cuckoo_free(&d);
+	cuckoo_free(&c);
+}
+
 int
 main(void)
 {
@@ -870,5 +975,6 @@ main(void)
 	test_million(0.01);
 	test_million(0.001);
 	test_cow();
+	test_ranges();
 	return done_testing();
 }
