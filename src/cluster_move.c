@@ -12,6 +12,7 @@
 #include "cluster_map.h"
 #include "cluster_move.h"
 #include "config.h"
+#include "cuckoo.h"
 #include "core.h"
 #include "dump.h"
 #include "fileio.h"
@@ -29,6 +30,15 @@ static uint64_t
 range_start(uint64_t nblocks, unsigned slot)
 {
 	return nblocks / KEYSLOT_COUNT * slot;
+}
+
+/* The bytes of one slot's range in a partitioned filter's slice. */
+static size_t
+range_bytes(const struct slice *sl)
+{
+	if (sl->cuckoo.table != NULL)
+		return (size_t)cuckoo_range_bytes(&sl->cuckoo);
+	return (size_t)(sl->bloom.nblocks / KEYSLOT_COUNT) * BLOOM_BLOCK_BYTES;
 }
 
 /* A filter of the config file that lives whole on its name's slot (a
@@ -199,8 +209,7 @@ image_size(const struct core *core, unsigned nslots)
 			continue;
 		n += 1 + f->namelen + 8 + 8 + 4;
 		for (size_t j = 0; j < f->nslices; j++)
-			n += 20 + (size_t)(f->slices[j]->bloom.nblocks /
-			    KEYSLOT_COUNT) * nslots * BLOOM_BLOCK_BYTES;
+			n += 20 + range_bytes(f->slices[j]) * nslots;
 	}
 	return n;
 }
@@ -320,14 +329,22 @@ cluster_move_export(const struct core *core, unsigned first, unsigned last,
 		put_le32(p + 16, (uint32_t)f->nslices);
 		p += 20;
 		for (size_t j = 0; j < f->nslices; j++) {
-			const struct bloom *b = &f->slices[j]->bloom;
-			uint64_t per = b->nblocks / KEYSLOT_COUNT;
-			size_t bytes = (size_t)(per * nslots) *
-			    BLOOM_BLOCK_BYTES;
+			const struct slice *sl = f->slices[j];
+			const struct bloom *b = &sl->bloom;
+			const struct cuckoo *c = &sl->cuckoo;
+			size_t bytes = range_bytes(sl) * nslots;
 
+			put_le64(p + 12, (uint64_t)sl->start_ms);
+			if (c->table != NULL) {
+				put_le64(p, c->nbuckets);
+				put_le32(p + 8, c->fpbits | CLUSTER_MOVE_CUCKOO);
+				memcpy(p + 20, c->table + first *
+				    cuckoo_range_bytes(c), bytes);
+				p += 20 + bytes;
+				continue;
+			}
 			put_le64(p, b->nblocks);
 			put_le32(p + 8, b->hashes);
-			put_le64(p + 12, (uint64_t)f->slices[j]->start_ms);
 			p += 20;
 			memcpy(p, b->words + range_start(b->nblocks, first) *
 			    BLOOM_BLOCK_WORDS, bytes);
@@ -368,6 +385,70 @@ take(struct reader *r, size_t n)
 		return NULL;
 	r->p += n;
 	return at;
+}
+
+/*
+ * A partitioned cuckoo filter's slices of an image, checked against this
+ * node's: each the shape of the slice of its index here (or of the one
+ * growth would add: cuckoo filters have no window).
+ */
+static int
+read_cuckoo(struct reader *r, unsigned nslots, struct image_filter *out,
+    char *err, size_t errlen)
+{
+	const struct filter	*f = out->f;
+	const unsigned char	*q;
+
+	if (r->v2) {
+		snprintf(err, errlen, "filter %s is a cuckoo filter here: an "
+		    "image of a seend from before cuckoo filters moved cannot "
+		    "hold it", f->name);
+		return -1;
+	}
+	for (uint32_t j = 0; j < out->nslices; j++) {
+		uint64_t nbuckets;
+		uint32_t fpbits;
+
+		if ((q = take(r, out->slice_header)) == NULL)
+			goto short_image;
+		nbuckets = get_le64(q);
+		fpbits = get_le32(q + 8);
+		if (!(fpbits & CLUSTER_MOVE_CUCKOO)) {
+			snprintf(err, errlen, "filter %s is a bloom filter on "
+			    "the source and a cuckoo filter here (type must be "
+			    "the same on every node)", f->name);
+			return -1;
+		}
+		fpbits &= ~CLUSTER_MOVE_CUCKOO;
+		if (fpbits < CUCKOO_FP_MIN || fpbits > CUCKOO_FP_MAX ||
+		    nbuckets == 0 || nbuckets % (2 * CUCKOO_RANGES) != 0 ||
+		    cuckoo_table_bytes_for(nbuckets, fpbits) >
+		    CUCKOO_MAX_BYTES) {
+			snprintf(err, errlen, "filter %s: slice %u of %llu "
+			    "buckets of %u bits is not laid out by slot",
+			    f->name, j + 1, (unsigned long long)nbuckets,
+			    fpbits);
+			return -1;
+		}
+		if (j < f->nslices && (f->slices[j]->cuckoo.nbuckets !=
+		    nbuckets || f->slices[j]->cuckoo.fpbits != fpbits)) {
+			snprintf(err, errlen, "filter %s: slice %u is %llu "
+			    "buckets of %u bits here and %llu of %u on the "
+			    "source (are capacity, error_rate and growth the "
+			    "same on every node?)", f->name, j + 1,
+			    (unsigned long long)f->slices[j]->cuckoo.nbuckets,
+			    f->slices[j]->cuckoo.fpbits,
+			    (unsigned long long)nbuckets, fpbits);
+			return -1;
+		}
+		if (take(r, (size_t)(nbuckets / CUCKOO_RANGES * 4 * fpbits /
+		    8) * nslots) == NULL)
+			goto short_image;
+	}
+	return 0;
+short_image:
+	snprintf(err, errlen, "the image ends early");
+	return -1;
 }
 
 /* Reads and checks one filter of the image against this node's. */
@@ -442,6 +523,8 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 	}
 	out->f = f;
 	out->slices = r->p;
+	if (filter_is_cuckoo(f))
+		return read_cuckoo(r, nslots, out, err, errlen);
 	for (uint32_t j = 0, nth = 0; j < out->nslices; j++) {
 		uint64_t nblocks, per, want_blocks;
 		uint32_t hashes, want_hashes;
@@ -453,6 +536,12 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		hashes = get_le32(q + 8);
 		start = r->v2 ? 0 : (int64_t)get_le64(q + 12);
 		per = nblocks / KEYSLOT_COUNT;
+		if (hashes & CLUSTER_MOVE_CUCKOO) {
+			snprintf(err, errlen, "filter %s is a cuckoo filter on "
+			    "the source and a bloom filter here (type must be "
+			    "the same on every node)", name);
+			return -1;
+		}
 		if (nblocks == 0 || nblocks % KEYSLOT_COUNT != 0 ||
 		    nblocks > BLOOM_MAX_BYTES / BLOOM_BLOCK_BYTES) {
 			snprintf(err, errlen, "filter %s: slice %u of %llu "
@@ -526,12 +615,52 @@ slice_for(struct filter *f, uint32_t j, int64_t start, uint32_t nth,
 {
 	int64_t period = filter_period_ms(f);
 
+	struct slice *sl;
+
 	err[0] = '\0';
 	if (period == 0)
-		return filter_part_slice(f, j, err, errlen);
+		return (sl = filter_part_slice(f, j, err, errlen)) != NULL ?
+		    &sl->bloom : NULL;
 	if (start + period * FILTER_LIVE_PERIODS <= filter_now_ms)
 		return NULL;
 	return filter_period_slice(f, start, nth, err, errlen);
+}
+
+/* A cuckoo filter's slices: each range replaced by the source's (a
+ * table's fingerprints are not OR-ed: a forget on the source since an
+ * earlier copy must not come back). */
+static int
+set_cuckoo(const struct image_filter *im, unsigned first, unsigned nslots,
+    char *err, size_t errlen)
+{
+	const unsigned char *q = im->slices;
+
+	for (uint32_t j = 0; j < im->nslices; j++) {
+		uint64_t	 nbuckets = get_le64(q);
+		uint32_t	 fpbits = get_le32(q + 8) & ~CLUSTER_MOVE_CUCKOO;
+		struct slice	*sl;
+
+		if ((sl = filter_part_slice(im->f, j, err, errlen)) == NULL)
+			return -1;
+		if (sl->cuckoo.nbuckets != nbuckets ||
+		    sl->cuckoo.fpbits != fpbits) {
+			snprintf(err, errlen, "filter %s: slice %u as added "
+			    "here is %llu buckets of %u bits; on the source "
+			    "%llu of %u (are capacity, error_rate and growth "
+			    "the same on every node?)", im->f->name, j + 1,
+			    (unsigned long long)sl->cuckoo.nbuckets,
+			    sl->cuckoo.fpbits, (unsigned long long)nbuckets,
+			    fpbits);
+			return -1;
+		}
+		cuckoo_range_set(&sl->cuckoo, first, nslots, q +
+		    im->slice_header);
+		q += im->slice_header + range_bytes(sl) * nslots;
+	}
+	/* counted as they came (a table's count is exact): the head is
+	 * looked at again once the map gives the slots (apply) */
+	im->f->reshapes++;
+	return 0;
 }
 
 /* One filter's slices OR-ed in (slices added as needed). */
@@ -542,6 +671,9 @@ merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
 	const unsigned char	*q = im->slices;
 	int64_t			 prev = -1;
 	uint32_t		 nth = 0;
+
+	if (filter_is_cuckoo(im->f))
+		return set_cuckoo(im, first, nslots, err, errlen);
 
 	for (uint32_t j = 0; j < im->nslices; j++) {
 		uint64_t	 nblocks = get_le64(q), per;
@@ -889,6 +1021,11 @@ part_change(struct core *core, unsigned a, unsigned b, int gained,
 			uint64_t per = bl->nblocks / KEYSLOT_COUNT, keys = 0;
 			uint64_t at = range_start(bl->nblocks, a);
 
+			/* a table's count is exact and holds every range
+			 * it has (set_cuckoo counted what came) */
+			if (f->slices[j]->cuckoo.table != NULL && !gained)
+				cuckoo_range_clear(&f->slices[j]->cuckoo, a,
+				    b - a + 1);
 			if (bl->words == NULL)
 				continue;
 			if (counted)
@@ -912,8 +1049,13 @@ zero_counts(struct core *core)
 
 		if (!f->slot_major || f->runtime)
 			continue;
-		for (size_t j = 0; j < f->nslices; j++)
+		for (size_t j = 0; j < f->nslices; j++) {
 			f->slices[j]->bloom.count = 0;
+			/* and a table's ranges a rolled-back move left */
+			if (f->slices[j]->cuckoo.table != NULL)
+				cuckoo_range_clear(&f->slices[j]->cuckoo, 0,
+				    CUCKOO_RANGES);
+		}
 	}
 }
 

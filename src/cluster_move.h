@@ -60,7 +60,11 @@
  *         8 its window (expire, ms; 0 none), 4 slices, then for each slice
  *         (oldest first): 8 blocks (a multiple of 16384), 4 hashes (k),
  *         8 its period's start (Unix ms), and (last - first + 1) *
- *         blocks / 16384 blocks of 64 bytes
+ *         blocks / 16384 blocks of 64 bytes; a cuckoo filter's slice: 8
+ *         buckets (a multiple of 2 * 16384), 4 fingerprint bits OR
+ *         CLUSTER_MOVE_CUCKOO, 8 its start, and the slots' ranges of the
+ *         table (cuckoo.h, CUCKOO_LAYOUT_SLOTS: buckets / 16384 * 4 * bits
+ *         / 8 bytes a slot), which replace the target's
  *   -  -  each named filter: 1 name length, the name, 8 its EXPIRE
  *         deadline (Unix ms; 0 none), 4 chunks, then its dump's chunks
  *         (dump.h; each chunk's length is in its header)
@@ -73,9 +77,10 @@
  * (added there as growth would add it), and one whose period has expired
  * on the target is skipped; windows must be the same on every node.
  *
- * A filter of the config file that is not partitioned (a config cuckoo
- * filter) is on every node and lives on its name's slot: a range that
- * holds one is refused, and so is any range while a partitioned filter
+ * A filter of the config file that is not partitioned (one loaded from a
+ * snapshot made outside cluster mode) is on every node and lives on its
+ * name's slot: a range that holds one is refused, every range while one
+ * that takes URLs holds keys, and any range while a partitioned filter
  * holds MERGE's slices of another shape (their keys are not in slot
  * ranges).
  */
@@ -94,6 +99,9 @@ struct filter;
  * still taken, for filters without a window. */
 #define CLUSTER_MOVE_MAGIC_2	"SEENDSB2"
 #define CLUSTER_MOVE_HEADER	20
+/* A cuckoo slice's entry: its "hashes" field is its fingerprint bits with
+ * this flag (an older seend refuses it as a slice of another shape). */
+#define CLUSTER_MOVE_CUCKOO	0x80000000u
 /* The largest image of partitioned filters' ranges: a dump's chunk
  * (DUMP_CHUNK_MAX); seen-cli sizes its groups of slots to fit. */
 #define CLUSTER_MOVE_MAX	(16u << 20)

@@ -403,9 +403,19 @@ cmd_cf_insert(struct session *s, struct op *op, struct result *r)
 	}
 	if (items < 0 || items == op->argc)
 		goto arity;
-	if ((f = cf_target(s, op, nocreate, cap, r)) != NULL &&
-	    !max_expansions(f, r))
-		insert_items(s, op, f, items, is_nx(op), r);
+	if ((f = cf_target(s, op, nocreate, cap, r)) == NULL ||
+	    max_expansions(f, r))
+		return;
+	/* its items would be routed by the filter's name, one node's, and
+	 * their fingerprints belong to their own slots' nodes (CF.ADD is
+	 * routed by its item) */
+	if (f->slot_major && s->core->cluster != NULL) {
+		result_error(r, "ERR", "filter %s is partitioned by slot in "
+		    "cluster mode: add its items with CF.ADD or CF.ADDNX, "
+		    "which are routed by item", f->name);
+		return;
+	}
+	insert_items(s, op, f, items, is_nx(op), r);
 	return;
 arity:
 	result_error(r, "ERR", "wrong number of arguments for '%s' command",

@@ -76,12 +76,14 @@ info_layout(const struct filter *f)
 		    "buckets %llu\r\n"
 		    "bucket_size %u\r\n"
 		    "fingerprint_bits %u\r\n"
-		    "layout cuckoo-packed4\r\n"
+		    "layout %s\r\n"
 		    "slots_used %llu\r\n"
 		    "fill_ratio %.6f\r\n"
 		    "forgotten %llu\r\n",
 		    (unsigned long long)filter_buckets(f), CUCKOO_SLOTS,
-		    h ? h->cuckoo.fpbits : 0, (unsigned long long)filter_count(f),
+		    h ? h->cuckoo.fpbits : 0, f->slot_major ?
+		    "slot-major-cuckoo-packed4" : "cuckoo-packed4",
+		    (unsigned long long)filter_count(f),
 		    slots ? (double)filter_count(f) / (double)slots : 0.0,
 		    (unsigned long long)f->forgotten);
 		return;

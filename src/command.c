@@ -702,7 +702,9 @@ is_member_command(const struct command *cmd)
 	command_fn fn = cmd->fn;
 
 	return fn == cmd_sadd || fn == cmd_sismember || fn == cmd_bf_add ||
-	    fn == cmd_bf_madd || fn == cmd_bf_exists || fn == cmd_bf_mexists;
+	    fn == cmd_bf_madd || fn == cmd_bf_exists || fn == cmd_bf_mexists ||
+	    fn == cmd_cf_add || fn == cmd_cf_exists || fn == cmd_cf_mexists ||
+	    fn == cmd_cf_count || fn == cmd_cf_del;
 }
 
 /*

@@ -828,14 +828,13 @@ parser_init(struct parser *p, const char *name, struct config_errors *errs)
 }
 
 /* A cluster node's config filters are partitioned by slot (the [cluster]
- * section may come after the [filter.*] ones); cuckoo filters are not:
- * a key's two buckets are not one slot's. */
+ * section may come after the [filter.*] ones), cuckoo filters too (their
+ * tables in slot ranges, cuckoo.h). */
 static void
 partition_filters(struct config *cfg)
 {
 	for (size_t i = 0; i < cfg->nfilters; i++)
-		cfg->filters[i].shape.slot_major = cfg->cluster_enabled &&
-		    cfg->filters[i].shape.type == FILTER_TYPE_BLOOM;
+		cfg->filters[i].shape.slot_major = cfg->cluster_enabled;
 }
 
 static struct config *

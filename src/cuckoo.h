@@ -118,7 +118,7 @@
  * Bloom filters' layout: a file's type and layout must agree. */
 #define CUCKOO_LAYOUT_PACKED4	2
 /* The same packing, the table in CUCKOO_RANGES ranges (above). */
-#define CUCKOO_LAYOUT_SLOTS	3
+#define CUCKOO_LAYOUT_SLOTS	4	/* 3 is BLOOM_LAYOUT_SLOTS512 */
 #define CUCKOO_RANGE_BITS	14
 #define CUCKOO_RANGES		(1U << CUCKOO_RANGE_BITS)
 

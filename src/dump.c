@@ -145,9 +145,10 @@ dump_chunk_count(const struct dump_image *im, size_t chunk_payload)
 		if (im->slices[i - 1].merged && !im->slices[i].merged)
 			return 0;
 	/* nor would it take a slot-major slice not cut in slots */
-	for (uint32_t i = 0; im->slot_major && !im->cuckoo &&
-	    i < im->nslices; i++)
-		if (im->slices[i].bloom.nblocks % KEYSLOT_COUNT != 0)
+	for (uint32_t i = 0; im->slot_major && i < im->nslices; i++)
+		if (im->cuckoo ? im->slices[i].cuckoo.nbuckets %
+		    (2 * CUCKOO_RANGES) != 0 :
+		    im->slices[i].bloom.nblocks % KEYSLOT_COUNT != 0)
 			return 0;
 	/* a window with no slice left (or none yet): the header alone */
 	if (im->nslices == 0)
@@ -211,8 +212,8 @@ put_header_payload(unsigned char *p, const struct dump_image *im)
 		put_slice_entry(p + DUMP_HEADER_FIXED +
 		    (size_t)i * DUMP_SLICE_ENTRY, &im->slices[i]);
 	}
-	put_le32(p + HP_LAYOUT, im->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
-	    im->slot_major ? BLOOM_LAYOUT_SLOTS512 : BLOOM_LAYOUT_SPLIT512);
+	put_le32(p + HP_LAYOUT, im->cuckoo ? (im->slot_major ?
+	    CUCKOO_LAYOUT_SLOTS : CUCKOO_LAYOUT_PACKED4) : im->slot_major ? BLOOM_LAYOUT_SLOTS512 : BLOOM_LAYOUT_SPLIT512);
 	if (im->cuckoo) {
 		put_le32(p + HP_MAXKICKS, im->max_kicks);
 		put_le64(p + HP_FORGOTTEN, im->forgotten);
@@ -526,13 +527,15 @@ parse_fixed(struct dump_load *l, const unsigned char *p, char *err,
 	im->created = get_le64(p + HP_CREATED);
 	l->total = get_le64(p + HP_TOTAL);
 	if (layout != BLOOM_LAYOUT_SPLIT512 && layout != CUCKOO_LAYOUT_PACKED4 &&
-	    layout != BLOOM_LAYOUT_SLOTS512)
+	    layout != BLOOM_LAYOUT_SLOTS512 && layout != CUCKOO_LAYOUT_SLOTS)
 		return refuse(err, errlen, "unknown layout %" PRIu32 " (this "
-		    "seend knows layouts %d, %d and %d)", layout,
+		    "seend knows layouts %d, %d, %d and %d)", layout,
 		    BLOOM_LAYOUT_SPLIT512, CUCKOO_LAYOUT_PACKED4,
-		    BLOOM_LAYOUT_SLOTS512);
-	im->cuckoo = layout == CUCKOO_LAYOUT_PACKED4;
-	im->slot_major = layout == BLOOM_LAYOUT_SLOTS512;
+		    BLOOM_LAYOUT_SLOTS512, CUCKOO_LAYOUT_SLOTS);
+	im->cuckoo = layout == CUCKOO_LAYOUT_PACKED4 ||
+	    layout == CUCKOO_LAYOUT_SLOTS;
+	im->slot_major = layout == BLOOM_LAYOUT_SLOTS512 ||
+	    layout == CUCKOO_LAYOUT_SLOTS;
 	if (im->cuckoo) {
 		im->max_kicks = get_le32(p + HP_MAXKICKS);
 		im->forgotten = get_le64(p + HP_FORGOTTEN);
@@ -581,7 +584,15 @@ parse_table(struct dump_load *l, const unsigned char *p, char *err,
 			return -1;
 		/* else a slot's blocks would not be the range the filter
 		 * looks in: keys of one slot would be sought in another's */
-		if (im->slot_major && s->bloom.nblocks % KEYSLOT_COUNT != 0)
+		if (im->slot_major && im->cuckoo && s->cuckoo.nbuckets %
+		    (2 * CUCKOO_RANGES) != 0)
+			return refuse(err, errlen, "slice %" PRIu32 ": %" PRIu64
+			    " buckets, not an even number for each of %u "
+			    "slots as a filter partitioned by slot (layout %d) "
+			    "needs", i, s->cuckoo.nbuckets, CUCKOO_RANGES,
+			    CUCKOO_LAYOUT_SLOTS);
+		if (im->slot_major && !im->cuckoo &&
+		    s->bloom.nblocks % KEYSLOT_COUNT != 0)
 			return refuse(err, errlen, "slice %" PRIu32 ": %" PRIu64
 			    " blocks, not a multiple of %d as a filter "
 			    "partitioned by slot (layout %d) needs", i,
@@ -638,7 +649,8 @@ alloc_arrays(struct dump_load *l, char *err, size_t errlen)
 
 			/* not damage but a refusal of its size: no "bad
 			 * dump chunk" prefix */
-			if (cuckoo_init(&s->cuckoo, nbk, bits, im->seed) ==
+			if (cuckoo_init_ranges(&s->cuckoo, nbk, bits,
+			    im->seed, im->slot_major ? CUCKOO_RANGES : 1) ==
 			    -1) {
 				snprintf(err, errlen, "cannot allocate %"
 				    PRIu64 " bytes for slice %" PRIu32,

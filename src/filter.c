@@ -117,14 +117,15 @@ slice_make(uint64_t nblocks, uint32_t hashes, uint64_t seed,
 
 /* A cuckoo slice of that shape, as slice_make. */
 static struct slice *
-slice_make_cuckoo(uint64_t nbuckets, uint32_t fpbits, uint64_t seed,
-    uint64_t capacity, double error_rate, int64_t start_ms)
+slice_make_cuckoo(uint64_t nbuckets, uint32_t fpbits, uint32_t nranges,
+    uint64_t seed, uint64_t capacity, double error_rate, int64_t start_ms)
 {
 	struct slice *s;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
-	if (cuckoo_init(&s->cuckoo, nbuckets, fpbits, seed) == -1) {
+	if (cuckoo_init_ranges(&s->cuckoo, nbuckets, fpbits, seed,
+	    nranges) == -1) {
 		free(s);
 		return NULL;
 	}
@@ -132,10 +133,10 @@ slice_make_cuckoo(uint64_t nbuckets, uint32_t fpbits, uint64_t seed,
 }
 
 /* A new cuckoo slice planned for capacity at error_rate (at least
- * FILTER_CUCKOO_RATE_MIN). */
+ * FILTER_CUCKOO_RATE_MIN), in slot ranges when slot_major. */
 static struct slice *
 slice_new_cuckoo(uint64_t capacity, double error_rate, int64_t start_ms,
-    uint64_t seed, char *err, size_t errlen)
+    uint64_t seed, int slot_major, char *err, size_t errlen)
 {
 	struct slice	*s;
 	uint64_t	 nbuckets, bytes;
@@ -143,7 +144,9 @@ slice_new_cuckoo(uint64_t capacity, double error_rate, int64_t start_ms,
 
 	if (error_rate < FILTER_CUCKOO_RATE_MIN)
 		error_rate = FILTER_CUCKOO_RATE_MIN;
-	if (cuckoo_plan(capacity, error_rate, &nbuckets, &fpbits) == -1) {
+	if ((slot_major ? cuckoo_plan_ranges(capacity, error_rate, &nbuckets,
+	    &fpbits) : cuckoo_plan(capacity, error_rate, &nbuckets,
+	    &fpbits)) == -1) {
 		snprintf(err, errlen, "capacity %llu at error_rate %g cannot "
 		    "be planned as a cuckoo table (over 1 TiB)",
 		    (unsigned long long)capacity, error_rate);
@@ -160,8 +163,8 @@ slice_new_cuckoo(uint64_t capacity, double error_rate, int64_t start_ms,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if ((s = slice_make_cuckoo(nbuckets, fpbits, seed, capacity,
-	    error_rate, start_ms)) == NULL)
+	if ((s = slice_make_cuckoo(nbuckets, fpbits, slot_major ?
+	    CUCKOO_RANGES : 1, seed, capacity, error_rate, start_ms)) == NULL)
 		snprintf(err, errlen, "cannot allocate %llu bytes: %s",
 		    (unsigned long long)bytes, strerror(errno));
 	return s;
@@ -313,7 +316,7 @@ cuckoo_copy(struct slice *s, int *pending)
 	struct slice *c;
 
 	if ((c = slice_make_cuckoo(s->cuckoo.nbuckets, s->cuckoo.fpbits,
-	    s->cuckoo.seed, s->capacity, s->error_rate, s->start_ms)) == NULL)
+	    (uint32_t)s->cuckoo.range_mask + 1, s->cuckoo.seed, s->capacity, s->error_rate, s->start_ms)) == NULL)
 		return NULL;
 	if (cuckoo_cow_start(&s->cuckoo, &c->cuckoo) == 0) {
 		slice_ref(s);
@@ -655,7 +658,7 @@ add_slice_at(struct filter *f, size_t at, int64_t start, char *err,
 		return -1;
 	}
 	s = f->type == FILTER_TYPE_CUCKOO ? slice_new_cuckoo(cap, rate, start,
-	    f->seed, err, errlen) : slice_new(cap, rate, start, f->seed,
+	    f->seed, f->slot_major, err, errlen) : slice_new(cap, rate, start, f->seed,
 	    f->slot_major, err, errlen);
 	if (s == NULL)
 		return -1;
@@ -1189,7 +1192,7 @@ filter_alloc(const char *name, const struct filter_shape *shape)
 	f->expire_ms = (int64_t)shape->expire * 1000;
 	f->normalize = shape->normalize == FILTER_NORMALIZE_STANDARD;
 	f->type = shape->type;
-	f->slot_major = shape->slot_major && f->type == FILTER_TYPE_BLOOM;
+	f->slot_major = shape->slot_major;
 	set_hash(f);
 	f->bucket_size = CUCKOO_SLOTS;
 	f->refs = 1;
@@ -1221,8 +1224,8 @@ filter_create(const char *name, const struct filter_shape *shape, char *err,
 	 * slot-major filter's only as its slots' keys come: a node touches
 	 * its own part alone */
 	if (add_slice(f, now_ms(), why, sizeof(why)) == -1 ||
-	    (f->type == FILTER_TYPE_BLOOM ? (f->slot_major ? 0 :
-	    bloom_populate(&f->head->bloom)) :
+	    (f->slot_major ? 0 : f->type == FILTER_TYPE_BLOOM ?
+	    bloom_populate(&f->head->bloom) :
 	    cuckoo_populate(&f->head->cuckoo)) == -1) {
 		snprintf(err, errlen, "filter %s: %s", name,
 		    f->head ? strerror(errno) : why);
@@ -1319,8 +1322,7 @@ filter_reseed(struct filter *f, uint64_t seed)
 		return -1;
 	/* its journalled keys were hashed for the layout their seed says
 	 * (a node restarted in another cluster mode before any snapshot) */
-	if (f->type == FILTER_TYPE_BLOOM && !f->runtime &&
-	    slot_major != f->slot_major) {
+	if (!f->runtime && slot_major != f->slot_major) {
 		log_info("filter %s: its journal was written %s: it is so "
 		    "again", f->name, slot_major ? "partitioned by slot (in "
 		    "cluster mode)" : "whole (outside cluster mode)");
@@ -1368,7 +1370,7 @@ adopt(struct filter *f, const struct snapshot_info *info,
 	f->seed = info->seed;
 	/* the file's layout, whatever the config says now: its keys' hashes
 	 * were made for it */
-	if (!info->cuckoo && info->slot_major != f->slot_major) {
+	if (info->slot_major != f->slot_major) {
 		log_info("filter %s: its snapshot is %s; it stays so", f->name,
 		    info->slot_major ? "partitioned by slot (made in cluster "
 		    "mode)" : "whole (made outside cluster mode): this node "
@@ -1900,12 +1902,12 @@ filter_plan_for(uint64_t capacity, double error_rate, unsigned growth,
 	return 0;
 }
 
-struct bloom *
+struct slice *
 filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
 {
 	char	 why[256];
 
-	if (!f->slot_major || f->type != FILTER_TYPE_BLOOM) {
+	if (!f->slot_major) {
 		snprintf(err, errlen, "filter %s is not partitioned by slot",
 		    f->name);
 		return NULL;
@@ -1931,7 +1933,7 @@ filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
 		log_info("filter %s grew to %zu slices to take moved slots",
 		    f->name, f->nslices);
 	}
-	return &f->slices[i]->bloom;
+	return f->slices[i];
 }
 
 int64_t

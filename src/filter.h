@@ -345,11 +345,11 @@ int		 filter_add_own(struct filter *, struct slice *s);
 void		 filter_counts_changed(struct filter *);
 /*
  * Slice i (oldest first) of a slot-major filter taking a moved slot's
- * blocks (cluster_move.c): slices are added, as growth adds them, until
- * there is one; its bits, or NULL with why in err (growth off, a window,
- * max_memory).
+ * blocks or buckets (cluster_move.c): slices are added, as growth adds
+ * them, until there is one; the slice (its bloom, or cuckoo for a cuckoo
+ * filter), or NULL with why in err (growth off, a window, max_memory).
  */
-struct bloom	*filter_part_slice(struct filter *, size_t i, char *err,
+struct slice	*filter_part_slice(struct filter *, size_t i, char *err,
 		    size_t errlen);
 /*
  * The same for a slot-major filter with a window, whose slices are matched

@@ -482,20 +482,21 @@ replay_key(void *arg, const struct journal_key *k, char *err, size_t errlen)
 		r->covered++;
 		return 0;
 	}
+	/* a partitioned filter's key of a slot given away since (its hash
+	 * carries the slot): the new owner has it, and here it would fill
+	 * the part the map has made smaller (a forget or a copy too: the
+	 * slot's range is another node's) */
+	if (f->slot_major && !cluster_holds_slot(r->core->cluster,
+	    (unsigned)(k->hash >> (64 - KEYSLOT_BITS)))) {
+		r->given_away++;
+		return 0;
+	}
 	if (filter_is_cuckoo(f)) {
 		replay_cuckoo(r, f, k);
 		return 0;
 	}
 	if (k->op != JOURNAL_OP_NEW) {
 		r->other_seed++;	/* a cuckoo filter's, of another type now */
-		return 0;
-	}
-	/* a partitioned filter's key of a slot given away since (its hash
-	 * carries the slot): the new owner has it, and here it would fill
-	 * the part the map has made smaller */
-	if (f->slot_major && !cluster_holds_slot(r->core->cluster,
-	    (unsigned)(k->hash >> (64 - KEYSLOT_BITS)))) {
-		r->given_away++;
 		return 0;
 	}
 	if (filter_seen_at(f, k->hash, (int64_t)k->time) == 0)

@@ -91,7 +91,8 @@ encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
 	memset(raw, 0, SNAPSHOT_HEADER_SIZE);
 	memcpy(raw + OFF_MAGIC, SNAPSHOT_MAGIC, 8);
 	put_le32(raw + OFF_VERSION, h->version);
-	put_le32(raw + OFF_LAYOUT, h->cuckoo ? CUCKOO_LAYOUT_PACKED4 :
+	put_le32(raw + OFF_LAYOUT, h->cuckoo ? (h->slot_major ?
+	    CUCKOO_LAYOUT_SLOTS : CUCKOO_LAYOUT_PACKED4) :
 	    h->slot_major ? BLOOM_LAYOUT_SLOTS512 : BLOOM_LAYOUT_SPLIT512);
 	/* the journal position of the capture: every version but 1 */
 	if (h->version != 1) {
@@ -160,8 +161,9 @@ decode_header(const unsigned char raw[SNAPSHOT_HEADER_SIZE],
 		h->growth = get_le32(raw + OFF_GROWTH);
 		h->expire_ms = get_le64(raw + OFF_EXPIRE);
 	}
-	h->slot_major = h->version != SNAPSHOT_VERSION_CUCKOO &&
-	    h->layout == BLOOM_LAYOUT_SLOTS512;
+	h->slot_major = h->version != SNAPSHOT_VERSION_CUCKOO ?
+	    h->layout == BLOOM_LAYOUT_SLOTS512 :
+	    h->layout == CUCKOO_LAYOUT_SLOTS;
 	/* zero in a Bloom filter's file of a seend before them: none */
 	if (h->version != 1) {
 		h->jseq = get_le64(raw + OFF_JSEQ);
@@ -391,13 +393,15 @@ write_array(int fd, const struct bloom *b, int sparse, XXH3_state_t *st,
 /* A cuckoo slice's table: the job's own copy (filter_capture), which no
  * one changes while it is written. */
 static int
-write_table(int fd, const struct cuckoo *c, XXH3_state_t *st, uint64_t *off)
+write_table(int fd, const struct cuckoo *c, int sparse, XXH3_state_t *st,
+    uint64_t *off)
 {
 	if (XXH3_64bits_update(st, c->table, cuckoo_table_bytes(c)) != XXH_OK) {
 		errno = ENOMEM;
 		return -1;
 	}
-	return write_all(fd, c->table, cuckoo_table_bytes(c), off);
+	return sparse ? write_sparse(fd, c->table, cuckoo_table_bytes(c), off) :
+	    write_all(fd, c->table, cuckoo_table_bytes(c), off);
 }
 
 /* Header, slice table, arrays and checksum trailer into fd; -1 with errno
@@ -437,7 +441,7 @@ write_body(int fd, const struct snapshot_header *h,
 	}
 	for (uint32_t i = 0; i < h->nslices; i++)
 		if ((sl[i].cuckoo.table != NULL ? write_table(fd, &sl[i].cuckoo,
-		    st, &off) : write_array(fd, &sl[i].bloom, sparse, st,
+		    sparse, st, &off) : write_array(fd, &sl[i].bloom, sparse, st,
 		    &off)) == -1)
 			goto out;
 	put_le64(trailer, XXH3_64bits_digest(st));
@@ -486,8 +490,9 @@ prepare_header(const char *name, const struct snapshot_info *info,
 		if (sl[i].merged)
 			h->version = VERSION_MERGED;
 		/* the loader refuses it (read_table): never written */
-		if (h->slot_major && !h->cuckoo &&
-		    sl[i].bloom.nblocks % KEYSLOT_COUNT != 0) {
+		if (h->slot_major && (h->cuckoo ? sl[i].cuckoo.nbuckets %
+		    (2 * CUCKOO_RANGES) != 0 :
+		    sl[i].bloom.nblocks % KEYSLOT_COUNT != 0)) {
 			snprintf(err, errlen, "%s: slice %u: %llu blocks, not "
 			    "a multiple of %d as a filter partitioned by slot "
 			    "needs", name, i,
@@ -734,6 +739,17 @@ read_table(int fd, const char *name, struct meta *m, char *err,
 		if (m->h.cuckoo) {
 			if (read_cuckoo(name, i, e, s, err, errlen) == -1)
 				return -1;
+			/* else a slot's buckets would not be its range */
+			if (m->h.slot_major && s->cuckoo.nbuckets %
+			    (2 * CUCKOO_RANGES) != 0) {
+				snprintf(err, errlen, "%s: slice %" PRIu32 ": %"
+				    PRIu64 " buckets, not an even number for "
+				    "each of %u slots as a filter partitioned "
+				    "by slot (layout %d) needs", name, i,
+				    s->cuckoo.nbuckets, CUCKOO_RANGES,
+				    CUCKOO_LAYOUT_SLOTS);
+				return -1;
+			}
 			m->h.array_bytes += cuckoo_table_bytes_for(
 			    s->cuckoo.nbuckets, s->cuckoo.fpbits);
 			continue;
@@ -834,12 +850,13 @@ read_meta(int fd, const char *name, struct meta *m, char *err, size_t errlen)
 		    SNAPSHOT_VERSION_CUCKOO);
 		goto fail;
 	}
-	if (h->cuckoo ? h->layout != CUCKOO_LAYOUT_PACKED4 :
+	if (h->cuckoo ? h->layout != CUCKOO_LAYOUT_PACKED4 && !h->slot_major :
 	    (h->layout != BLOOM_LAYOUT_SPLIT512 && !h->slot_major)) {
 		if (h->cuckoo)
 			snprintf(err, errlen, "%s: unknown layout %" PRIu32
-			    " for a cuckoo filter (this seend knows layout "
-			    "%d)", name, h->layout, CUCKOO_LAYOUT_PACKED4);
+			    " for a cuckoo filter (this seend knows layouts "
+			    "%d and %d)", name, h->layout, CUCKOO_LAYOUT_PACKED4,
+			    CUCKOO_LAYOUT_SLOTS);
 		else
 			snprintf(err, errlen, "%s: unknown layout %" PRIu32
 			    " for a bloom filter (this seend knows layouts %d "
@@ -1134,7 +1151,8 @@ snapshot_load_slices_fd(int fd, const char *name, uint64_t capacity,
 			uint64_t nbk = s->cuckoo.nbuckets;
 			uint32_t bits = s->cuckoo.fpbits;
 
-			if (cuckoo_init(&s->cuckoo, nbk, bits, m.h.seed) == -1) {
+			if (cuckoo_init_ranges(&s->cuckoo, nbk, bits, m.h.seed,
+			    m.h.slot_major ? CUCKOO_RANGES : 1) == -1) {
 				snprintf(err, errlen, "%s: cannot allocate %"
 				    PRIu64 " bytes for slice %" PRIu32 ": %s",
 				    name, cuckoo_table_bytes_for(nbk, bits), i,

@@ -836,67 +836,87 @@ def a_merge_under_way_holds_a_hand_over_off(t):
     t.eq(ask(owner, "MERGE", "default", other), "OK", "after the pause")
 
 
+# a config cuckoo filter taking URLs by prefix beside the default one
+CUCKOO = """
+[filter.default]
+capacity = 20000
+error_rate = 0.01
+growth = off
+[filter.cf]
+prefixes = cf:
+type = cuckoo
+capacity = 40000
+error_rate = 0.001
+growth = off
+"""
+
+
+def cf_counts(ns):
+    return [int(info_field(s, "cf", "count")) for s in ns]
+
+
 @test
-def a_config_filter_that_is_not_partitioned_does_not_move(t):
-    ns = [cluster_node(t, "c%d" % i, filters=SMALL) for i in range(2)]
+def a_config_cuckoo_filter_moves_with_its_slots(t):
+    """A config cuckoo filter is partitioned by slot as a Bloom filter
+    is: each node's table holds its slots' ranges, a move replaces the
+    target's ranges with the source's (forgotten keys stay forgotten),
+    the source frees them, and both keep it through kill -9."""
+    ns = [cluster_node(t, "c%d" % i, filters=CUCKOO) for i in range(2)]
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
     a, b = ns
-    slot = keyslot("cf")
-    owner = a if slot < 8192 else b
-    other = b if owner is a else a
-    t.eq(ask(owner, "CLUSTER", "SLOTBITS", str(slot), str(slot)),
-         Err("ERR slot %d holds the named filter cf, which is in the "
-             "config file (on every node) and cannot move" % slot))
-    # a reshard of all the owner's slots moves all but that one
-    out = ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(owner),
-                 "--to", myid(other), "--slots", "8192", "--yes")
-    t.contains(out, "holds the named filter cf, which is in the config "
-               "file (on every node) and cannot move: the slot stays there")
-    t.contains(out, "1 slot(s) fewer than asked moved")
-    t.eq(slots_of(owner), 1, "the cuckoo filter's slot stayed")
-    t.eq(owners(owner)[slot], myid(owner), "that slot")
-    # asked again, that slot is the first the move would size its groups
-    # by: it stays, said, and nothing fails
-    rc, out, err = cli(t, "cluster", "reshard", addr(a), "--from",
-                       myid(owner), "--to", myid(other), "--slots", "1",
-                       "--yes")
-    t.eq(rc, 0, "a move whose first slot stays exits 0: %s%s" % (out, err))
-    t.contains(out, "the slot stays there")
-    t.eq(slots_of(owner), 1, "the cuckoo filter's slot stayed again")
-    ok_cli(t, "cluster", "check", addr(a))
-
-    # once it holds URLs (of the slots each node owns: a cuckoo filter
-    # cannot tell them apart by slot) no slot of that node moves: they
-    # would be answered new again on the target
-    url = next(u for u in ("cf:https://example.org/%d" % i
-                           for i in range(1000))
-               if owners(other)[keyslot(u)] == myid(other))
-    t.eq(ask(other, "SETNX", url, "1"), 1, "a URL into cf on " + other.name)
-    # and URLs in the partitioned default filter on both nodes
-    # (the owner keeps the cuckoo filter's slot alone: {cf} lands there)
+    keys = ["cf:" + u for u in urls("cuckoo", 3000)]
+    rc = client(ns)
+    got = record(rc, keys)
+    t.ok(sum(got) >= len(keys) - 10, "the URLs are new once: %d of %d" %
+         (sum(got), len(keys)))
+    rc.close()
+    # member commands are asked on the node of the item's slot (the
+    # other redirects there)
+    own = owners(a)
+    port = {myid(s): s for s in ns}
+    t.eq([ask(port[own[keyslot(k)]], "CF.EXISTS", "cf", k)
+          for k in keys[:20]], [1] * 20, "CF.EXISTS on each item's node")
+    counts = cf_counts(ns)
+    t.eq(sum(counts), sum(got), "each node counts its own slots' "
+         "fingerprints: %s" % counts)
+    t.ok(min(counts) > sum(got) / 4, "both nodes hold a part: %s" % counts)
+    t.eq(ask(a, "CF.INSERT", "cf", "ITEMS", "x"),
+         Err("ERR filter cf is partitioned by slot in cluster mode: add its "
+             "items with CF.ADD or CF.ADDNX, which are routed by item"))
+    # forgotten on a, in slots about to move to b
+    moving = [k for k in keys if own[keyslot(k)] == myid(a) and
+              keyslot(k) < 4096]
+    forgotten = moving[:50]
+    for k in forgotten:
+        t.eq(ask(a, "CF.DEL", "cf", k), 1, "CF.DEL " + k)
+    kept = [k for k in keys if k not in set(forgotten)]
+    out = ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(a),
+                 "--to", myid(b), "--slots", "4096", "--yes")
+    t.contains(out, "Moving")
+    after = cf_counts(ns)
+    t.eq(sum(after), sum(counts) - len(forgotten), "no fingerprint lost or "
+         "doubled by the move: %s -> %s" % (counts, after))
+    t.ok(after[0] < counts[0] * 0.6 and after[1] > counts[1] * 1.4,
+         "half of a's part went to b: %s -> %s" % (counts, after))
+    seen_all(t, ns, kept, "after the move")
+    back = sum(1 for k in forgotten
+               if ask(b, "CF.EXISTS", "cf", k) == 1)
+    t.ok(back <= 2, "forgotten URLs stay forgotten on their new node: %d "
+         "of %d answered held (false positives at 0.001)" %
+         (back, len(forgotten)))
+    t.eq(ask(a, "CF.EXISTS", "cf", moving[60]),
+         Err("MOVED %d 127.0.0.1:%d" % (keyslot(moving[60]), b.port)),
+         "the old owner redirects")
     for s in ns:
-        u = next(u for u in ["https://example.com/{cf}/1"] +
-                 ["https://example.com/%d" % i for i in range(1000)]
-                 if owners(s)[keyslot(u)] == myid(s))
-        t.eq(ask(s, "SETNX", u, "1"), 1, "a URL into default on " + s.name)
-    before = slots_of(other)
-    rc, out, err = cli(t, "cluster", "reshard", addr(a), "--from",
-                       myid(other), "--to", myid(owner), "--slots", "10",
-                       "--yes")
-    t.eq(rc, 1, "a move from a node whose cuckoo filter holds URLs exits 1")
-    t.contains(out, "filter cf, a cuckoo filter of the config file, is not "
-               "partitioned by slot and holds 1 keys")
-    t.eq(slots_of(other), before, "no slot moved")
-    t.eq(ask(other, "EXISTS", url), 1, "the URL is still seen")
+        s.kill9()
+        s.start()
+    t.eq(cf_counts(ns), after, "kill -9 of both nodes keeps each part")
+    seen_all(t, ns, kept, "after kill -9 of both")
+    rc = client(ns)
+    again = record(rc, kept)
+    rc.close()
+    t.eq(sum(again), 0, "no URL answered new again")
     ok_cli(t, "cluster", "check", addr(a))
-    # emptied (DEL cf would reach the node of its name's slot alone) by
-    # FLUSHALL on every node, as the refusal says, its slots move again
-    t.contains(out, "FLUSHALL sent to every node empties it")
-    for s in ns:
-        t.eq(ask(s, "FLUSHALL"), "OK")
-    ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(other), "--to",
-           myid(owner), "--slots", "10", "--yes")
-    t.eq(slots_of(other), before - 10, "ten slots moved")
 
 
 @test

@@ -739,20 +739,37 @@ capacity = 200000
 error_rate = 0.01
 """
 
+# about 30 MB whole: a node's part is measured as BIG's is
+BIG_CUCKOO = """
+[filter.default]
+type = cuckoo
+capacity = 20000000
+error_rate = 0.01
+growth = off
+"""
+
+
+def info_of(s, name="default"):
+    c = s.client(timeout=30)
+    try:
+        return c.info(name)
+    finally:
+        c.close()
+
 
 @test
-def a_config_cuckoo_filter_stays_whole_and_answers_on_each_node(t):
+def a_config_cuckoo_filter_is_partitioned_and_answers_on_each_node(t):
     ns = cluster(t, CUCKOO)
-    alone = Server(t, NO_TIMER, filters=CUCKOO, unix=False,
-                   name="alone").start()
     us = urls("cuckoo", 30000)
-    record_all(t, ns, us, "config cuckoo filter")
+    new = [sum(1 for r in record(t, x, part, "config cuckoo filter")
+               if r == b"0") for x, part in zip(ns, split(us))]
+    counts = [int(info_of(x)["count"]) for x in ns]
+    t.eq(counts, new, "each node counts the URLs of its slots it took")
     for x, part in zip(ns, split(us)):
+        t.eq(info_of(x)["layout"], "slot-major-cuckoo-packed4",
+             "%s's cuckoo filter is laid out by slot" % x.name)
         all_seen(t, x, part, "config cuckoo filter")
-        t.eq(info_bytes(x), info_bytes(alone), "%s's cuckoo filter is the "
-             "size of a standalone one (not laid out by slot)" % x.name)
-        # it forgets on the node of the URL's slot (the count says so; a
-        # CHECK of the forgotten URL may still meet a false positive)
+        # it forgets on the node of the URL's slot
         c = x.client(timeout=30)
         try:
             count = int(c.info("default")["count"])
@@ -762,6 +779,32 @@ def a_config_cuckoo_filter_stays_whole_and_answers_on_each_node(t):
         finally:
             c.close()
     mostly_new(t, ns[0], split(urls("never", 20000))[0], "cuckoo")
+
+
+@test
+def each_primary_holds_a_third_of_a_cuckoo_filter(t):
+    us = urls("cmem", N_MEM)
+    base = base_rss(t, True)
+    ns = cluster(t, BIG_CUCKOO)
+    whole = info_bytes(ns[0])
+    t.ok(whole > 25e6, "the table is big enough to measure: %d bytes"
+         % whole)
+    before = [x.rss_kib() * 1024 for x in ns]
+    record_all(t, ns, us, "cluster")
+    for x, b0 in zip(ns, before):
+        rss = x.rss_kib() * 1024
+        grew, held = rss - b0, rss - base
+        diag("%s: RSS grew %d (%.2f of the table), %d above a tiny "
+             "filter's node (%.2f)" % (x.name, grew, grew / whole, held,
+                                      held / whole))
+        t.ok(held < 0.55 * whole, "%s holds only its slots' ranges: RSS "
+             "%d bytes above a tiny filter's node, %.2f of the table's %d"
+             % (x.name, held, held / whole, whole))
+        t.ok(grew > 0.2 * whole, "%s wrote its ranges (a third of the "
+             "table) as its keys came: its RSS grew %d bytes of %d"
+             % (x.name, grew, whole))
+    for x, part in zip(ns, split(us)):
+        all_seen(t, x, part, "cluster")
 
 
 # ---- 7. MERGE between the layouts ----

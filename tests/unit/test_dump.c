@@ -685,7 +685,9 @@ test_hostile_header(void)
 	    "header: an own slice's seed field (once reserved)");
 	bad_header(&a, SE(1, 12), 4, 4, "slice 1: bad flags 0x4",
 	    "header: an own slice's flags field (once reserved)");
-	bad_header(&a, HP(0), 4, 4, "unknown layout 4", "header: layout 4");
+	bad_header(&a, HP(0), 4, 5, "unknown layout 5", "header: layout 5");
+	/* a bloom dump relabelled a partitioned cuckoo filter's */
+	bad_header(&a, HP(0), 4, 4, "cuckoo", "header: layout 4");
 	/* a partitioned filter's: its slices are not cut in slots */
 	bad_header(&a, HP(0), 4, 3, "slice 0: 37 blocks, not a multiple of "
 	    "16384", "header: layout 3");

@@ -1748,7 +1748,7 @@ test_cuckoo_damage(void)
 	damage4("v4: slice start before 1970", m4_start, 1, "slice 2: bad "
 	    "flags, capacity, error rate, count or start time", 1);
 	damage4("v4: layout 1 (bloom's)", m4_layout1, 1, "unknown layout 1 "
-	    "for a cuckoo filter (this seend knows layout 2)", 1);
+	    "for a cuckoo filter (this seend knows layouts 2 and 4)", 1);
 	damage4("v4 file relabelled version 2", m4_as_v2, 1, "unknown layout 2 "
 	    "for a bloom filter (this seend knows layouts 1 and 3)", 1);
 	damage4("v4 file relabelled version 3", m4_as_v3, 1, "unknown layout 2 "
