@@ -37,7 +37,9 @@
  * and named-* are SEENDSB2 images (seend before windows moved, still
  * taken), made before recent was in this config; window-* are SEENDSB3
  * images with recent's slices (of two periods, one grown; one slice; one
- * of a period long expired, which is skipped, before a live one).
+ * of a period long expired, which is skipped, before a live one);
+ * cuckoo-0-3 holds cf's ranges of slots 0..3 (six URLs), which replace
+ * cf's (cf is emptied after an input that left it a key).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -86,6 +88,11 @@ static const char config_text[] =
 	"capacity = 20000\n"
 	"error_rate = 0.01\n"
 	"expire = 3650d\n"
+	"[filter.cf]\n"
+	"prefixes = https://cf.\n"
+	"type = cuckoo\n"
+	"capacity = 20000\n"
+	"error_rate = 0.01\n"
 	"[cluster]\n"
 	"enabled = on\n";
 
@@ -98,6 +105,9 @@ static size_t			 part_slices;	/* its slices at the start */
 /* recent: a window (of 3650 days, so that the periods of the seeds made
  * in 2026 stay live for years), which starts with no slice */
 static struct filter		*windowed;
+/* cf: a partitioned cuckoo filter, whose ranges an image replaces */
+static struct filter		*cuckoo;
+static size_t			 cuckoo_slices;
 static int			 ready;
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -193,6 +203,14 @@ setup(void)
 		    "window and the map's seed\n");
 		abort();
 	}
+	if ((cuckoo = registry_find(core.reg, "cf", 2)) == NULL ||
+	    !cuckoo->slot_major || !filter_is_cuckoo(cuckoo) ||
+	    cuckoo->seed != seed || cuckoo->nslices == 0) {
+		fprintf(stderr, "the cf filter is not a partitioned cuckoo "
+		    "filter with the map's seed\n");
+		abort();
+	}
+	cuckoo_slices = cuckoo->nslices;
 	atexit(cleanup);
 	ready = 1;
 }
@@ -368,8 +386,9 @@ restore(struct cluster_move_changed *changed, size_t n)
 			filter_unref(f);
 		}
 	}
-	if (core.reg->nfilters != 2 || registry_find(core.reg, "default",
-	    7) != part || registry_find(core.reg, "recent", 6) != windowed)
+	if (core.reg->nfilters != 3 || registry_find(core.reg, "default",
+	    7) != part || registry_find(core.reg, "recent", 6) != windowed ||
+	    registry_find(core.reg, "cf", 2) != cuckoo)
 		abort();
 	/* slices added change later outcomes, and so do bits OR-ed in (a
 	 * part holding none takes an image's seed) */
@@ -378,6 +397,9 @@ restore(struct cluster_move_changed *changed, size_t n)
 		filter_reset(part, part_seed);
 	if (windowed->nslices != 0 || windowed->seed != part_seed)
 		filter_reset(windowed, part_seed);
+	if (cuckoo->nslices != cuckoo_slices || cuckoo->seed != part_seed ||
+	    filter_count(cuckoo) != 0)
+		filter_reset(cuckoo, part_seed);
 }
 
 int
