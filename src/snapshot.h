@@ -49,7 +49,9 @@
  * the slots owned. A seend from before layout 3 refuses the file.
  *
  * Version 4 is a cuckoo filter (type = cuckoo): layout
- * CUCKOO_LAYOUT_PACKED4 (cuckoo.h), no merged slice, and
+ * CUCKOO_LAYOUT_PACKED4 (cuckoo.h), or CUCKOO_LAYOUT_SLOTS when partitioned
+ * by slot (its tables in 16384 ranges, each slice's nbuckets a multiple of
+ * 2 * 16384, zero runs written as holes as layout 3's), no merged slice, and
  *    80     8  journal segment when the filter was captured
  *    88     8  byte offset in that segment (replay applies only the
  *              records after it: see journal_position)
@@ -103,8 +105,9 @@ struct snapshot_header {
 	uint64_t	 forgotten;
 	uint64_t	 array_bytes;	/* of all slices, as in the file */
 	uint32_t	 layout;
-	/* layout BLOOM_LAYOUT_SLOTS512: the filter is partitioned by slot
-	 * (every slice's nblocks a multiple of KEYSLOT_COUNT). Writing: set
+	/* layout BLOOM_LAYOUT_SLOTS512 or CUCKOO_LAYOUT_SLOTS: the filter is
+	 * partitioned by slot (every slice's nblocks a multiple of
+	 * KEYSLOT_COUNT, nbuckets of 2 * KEYSLOT_COUNT). Writing: set
 	 * by the caller in the info given; loading: set from the file */
 	int		 slot_major;
 	uint32_t	 nslices;

@@ -1434,6 +1434,104 @@ check_cuckoo_loaded(const struct snapshot_slice *want,
 	    (unsigned long long)missing);
 }
 
+/*
+ * A cuckoo filter partitioned by slot (layout 4): keys of a few slots'
+ * ranges written with the rest of the table as holes, loaded back in
+ * ranges with every key; a table not cut in ranges is refused.
+ */
+static void
+test_cuckoo_slots_round_trip(void)
+{
+	struct snapshot_info	 info, back;
+	struct snapshot_slice	 sl[1], *got = NULL;
+	struct stat		 sb;
+	struct buf		 f;
+	char			 path[512], k[96];
+	int			 rc, lost = 0;
+	uint64_t		 h;
+
+	memset(&info, 0, sizeof(info));
+	memset(sl, 0, sizeof(sl));
+	info.cuckoo = 1;
+	info.slot_major = 1;
+	info.nslices = 1;
+	info.seed = CF_SEED;
+	info.capacity = CAP;
+	info.error_rate = RATE;
+	if (cuckoo_init_ranges(&sl[0].cuckoo, 64 * CUCKOO_RANGES, 12, CF_SEED,
+	    CUCKOO_RANGES) == -1) {
+		perror("cuckoo_init_ranges");
+		exit(2);
+	}
+	/* 600 keys of slots 100..105: their ranges alone hold them */
+	for (int j = 0; j < 600; j++) {
+		snprintf(k, sizeof(k), "https://slots.example/%d", j);
+		h = XXH3_64bits_withSeed(k, strlen(k), CF_SEED);
+		h = (uint64_t)(100 + j % 6) << (64 - CUCKOO_RANGE_BITS) |
+		    (h & (UINT64_MAX >> CUCKOO_RANGE_BITS));
+		if (cuckoo_add(&sl[0].cuckoo, h) == -1)
+			lost++;
+	}
+	sl[0].capacity = CAP;
+	sl[0].error_rate = RATE;
+	sl[0].start_ms = 1700000000000LL;
+	sl[0].count = sl[0].cuckoo.count;
+	ok(lost == 0 && sl[0].count == 600, "layout 4: 600 keys in six "
+	    "slots' ranges");
+	rc = snapshot_write_slices(dir, "cfslots", &info, sl, err,
+	    sizeof(err));
+	ok(rc == 0, "layout 4: write (%s)", rc == 0 ? "ok" : err);
+	snapshot_path(path, sizeof(path), dir, "cfslots");
+	if (rc != 0 || slurp(path, &f) == -1) {
+		cuckoo_free(&sl[0].cuckoo);
+		return;
+	}
+	ok(get_le32((unsigned char *)f.p + 12) == CUCKOO_LAYOUT_SLOTS &&
+	    get_le32((unsigned char *)f.p + 8) == 4, "layout 4: version 4, "
+	    "layout 4 in the header");
+	ok(stat(path, &sb) == 0 && (uint64_t)sb.st_blocks * 512 <
+	    cuckoo_table_bytes(&sl[0].cuckoo) / 4, "layout 4: the ranges "
+	    "holding nothing are holes (%lld bytes on disk of a %llu-byte "
+	    "table)", (long long)sb.st_blocks * 512,
+	    (unsigned long long)cuckoo_table_bytes(&sl[0].cuckoo));
+	memset(&back, 0, sizeof(back));
+	rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+	    sizeof(err));
+	ok(rc == 1 && back.slot_major && back.layout == CUCKOO_LAYOUT_SLOTS,
+	    "layout 4: loads partitioned (%s)", rc == 1 ? "ok" : err);
+	if (rc == 1) {
+		struct cuckoo *c = &got[0].cuckoo;
+
+		lost = 0;
+		for (int j = 0; j < 600; j++) {
+			snprintf(k, sizeof(k), "https://slots.example/%d", j);
+			h = XXH3_64bits_withSeed(k, strlen(k), CF_SEED);
+			h = (uint64_t)(100 + j % 6) << (64 -
+			    CUCKOO_RANGE_BITS) | (h & (UINT64_MAX >>
+			    CUCKOO_RANGE_BITS));
+			lost += !cuckoo_contains(c, h);
+		}
+		ok(cuckoo_ranged(c) && c->per == 64 && c->count == 600 &&
+		    lost == 0 && cuckoo_range_count(c, 100, 6) == 600,
+		    "layout 4: the table back in ranges, every key in its "
+		    "slot's range");
+		snapshot_slices_free(got, 1);
+	}
+	/* nbuckets 64 * 16384 + 2: not cut in ranges */
+	put_le64((unsigned char *)f.p + 128, 64 * CUCKOO_RANGES + 2);
+	reseal(&f);
+	if (spit(path, f.p, f.len) == 0) {
+		memset(&back, 0, sizeof(back));
+		rc = snapshot_load_slices(path, CAP, RATE, &back, &got, err,
+		    sizeof(err));
+		ok(rc == -1 && strstr(err, "not an even number for each of "
+		    "16384 slots") != NULL, "layout 4: a table not cut in "
+		    "ranges is refused: %s", err);
+	}
+	free(f.p);
+	cuckoo_free(&sl[0].cuckoo);
+}
+
 static void
 test_cuckoo_round_trip(void)
 {
@@ -1681,6 +1779,8 @@ static void m4_cap0(struct buf *f) { put_le64(SE4(0, 16), 0); }
 static void m4_rate(struct buf *f) { put_le64(SE4(1, 24), dbits(1.5)); }
 static void m4_start(struct buf *f) { put_le64(SE4(2, 48), UINT64_MAX); }
 static void m4_layout1(struct buf *f) { put_le32(f->p + 12, 1); }
+/* relabelled partitioned: its tables are not cut in slot ranges */
+static void m4_layout4(struct buf *f) { put_le32(f->p + 12, 4); }
 static void m4_as_v2(struct buf *f) { put_le32(f->p + 8, 2); }
 static void m4_as_v3(struct buf *f) { put_le32(f->p + 8, 3); }
 static void m4_v5(struct buf *f) { put_le32(f->p + 8, 5); }
@@ -1747,6 +1847,8 @@ test_cuckoo_damage(void)
 	    "capacity, error rate", 1);
 	damage4("v4: slice start before 1970", m4_start, 1, "slice 2: bad "
 	    "flags, capacity, error rate, count or start time", 1);
+	damage4("v4: relabelled layout 4", m4_layout4, 1, "slice 0: 300 "
+	    "buckets, not an even number for each of 16384 slots", 1);
 	damage4("v4: layout 1 (bloom's)", m4_layout1, 1, "unknown layout 1 "
 	    "for a cuckoo filter (this seend knows layouts 2 and 4)", 1);
 	damage4("v4 file relabelled version 2", m4_as_v2, 1, "unknown layout 2 "
@@ -1811,6 +1913,7 @@ write_corpus_cuckoo(const char *out)
 	write_seed_cuckoo(out, "damaged-v4-fpbits", 0, NCF, m4_fp17);
 	write_seed_cuckoo(out, "damaged-v4-count", 0, NCF, m4_less);
 	write_seed_cuckoo(out, "damaged-v4-layout1", 0, NCF, m4_layout1);
+	write_seed_cuckoo(out, "damaged-v4-layout4", 0, NCF, m4_layout4);
 	write_seed_cuckoo(out, "damaged-v4-flags", 0, NCF, m4_flags1);
 }
 
@@ -2174,6 +2277,7 @@ main(void)
 	test_merged_write_order();
 	test_merged_damage();
 	test_cuckoo_round_trip();
+	test_cuckoo_slots_round_trip();
 	test_cuckoo_write_refused();
 	test_cuckoo_damage();
 	test_verify_fd_damage();
