@@ -313,22 +313,36 @@ def writers_throughout_a_rebalance_and_a_removal_lose_nothing(t):
     ok_cli(t, "cluster", "check", addr(ns[1]))
 
 
+# the default filter and a cuckoo filter partitioned by slot beside it
+# (URLs of hosts kc*), both moving
+KILL_FILTERS = MOVE_FILTERS + """
+[filter.cf]
+prefixes = https://kc
+type = cuckoo
+capacity = 400000
+error_rate = 0.001
+"""
+
+
 def kill_during_a_move(t, victim_is_source, run):
     """One run: two primaries, URLs recorded, a reshard of most of the
     source's slots to the target killed (-9) on one side at a random
     moment, the node restarted, fix, then every URL acknowledged before
     or during it answered seen, and every slot with one node."""
-    ns = nodes(t, 2, name="k%d-" % run)
+    ns = nodes(t, 2, name="k%d-" % run, filters=KILL_FILTERS)
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
     src, dst = ns
-    before = urls("k%d" % run, 1000)
+    before = urls("k%d" % run, 1000) + urls("kc%d" % run, 500)
     rc = client(ns)
     record(rc, before)
     rc.close()
     w = Writers(ns, prefix="k%dw" % run)
     # and named filters, whole on their slots, moving with them
     wn = Writers(ns, n=1, prefix="k%dn" % run, named=True)
-    wait_until(lambda: w.count() >= 20 and wn.count() >= 40, timeout=30)
+    # and the cuckoo filter's URLs, its ranges moving
+    wc = Writers(ns, n=1, prefix="kc%dw" % run)
+    wait_until(lambda: w.count() >= 20 and wn.count() >= 40 and
+               wc.count() >= 20, timeout=30)
     p = subprocess.Popen([SEEN_CLI, "cluster", "reshard", addr(src),
                           "--from", myid(src), "--to", myid(dst),
                           "--slots", "4000", "--yes"],
@@ -355,13 +369,14 @@ def kill_during_a_move(t, victim_is_source, run):
         time.sleep(0.5 * SLOW)
     t.eq(rc_, 0, "fix exits 0 after the kill; reshard said:\n%s\nfix:\n%s"
          % (out, fixed))
-    c, cn = w.count(), wn.count()
-    wait_until(lambda: w.count() >= c + 20 and wn.count() >= cn + 20,
-               timeout=60)
-    during = w.stop(t)
+    c, cn, cc = w.count(), wn.count(), wc.count()
+    wait_until(lambda: w.count() >= c + 20 and wn.count() >= cn + 20 and
+               wc.count() >= cc + 20, timeout=60)
+    during = w.stop(t) + wc.stop(t)
     named = wn.stop(t)
     first_answers_new(t, w)
     first_answers_new(t, wn)    # new_filter_error_rate is 0.001 too
+    first_answers_new(t, wc)    # and cf's error_rate
     ok_cli(t, "cluster", "check", addr(src))
     moved = slots_of(dst) - 8192
     diag("run %d: %s killed, %d slots had moved, %d paused groups rolled "
