@@ -365,6 +365,9 @@ struct image_filter {
 	struct filter		*f;
 	uint64_t		 seed;		/* the source's */
 	int			 reseed;	/* f holds no bit: takes it */
+	/* of another seed, and holding no bit: nothing to take (a cuckoo
+	 * filter's ranges here are emptied, as an empty range replaces) */
+	int			 skip;
 	uint32_t		 nslices;
 	const unsigned char	*slices;	/* the first slice's header */
 	size_t			 slice_header;	/* its bytes: 20, SB2's 12 */
@@ -451,6 +454,85 @@ short_image:
 	return -1;
 }
 
+/* The bytes of slice entry q's ranges in an image of nslots slots (its
+ * fields checked by read_filter or read_cuckoo). */
+static size_t
+image_range_bytes(const unsigned char *q, unsigned nslots)
+{
+	uint64_t	n = get_le64(q);
+	uint32_t	k = get_le32(q + 8);
+
+	if (k & CLUSTER_MOVE_CUCKOO)
+		return (size_t)(n / CUCKOO_RANGES * 4 *
+		    (k & ~CLUSTER_MOVE_CUCKOO) / 8) * nslots;
+	return (size_t)(n / KEYSLOT_COUNT) * nslots * BLOOM_BLOCK_BYTES;
+}
+
+/* Whether the image's slices of a filter hold no bit: its source's part
+ * of those slots is empty. */
+static int
+image_empty(const struct image_filter *im, unsigned nslots)
+{
+	const unsigned char *q = im->slices;
+
+	for (uint32_t j = 0; j < im->nslices; j++) {
+		size_t n = image_range_bytes(q, nslots);
+
+		for (size_t i = 0; i < n; i++)
+			if (q[im->slice_header + i] != 0)
+				return 0;
+		q += im->slice_header + n;
+	}
+	return 1;
+}
+
+/*
+ * The image's seed against the filter's here, once its slices are read.
+ * An image of an empty part brings nothing, whatever its seed: it is
+ * taken as no bit (skip), so that an empty source part of another seed
+ * (a node emptied alone, never given the cluster's seed) gives its slots
+ * away. Else the seeds must agree, or the part here must be blank (it
+ * takes the source's).
+ */
+static int
+check_seed(struct image_filter *out, unsigned nslots, char *err,
+    size_t errlen)
+{
+	const struct filter	*f = out->f;
+	uint64_t		 seed = out->seed;
+
+	if (f->seed == seed)
+		return 0;
+	if (image_empty(out, nslots)) {
+		out->skip = 1;
+		return 0;
+	}
+	/* emptied here after the source's seed: a reset not finished on
+	 * the source (taking its seed again would repeat one in the
+	 * journal, whose resets are told apart by their seeds) */
+	if (filter_seed_after(f->seed, seed)) {
+		snprintf(err, errlen, "filter %s was emptied here and not on "
+		    "the source (its seed %016llx follows the source's "
+		    "%016llx): finish the reset with seen-cli cluster reset",
+		    f->name, (unsigned long long)f->seed,
+		    (unsigned long long)seed);
+		return -1;
+	}
+	/* an empty part takes the source's seed: a node added after the
+	 * cluster emptied the filter holds the map's */
+	if (!(out->reseed = filter_is_blank(f))) {
+		snprintf(err, errlen, "filter %s hashes with another seed "
+		    "here (%016llx, the source's %016llx): its keys were "
+		    "recorded before the map gave the cluster one seed, or "
+		    "since a DEL or RESET emptied its part on one node (seen-cli"
+		    " cluster reset empties every part), and its slots cannot "
+		    "move", f->name, (unsigned long long)f->seed,
+		    (unsigned long long)seed);
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads and checks one filter of the image against this node's. */
 static int
 read_filter(struct core *core, struct reader *r, unsigned nslots,
@@ -480,29 +562,6 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		return -1;
 	}
 	out->seed = seed;
-	/* emptied here after the source's seed: a reset not finished on
-	 * the source (taking its seed again would repeat one in the
-	 * journal, whose resets are told apart by their seeds) */
-	if (f->seed != seed && filter_seed_after(f->seed, seed)) {
-		snprintf(err, errlen, "filter %s was emptied here and not on "
-		    "the source (its seed %016llx follows the source's "
-		    "%016llx): finish the reset with seen-cli cluster reset",
-		    name, (unsigned long long)f->seed,
-		    (unsigned long long)seed);
-		return -1;
-	}
-	/* an empty part takes the source's seed: a node added after the
-	 * cluster emptied the filter holds the map's */
-	if (f->seed != seed && !(out->reseed = filter_is_blank(f))) {
-		snprintf(err, errlen, "filter %s hashes with another seed "
-		    "here (%016llx, the source's %016llx): its keys were "
-		    "recorded before the map gave the cluster one seed, or "
-		    "since a DEL or RESET emptied its part on one node (seen-cli"
-		    " cluster reset empties every part), and its slots cannot "
-		    "move", name, (unsigned long long)f->seed,
-		    (unsigned long long)seed);
-		return -1;
-	}
 	if ((uint64_t)f->expire_ms != expire) {
 		snprintf(err, errlen, "filter %s has a window (expire) of "
 		    "%llu ms here and %llu ms on the source%s", name,
@@ -524,7 +583,8 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 	out->f = f;
 	out->slices = r->p;
 	if (filter_is_cuckoo(f))
-		return read_cuckoo(r, nslots, out, err, errlen);
+		return read_cuckoo(r, nslots, out, err, errlen) == -1 ? -1 :
+		    check_seed(out, nslots, err, errlen);
 	for (uint32_t j = 0, nth = 0; j < out->nslices; j++) {
 		uint64_t nblocks, per, want_blocks;
 		uint32_t hashes, want_hashes;
@@ -597,7 +657,7 @@ read_filter(struct core *core, struct reader *r, unsigned nslots,
 		    NULL)
 			goto short_image;
 	}
-	return 0;
+	return check_seed(out, nslots, err, errlen);
 short_image:
 	snprintf(err, errlen, "the image ends early");
 	return -1;
@@ -672,6 +732,13 @@ merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
 	int64_t			 prev = -1;
 	uint32_t		 nth = 0;
 
+	if (im->skip) {
+		for (size_t j = 0; filter_is_cuckoo(im->f) &&
+		    j < im->f->nslices; j++)
+			cuckoo_range_clear(&im->f->slices[j]->cuckoo, first,
+			    nslots);
+		return 0;
+	}
 	if (filter_is_cuckoo(im->f))
 		return set_cuckoo(im, first, nslots, err, errlen);
 
