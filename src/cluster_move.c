@@ -409,8 +409,8 @@ read_cuckoo(struct reader *r, unsigned nslots, struct image_filter *out,
 		return -1;
 	}
 	for (uint32_t j = 0; j < out->nslices; j++) {
-		uint64_t nbuckets;
-		uint32_t fpbits;
+		uint64_t nbuckets, want_n;
+		uint32_t fpbits, want_bits;
 
 		if ((q = take(r, out->slice_header)) == NULL)
 			goto short_image;
@@ -433,15 +433,17 @@ read_cuckoo(struct reader *r, unsigned nslots, struct image_filter *out,
 			    fpbits);
 			return -1;
 		}
-		if (j < f->nslices && (f->slices[j]->cuckoo.nbuckets !=
-		    nbuckets || f->slices[j]->cuckoo.fpbits != fpbits)) {
+		/* the slice it replaces ranges of, there or to be added:
+		 * checked now, so that a refused image changes nothing */
+		if (filter_part_plan(f, j, &want_n, &want_bits) == -1 ||
+		    want_n != nbuckets || want_bits != fpbits) {
 			snprintf(err, errlen, "filter %s: slice %u is %llu "
-			    "buckets of %u bits here and %llu of %u on the "
-			    "source (are capacity, error_rate and growth the "
+			    "buckets of %u bits on the source, and cannot be "
+			    "here (%s: are capacity, error_rate and growth the "
 			    "same on every node?)", f->name, j + 1,
-			    (unsigned long long)f->slices[j]->cuckoo.nbuckets,
-			    f->slices[j]->cuckoo.fpbits,
-			    (unsigned long long)nbuckets, fpbits);
+			    (unsigned long long)nbuckets, fpbits,
+			    j < f->nslices ? "it is another shape" :
+			    "growth would add another shape, or none");
 			return -1;
 		}
 		if (take(r, (size_t)(nbuckets / CUCKOO_RANGES * 4 * fpbits /
@@ -686,18 +688,38 @@ slice_for(struct filter *f, uint32_t j, int64_t start, uint32_t nth,
 	return filter_period_slice(f, start, nth, err, errlen);
 }
 
-/* A cuckoo filter's slices: each range replaced by the source's (a
+/* The fingerprints of the ranges of slots first..first+n-1 this node's
+ * shard holds: the ones its count has. */
+static uint64_t
+held_fingerprints(const struct cluster *c, const struct cuckoo *t,
+    unsigned first, unsigned n)
+{
+	uint64_t k = 0;
+
+	for (unsigned s = first; s < first + n; s++)
+		if (cluster_holds_slot(c, s))
+			k += cuckoo_range_count(t, s, 1);
+	return k;
+}
+
+/*
+ * A cuckoo filter's slices: each range replaced by the source's (a
  * table's fingerprints are not OR-ed: a forget on the source since an
- * earlier copy must not come back). */
+ * earlier copy must not come back). A part's count is its shard's slots'
+ * fingerprints: a range comes into it when the map gives its slot
+ * (part_change), so ranges replaced here count only where the shard
+ * holds them already (a move sent again after its map).
+ */
 static int
-set_cuckoo(const struct image_filter *im, unsigned first, unsigned nslots,
-    char *err, size_t errlen)
+set_cuckoo(const struct cluster *c, const struct image_filter *im,
+    unsigned first, unsigned nslots, char *err, size_t errlen)
 {
 	const unsigned char *q = im->slices;
 
 	for (uint32_t j = 0; j < im->nslices; j++) {
 		uint64_t	 nbuckets = get_le64(q);
 		uint32_t	 fpbits = get_le32(q + 8) & ~CLUSTER_MOVE_CUCKOO;
+		uint64_t	 count;
 		struct slice	*sl;
 
 		if ((sl = filter_part_slice(im->f, j, err, errlen)) == NULL)
@@ -713,20 +735,24 @@ set_cuckoo(const struct image_filter *im, unsigned first, unsigned nslots,
 			    fpbits);
 			return -1;
 		}
+		count = sl->cuckoo.count - held_fingerprints(c, &sl->cuckoo,
+		    first, nslots);
 		cuckoo_range_set(&sl->cuckoo, first, nslots, q +
 		    im->slice_header);
+		sl->cuckoo.count = count + held_fingerprints(c, &sl->cuckoo,
+		    first, nslots);
 		q += im->slice_header + range_bytes(sl) * nslots;
 	}
-	/* counted as they came (a table's count is exact): the head is
-	 * looked at again once the map gives the slots (apply) */
+	/* the head is looked at again once the map gives the slots
+	 * (apply) */
 	im->f->reshapes++;
 	return 0;
 }
 
 /* One filter's slices OR-ed in (slices added as needed). */
 static int
-merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
-    char *err, size_t errlen)
+merge_filter(const struct cluster *c, const struct image_filter *im,
+    unsigned first, unsigned nslots, char *err, size_t errlen)
 {
 	const unsigned char	*q = im->slices;
 	int64_t			 prev = -1;
@@ -734,13 +760,18 @@ merge_filter(const struct image_filter *im, unsigned first, unsigned nslots,
 
 	if (im->skip) {
 		for (size_t j = 0; filter_is_cuckoo(im->f) &&
-		    j < im->f->nslices; j++)
-			cuckoo_range_clear(&im->f->slices[j]->cuckoo, first,
-			    nslots);
+		    j < im->f->nslices; j++) {
+			struct cuckoo *t = &im->f->slices[j]->cuckoo;
+			uint64_t count = t->count - held_fingerprints(c, t,
+			    first, nslots);
+
+			cuckoo_range_clear(t, first, nslots);
+			t->count = count;
+		}
 		return 0;
 	}
 	if (filter_is_cuckoo(im->f))
-		return set_cuckoo(im, first, nslots, err, errlen);
+		return set_cuckoo(c, im, first, nslots, err, errlen);
 
 	for (uint32_t j = 0; j < im->nslices; j++) {
 		uint64_t	 nblocks = get_le64(q), per;
@@ -997,7 +1028,8 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 			    ims[i].f->name, (unsigned long long)ims[i].seed);
 		}
 	for (uint32_t i = 0; i < nf; i++) {
-		if (merge_filter(&ims[i], first, nslots, err, errlen) == -1)
+		if (merge_filter(core->cluster, &ims[i], first, nslots, err,
+		    errlen) == -1)
 			goto out;
 		changed[(*n)++].f = ims[i].f;
 	}
@@ -1088,11 +1120,18 @@ part_change(struct core *core, unsigned a, unsigned b, int gained,
 			uint64_t per = bl->nblocks / KEYSLOT_COUNT, keys = 0;
 			uint64_t at = range_start(bl->nblocks, a);
 
-			/* a table's count is exact and holds every range
-			 * it has (set_cuckoo counted what came) */
-			if (f->slices[j]->cuckoo.table != NULL && !gained)
-				cuckoo_range_clear(&f->slices[j]->cuckoo, a,
-				    b - a + 1);
+			/* a table's count is its shard's ranges'
+			 * fingerprints, exactly */
+			if (f->slices[j]->cuckoo.table != NULL) {
+				struct cuckoo *t = &f->slices[j]->cuckoo;
+
+				if (!gained)
+					cuckoo_range_clear(t, a, b - a + 1);
+				else if (counted)
+					t->count += cuckoo_range_count(t, a,
+					    b - a + 1);
+				continue;
+			}
 			if (bl->words == NULL)
 				continue;
 			if (counted)
@@ -1104,6 +1143,26 @@ part_change(struct core *core, unsigned a, unsigned b, int gained,
 			bl->count -= keys < bl->count ? keys : bl->count;
 			bloom_clear_range(bl, at, per * (b - a + 1));
 		}
+	}
+}
+
+/*
+ * At a primary's start, once the ranges of slots not its shard's are
+ * freed: each partitioned cuckoo table counts what it holds, exactly (a
+ * snapshot's count leaves out the ranges a rolled-back move left, which
+ * the frees took out again).
+ */
+static void
+recount_tables(struct core *core)
+{
+	for (size_t i = 0; i < core->reg->nfilters; i++) {
+		struct filter *f = core->reg->filters[i];
+
+		if (!f->slot_major || f->runtime || !filter_is_cuckoo(f))
+			continue;
+		for (size_t j = 0; j < f->nslices; j++)
+			f->slices[j]->cuckoo.count =
+			    cuckoo_recount(&f->slices[j]->cuckoo);
 	}
 }
 
@@ -1199,6 +1258,8 @@ cluster_move_apply(struct core *core)
 	if (!c->held_valid)
 		memset(c->held, !c->replica_start, sizeof(c->held));
 	freed = part_runs(core, c->held, now, 0, 1);
+	if (!c->held_valid && !c->replica_start)
+		recount_tables(core);
 	mark_given_away(core, c->held, now);
 	if (c->held_valid)
 		taken = part_runs(core, c->held, now, 1, 1);

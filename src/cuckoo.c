@@ -371,6 +371,20 @@ cuckoo_cow_start(struct cuckoo *c, struct cuckoo *dst)
 	return 0;
 }
 
+void
+cuckoo_copy_table(struct cuckoo *dst, const struct cuckoo *c)
+{
+	uint64_t bytes = cuckoo_table_bytes(c);
+
+	for (uint64_t off = 0; off < bytes; off += COW_CHUNK) {
+		uint64_t n = bytes - off < COW_CHUNK ? bytes - off : COW_CHUNK;
+
+		if (!all_zero(c->table + off, n))
+			memcpy(dst->table + off, c->table + off, (size_t)n);
+	}
+	dst->count = c->count;
+}
+
 int
 cuckoo_cow_is(const struct cuckoo *c, const struct cuckoo *dst)
 {

@@ -211,6 +211,9 @@ int	cuckoo_cow_start(struct cuckoo *c, struct cuckoo *dst);
 int	cuckoo_cow_step(struct cuckoo *c, size_t max_bytes);
 void	cuckoo_cow_finish(struct cuckoo *c);
 void	cuckoo_cow_cancel(struct cuckoo *c);
+/* c's table and count copied into dst, a new empty table of its shape
+ * (its chunks that hold nothing are left unfaulted). */
+void	cuckoo_copy_table(struct cuckoo *dst, const struct cuckoo *c);
 /* 1 if c is being copied into dst. */
 int	cuckoo_cow_is(const struct cuckoo *c, const struct cuckoo *dst);
 /* The chunks holding bytes [off, off + 8) are copied before a change. */

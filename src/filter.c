@@ -324,8 +324,7 @@ cuckoo_copy(struct slice *s, int *pending)
 		*pending = 1;
 		return c;
 	}
-	memcpy(c->cuckoo.table, s->cuckoo.table, cuckoo_table_bytes(&s->cuckoo));
-	c->cuckoo.count = s->cuckoo.count;
+	cuckoo_copy_table(&c->cuckoo, &s->cuckoo);
 	return c;
 }
 
@@ -978,6 +977,38 @@ filter_cuckoo_check(const struct filter *f, uint64_t h)
 }
 
 /*
+ * A partitioned cuckoo filter's head has no room in one slot's range while
+ * its part has room (a slot taking far more than its share: a hash tag's
+ * URLs): the next slice is added as growth plans it after the head's
+ * planned capacity (so that slice i has one shape on every node, and
+ * slots can move), or, growth off, the key is refused alone and the
+ * filter keeps taking the other slots' keys. 0 once there is a new head.
+ */
+static int
+range_full(struct filter *f)
+{
+	char err[256];
+
+	if (f->growth == 0 || f->held ||
+	    add_slice(f, f->head->start_ms, err, sizeof(err)) == -1) {
+		if (!f->range_warned) {
+			f->range_warned = 1;
+			log_warn("filter %s: a slot's range of its table is "
+			    "full, and its keys are refused (%s): a hash tag "
+			    "puts far more than its share of URLs in one slot",
+			    f->name, f->growth == 0 ? "growth = off" : f->held ?
+			    "max_memory" : err);
+		}
+		return -1;
+	}
+	log_info("filter %s grew to %zu slices (%llu bytes): a slot's range "
+	    "of its newest table was full", f->name, f->nslices,
+	    (unsigned long long)filter_bytes(f));
+	refresh(f);
+	return 0;
+}
+
+/*
  * The head has no room for h (its kicks failed, rare below the planned
  * load) or reached its capacity: the filter grows as a bloom filter does,
  * or refuses. Returns 0 once h is stored, else FILTER_FULL.
@@ -992,13 +1023,22 @@ cuckoo_no_room(struct filter *f, uint64_t h)
 			become_full(f, err);
 			return FILTER_FULL;
 		}
+	} else if (f->slot_major) {
+		/* shapes as planned, never as filled: slice i is the same on
+		 * every node */
+		if (slice_count(f->head) < part_capacity(f, f->head->capacity)) {
+			if (range_full(f) == -1)
+				return FILTER_FULL;
+		} else
+			filter_head_filled(f);
 	} else {
 		/* the head takes no more: capacity is what it holds */
 		f->head->capacity = f->head->cuckoo.count;
 		filter_head_filled(f);
 	}
 	if (f->full || cuckoo_add(&f->head->cuckoo, h) == -1) {
-		if (!f->full)
+		/* a partitioned filter's new head refuses this key alone */
+		if (!f->full && !f->slot_major)
 			become_full(f, "no room in its table");
 		return FILTER_FULL;
 	}
@@ -1934,6 +1974,49 @@ filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
 		    f->name, f->nslices);
 	}
 	return f->slices[i];
+}
+
+int
+filter_part_plan(const struct filter *f, size_t nth, uint64_t *n,
+    uint32_t *bits)
+{
+	uint64_t	 capsum = 0, last = 0, cap = 0;
+	double		 spent = 0, rate = 0;
+
+	if (nth < f->nslices) {
+		const struct slice *sl = f->slices[nth];
+
+		*n = sl->cuckoo.table != NULL ? sl->cuckoo.nbuckets :
+		    sl->bloom.nblocks;
+		*bits = sl->cuckoo.table != NULL ? sl->cuckoo.fpbits :
+		    sl->bloom.hashes;
+		return 0;
+	}
+	/* as filter_part_slice adds them: after the head, one period */
+	for (size_t i = 0; i < f->nslices; i++) {
+		last = f->slices[i]->capacity;
+		spent += f->slices[i]->error_rate;
+		capsum += f->slices[i]->capacity;
+	}
+	for (size_t have = f->nslices; have <= nth; have++) {
+		if (shape_after(f->capacity, f->error_rate, f->growth,
+		    f->expire_ms, last, spent, capsum, &cap, &rate) == -1)
+			return -1;
+		last = cap;
+		spent += rate;
+		capsum += cap;
+	}
+	if (f->type == FILTER_TYPE_CUCKOO) {
+		if (rate < FILTER_CUCKOO_RATE_MIN)
+			rate = FILTER_CUCKOO_RATE_MIN;
+		return f->slot_major ? cuckoo_plan_ranges(cap, rate, n, bits) :
+		    cuckoo_plan(cap, rate, n, bits);
+	}
+	if (bloom_plan(cap, rate, n, bits) == -1)
+		return -1;
+	if (f->slot_major)
+		*n = (*n + KEYSLOT_COUNT - 1) / KEYSLOT_COUNT * KEYSLOT_COUNT;
+	return 0;
 }
 
 int64_t

@@ -168,6 +168,9 @@ struct filter {
 	int		 held;		/* full because of max_memory */
 	uint64_t	 next_mark;	/* head count at which to look again */
 	int		 warned;	/* 0, 90 or 100: the last warning given */
+	/* a partitioned cuckoo filter refused a key for its slot's full
+	 * range (warned once) */
+	int		 range_warned;
 	int64_t		 drop_at_ms;	/* when the oldest slice expires */
 	/* every new key and every slice added or dropped counts once:
 	 * "changed since the last snapshot" is mutations != saved */
@@ -366,6 +369,12 @@ struct bloom	*filter_period_slice(struct filter *, int64_t start,
  * not be added (growth off, a plan past 1 TiB). Changes nothing. */
 int		 filter_period_plan(const struct filter *, int64_t start,
 		    size_t nth, uint64_t *nblocks, uint32_t *hashes);
+/* The shape slice nth of a filter without a window has, or would have
+ * once filter_part_slice added it: buckets and fingerprint bits of a
+ * cuckoo filter, blocks and hashes of a bloom one. 0, or -1 when it could
+ * not be added (growth off, a plan past 1 TiB). Changes nothing. */
+int		 filter_part_plan(const struct filter *, size_t nth,
+		    uint64_t *n, uint32_t *bits);
 /* A window's period in ms (expire / 8), or 0 without one. */
 int64_t		 filter_period_ms(const struct filter *);
 /* Adds s (its reference is taken) as a merged slice of seed. -1 if out

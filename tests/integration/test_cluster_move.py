@@ -934,19 +934,92 @@ def a_config_cuckoo_filter_moves_with_its_slots(t):
     ok_cli(t, "cluster", "check", addr(a))
 
 
+HOT = """
+[filter.default]
+capacity = 20000
+error_rate = 0.01
+growth = off
+[filter.cf]
+prefixes = https://cf.
+type = cuckoo
+capacity = 100000
+error_rate = 0.001
+growth = %s
+"""
+
+
+def hot_urls(n):
+    """n URLs of one hash tag: all in one slot."""
+    return ["https://cf.example/{hot}/%d" % i for i in range(n)]
+
+
+@test
+def a_hot_slot_fills_its_range_alone(t):
+    """URLs of one hash tag fill their slot's range of a partitioned
+    cuckoo filter long before the part is full: without growth only that
+    slot's new URLs are refused; with growth the filter adds the slices
+    growth plans (the same shapes on every node), so the slot still
+    moves."""
+    s = cluster_node(t, "fixed", filters=HOT % "off")
+    ok_cli(t, "cluster", "create", addr(s), "--yes")
+    c = Resp(s.port)
+    got = [c.cmd("SETNX", u, "1") for u in hot_urls(400)]
+    refused = [g for g in got if isinstance(g, Err)]
+    t.ok(refused and all(g == "ERR full cf" for g in refused),
+         "the hot slot's range refuses its URLs once full: %d of 400 "
+         "refused (%r)" % (len(refused), refused[:1]))
+    t.ok(got.count(1) >= 20, "it took some first: %d" % got.count(1))
+    t.eq(c.cmd("SETNX", "https://cf.example/cold", "1"), 1,
+         "another slot's URL is still taken")
+    t.eq(int(info_field(s, "cf", "slices")), 1, "no slice added (growth off)")
+    c.close()
+
+    ns = [cluster_node(t, "g%d" % i, filters=HOT % "2") for i in range(2)]
+    ok_cli(t, "cluster", "create", *[addr(x) for x in ns], "--yes")
+    slot = keyslot("{hot}")
+    owner = ns[0] if owners(ns[0])[slot] == myid(ns[0]) else ns[1]
+    other = ns[1] if owner is ns[0] else ns[0]
+    hot = hot_urls(400)
+    c = Resp(owner.port)
+    got = [c.cmd("SETNX", u, "1") for u in hot]
+    c.close()
+    t.eq(got.count(1), len(hot), "with growth every hot URL is taken")
+    grown = int(info_field(owner, "cf", "slices"))
+    t.ok(2 <= grown <= 6, "the filter grew a few slices for one slot's "
+         "range: %d" % grown)
+    # the hot slot moves: the target adds the slices the source has, of
+    # the same planned shapes
+    out = ok_cli(t, "cluster", "reshard", addr(owner), "--from",
+                 myid(owner), "--to", myid(other), "--slots", "8192",
+                 "--yes")
+    t.contains(out, "slot(s) moved")
+    t.eq(owners(other)[slot], myid(other), "the hot slot moved")
+    t.eq(int(info_field(other, "cf", "slices")), grown, "the target took "
+         "every slice")
+    c = Resp(other.port)
+    t.eq(sum(c.cmd("EXISTS", u) for u in hot), len(hot),
+         "every hot URL seen on its new node")
+    c.close()
+
+
 @test
 def a_newer_map_during_a_move_stops_it(t):
     """A map newer than the move's (a Sentinel promotion's, made here by
     hand) reaches the nodes while a group is paused: seen-cli finds it
     before it gives its own map, rolls the group back and exits 1; the
-    slots stay with the source, served, with every URL."""
-    ns = nodes(t, 2)
+    slots stay with the source, served, with every URL. The target's
+    partitioned cuckoo filter, whose ranges of those slots the group's
+    copies replaced, counts only its own slots' URLs, before and after
+    a kill -9."""
+    ns = nodes(t, 2, filters=KILL_FILTERS)
     ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
     src, dst = ns
-    keys = urls("newer", URLS // 4)
+    keys = urls("newer", URLS // 4) + urls("kcnewer", 1000)
     rc = client(ns)
     record(rc, keys)
     rc.close()
+    cf = [int(info_field(s, "cf", "count")) for s in ns]
+    t.ok(min(cf) > 300, "both nodes' cuckoo parts hold URLs: %s" % cf)
     hold = t.path("hold")
     open(hold, "w").close()
     mover = subprocess.Popen(
@@ -978,6 +1051,14 @@ def a_newer_map_during_a_move_stops_it(t):
     t.eq(getmap(dst), newer, "the newer map holds")
     seen_all(t, ns, keys, "after the stopped move")
     ok_cli(t, "cluster", "check", addr(dst))
+    t.eq([int(info_field(s, "cf", "count")) for s in ns], cf,
+         "the cuckoo parts count their own slots' URLs alone")
+    for s in ns:
+        s.kill9()
+        s.start()
+    t.eq([int(info_field(s, "cf", "count")) for s in ns], cf,
+         "and so they do after kill -9 of both")
+    seen_all(t, ns, keys, "after kill -9 of both")
 
 
 # a window of 8 periods of PERIOD seconds: short enough to see a moved
