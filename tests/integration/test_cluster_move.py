@@ -983,7 +983,13 @@ def a_hot_slot_fills_its_range_alone(t):
     c = Resp(owner.port)
     got = [c.cmd("SETNX", u, "1") for u in hot]
     c.close()
-    t.eq(got.count(1), len(hot), "with growth every hot URL is taken")
+    # (a first pass may meet a false positive: a few per thousand in a
+    # range this full, each answered seen)
+    t.eq(sorted(set(got)), [0, 1] if 0 in got else [1], "with growth "
+         "every hot URL is taken or seen, none refused: %r" %
+         sorted(set(map(str, got))))
+    t.ok(got.count(1) >= len(hot) - 10, "with growth the hot URLs are new "
+         "but for false positives: %d of %d" % (got.count(1), len(hot)))
     grown = int(info_field(owner, "cf", "slices"))
     t.ok(2 <= grown <= 6, "the filter grew a few slices for one slot's "
          "range: %d" % grown)
