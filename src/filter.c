@@ -1976,6 +1976,40 @@ filter_part_slice(struct filter *f, size_t i, char *err, size_t errlen)
 	return f->slices[i];
 }
 
+/*
+ * The capacity and rate of the slice growth adds as rank nth after have
+ * slices (of one period), the newest of capacity last, whose rates add
+ * up to spent and capacities to capsum. -1: growth adds none.
+ */
+static int
+grow_to(const struct filter *f, size_t have, size_t nth, uint64_t last,
+    double spent, uint64_t capsum, uint64_t *cap, double *rate)
+{
+	for (; have <= nth; have++) {
+		if (shape_after(f->capacity, f->error_rate, f->growth,
+		    f->expire_ms, last, spent, capsum, cap, rate) == -1)
+			return -1;
+		last = *cap;
+		spent += *rate;
+		capsum += *cap;
+	}
+	return 0;
+}
+
+/* A bloom slice's blocks and hashes for capacity at rate, in f's layout
+ * (a slot-major one's blocks a whole number a slot). */
+static int
+plan_bloom(const struct filter *f, uint64_t cap, double rate,
+    uint64_t *nblocks, uint32_t *hashes)
+{
+	if (bloom_plan(cap, rate, nblocks, hashes) == -1)
+		return -1;
+	if (f->slot_major)
+		*nblocks = (*nblocks + KEYSLOT_COUNT - 1) / KEYSLOT_COUNT *
+		    KEYSLOT_COUNT;
+	return 0;
+}
+
 int
 filter_part_plan(const struct filter *f, size_t nth, uint64_t *n,
     uint32_t *bits)
@@ -1998,25 +2032,15 @@ filter_part_plan(const struct filter *f, size_t nth, uint64_t *n,
 		spent += f->slices[i]->error_rate;
 		capsum += f->slices[i]->capacity;
 	}
-	for (size_t have = f->nslices; have <= nth; have++) {
-		if (shape_after(f->capacity, f->error_rate, f->growth,
-		    f->expire_ms, last, spent, capsum, &cap, &rate) == -1)
-			return -1;
-		last = cap;
-		spent += rate;
-		capsum += cap;
-	}
+	if (grow_to(f, f->nslices, nth, last, spent, capsum, &cap, &rate) == -1)
+		return -1;
 	if (f->type == FILTER_TYPE_CUCKOO) {
 		if (rate < FILTER_CUCKOO_RATE_MIN)
 			rate = FILTER_CUCKOO_RATE_MIN;
 		return f->slot_major ? cuckoo_plan_ranges(cap, rate, n, bits) :
 		    cuckoo_plan(cap, rate, n, bits);
 	}
-	if (bloom_plan(cap, rate, n, bits) == -1)
-		return -1;
-	if (f->slot_major)
-		*n = (*n + KEYSLOT_COUNT - 1) / KEYSLOT_COUNT * KEYSLOT_COUNT;
-	return 0;
+	return plan_bloom(f, cap, rate, n, bits);
 }
 
 int64_t
@@ -2065,20 +2089,9 @@ filter_period_plan(const struct filter *f, int64_t start, size_t nth,
 		capsum += sl->capacity;
 	}
 	/* the slices growth would add to the period up to rank nth */
-	for (; have <= nth; have++) {
-		if (shape_after(f->capacity, f->error_rate, f->growth,
-		    f->expire_ms, last, spent, capsum, &cap, &rate) == -1)
-			return -1;
-		last = cap;
-		spent += rate;
-		capsum += cap;
-	}
-	if (bloom_plan(cap, rate, nblocks, hashes) == -1)
+	if (grow_to(f, have, nth, last, spent, capsum, &cap, &rate) == -1)
 		return -1;
-	if (f->slot_major)
-		*nblocks = (*nblocks + KEYSLOT_COUNT - 1) / KEYSLOT_COUNT *
-		    KEYSLOT_COUNT;
-	return 0;
+	return plan_bloom(f, cap, rate, nblocks, hashes);
 }
 
 struct bloom *
