@@ -95,16 +95,22 @@ bloom_fp_rate_keys(uint64_t nblocks, uint32_t hashes, double n)
 double
 bloom_fp_from_fill(const struct bloom *b)
 {
-	double bits = (double)b->nblocks * BLOOM_BLOCK_BITS;
-	double fill = (double)b->bits_set / bits;
-	double s = (double)(BLOOM_BLOCK_BITS / b->hashes);
+	return bloom_fp_from_fill_part(b, 1.0);
+}
 
-	if (b->bits_set == 0)
+double
+bloom_fp_from_fill_part(const struct bloom *b, double share)
+{
+	double blocks = (double)b->nblocks * share;
+	double fill = (double)b->bits_set / (blocks * BLOOM_BLOCK_BITS);
+	double s = (double)(BLOOM_BLOCK_BITS / b->hashes);
+	uint64_t nb = (uint64_t)(blocks + 0.5);
+
+	if (b->bits_set == 0 || nb == 0)
 		return 0;
 	if (fill >= 1.0)
 		return 1.0;
-	return bloom_fp_rate_keys(b->nblocks, b->hashes,
-	    -s * log1p(-fill) * (double)b->nblocks);
+	return bloom_fp_rate_keys(nb, b->hashes, -s * log1p(-fill) * blocks);
 }
 
 /* Smallest block count whose expected rate at capacity meets goal. */

@@ -68,6 +68,9 @@ double	bloom_fp_rate(uint64_t nblocks, uint32_t hashes, uint64_t n);
 double	bloom_fp_rate_keys(uint64_t nblocks, uint32_t hashes, double n);
 /* The rate estimated from the bits set (exact for random keys). */
 double	bloom_fp_from_fill(const struct bloom *);
+/* The same for the share (0, 1] of its blocks that holds its bits (a
+ * node's part of a filter partitioned by slot). */
+double	bloom_fp_from_fill_part(const struct bloom *, double share);
 /* The bytes bloom_init maps for an array of nblocks. */
 size_t	bloom_map_bytes(uint64_t nblocks);
 /* Allocates a zeroed filter; returns 0, or -1 with errno set. */

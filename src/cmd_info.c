@@ -62,7 +62,8 @@ growth_text(const struct filter *f, char *buf, size_t len)
 }
 
 /* The lines that differ by type: a Bloom filter's bits and hashes, a
- * cuckoo filter's buckets and fingerprints (fill: slots in use). */
+ * cuckoo filter's buckets and fingerprints (fill: slots in use, of the
+ * node's part of a partitioned filter). */
 static void
 info_layout(const struct filter *f)
 {
@@ -84,7 +85,8 @@ info_layout(const struct filter *f)
 		    h ? h->cuckoo.fpbits : 0, f->slot_major ?
 		    "slot-major-cuckoo-packed4" : "cuckoo-packed4",
 		    (unsigned long long)filter_count(f),
-		    slots ? (double)filter_count(f) / (double)slots : 0.0,
+		    slots ? (double)filter_count(f) / ((double)slots *
+		    filter_part_share(f)) : 0.0,
 		    (unsigned long long)f->forgotten);
 		return;
 	}
@@ -98,7 +100,7 @@ info_layout(const struct filter *f)
 	    h ? h->bloom.hashes : 0, f->slot_major ?
 	    "slot-major-split-block-512" : "split-block-512",
 	    (unsigned long long)bits_set,
-	    bits > 0 ? (double)bits_set / bits : 0.0);
+	    bits > 0 ? (double)bits_set / (bits * filter_part_share(f)) : 0.0);
 }
 
 static void

@@ -1846,18 +1846,32 @@ filter_slice_capacity(const struct filter *f)
 	return n;
 }
 
-/* A miss must miss in every slice: 1 - prod(1 - p_i). */
+double
+filter_part_share(const struct filter *f)
+{
+	unsigned slots = __atomic_load_n(&part_slots, __ATOMIC_RELAXED);
+
+	if (!f->slot_major || slots >= KEYSLOT_COUNT)
+		return 1.0;
+	return (double)slots / KEYSLOT_COUNT;
+}
+
+/* A miss must miss in every slice: 1 - prod(1 - p_i). A partitioned
+ * filter's part is asked about its slots alone: its keys fill their share
+ * of each slice. */
 double
 filter_fp_estimate(const struct filter *f)
 {
-	double miss = 1.0;
+	double miss = 1.0, share = filter_part_share(f);
 
 	for (size_t i = 0; i < filter_nall(f); i++) {
 		const struct slice *s = filter_slice_at(f, i);
+		const struct cuckoo *c = &s->cuckoo;
 
-		miss *= 1.0 - (s->cuckoo.table != NULL ?
-		    cuckoo_fp_estimate(&s->cuckoo) :
-		    bloom_fp_from_fill(&s->bloom));
+		miss *= 1.0 - (c->table != NULL ? cuckoo_fp_rate((uint64_t)(
+		    (double)c->nbuckets * share + 0.5), c->fpbits,
+		    (double)c->count) :
+		    bloom_fp_from_fill_part(&s->bloom, share));
 	}
 	return 1.0 - miss;
 }

@@ -225,6 +225,9 @@ uint64_t	 filter_memory_room(void);
  * cluster of one. filter_part_check applies a change.
  */
 void		 filter_set_part(unsigned slots);
+/* The share of a slot-major filter's slices its part holds keys in (the
+ * part's slots / KEYSLOT_COUNT); 1 for any other filter. */
+double		 filter_part_share(const struct filter *);
 /* The seed of the cluster's map (0: none): a slot-major filter created
  * from now on hashes with it instead of a random one (cluster_map.h). */
 void		 filter_set_part_seed(uint64_t seed);

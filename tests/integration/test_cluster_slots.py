@@ -335,6 +335,17 @@ def false_positive_rate_at_capacity_is_error_rate_cluster_wide(t):
     t.ok(rate <= alone + 4 * sd, "the cluster's rate %.5f exceeds the same "
          "filter's standalone %.5f by more than noise (4 sigma %.5f)"
          % (rate, alone, 4 * sd))
+    # each node's INFO estimates its part's rate from its part's fill,
+    # not from its bits spread over the whole array (a third of the fill:
+    # a rate thousands of times lower). The estimate averages the fill of
+    # the part's blocks, and these URLs' slots (a CRC16 of sequential
+    # names) are loaded less evenly than random blocks are, which a
+    # rate convex in the load pays for: the URLs met 2-3 times the
+    # estimate here, a factor that noise does not move (about 110 of
+    # 200,000, sigma 10)
+    est = sum(float(info_of(x)["estimated_fp_rate"]) for x in ns) / len(ns)
+    t.ok(rate / 5 <= est <= rate * 5, "the nodes' mean estimate %.6f is "
+         "the rate met %.6f within a factor of 5" % (est, rate))
 
 
 FIXED_CAPACITY = 300000
