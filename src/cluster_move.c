@@ -365,8 +365,8 @@ struct image_filter {
 	struct filter		*f;
 	uint64_t		 seed;		/* the source's */
 	int			 reseed;	/* f holds no bit: takes it */
-	/* of another seed, and holding no bit: nothing to take (a cuckoo
-	 * filter's ranges here are emptied, as an empty range replaces) */
+	/* of another seed, and holding no bit: nothing to take (the
+	 * ranges of slots not held here are emptied: empty_ranges) */
 	int			 skip;
 	uint32_t		 nslices;
 	const unsigned char	*slices;	/* the first slice's header */
@@ -688,8 +688,16 @@ slice_for(struct filter *f, uint32_t j, int64_t start, uint32_t nth,
 	return filter_period_slice(f, start, nth, err, errlen);
 }
 
-/* The fingerprints of the ranges of slots first..first+n-1 this node's
- * shard holds: the ones its count has. */
+/* Whether the shard held slot s at the last map taken: its ranges are
+ * in the counts (part_change counts a range as the slot comes). */
+static int
+counted_slot(const struct cluster *c, unsigned s)
+{
+	return c != NULL && c->held_valid && c->held[s];
+}
+
+/* The fingerprints of the ranges of slots first..first+n-1 the counts
+ * have. */
 static uint64_t
 held_fingerprints(const struct cluster *c, const struct cuckoo *t,
     unsigned first, unsigned n)
@@ -697,9 +705,39 @@ held_fingerprints(const struct cluster *c, const struct cuckoo *t,
 	uint64_t k = 0;
 
 	for (unsigned s = first; s < first + n; s++)
-		if (cluster_holds_slot(c, s))
+		if (counted_slot(c, s))
 			k += cuckoo_range_count(t, s, 1);
 	return k;
+}
+
+/*
+ * An image of a part that holds no bit, of another seed (skip): the
+ * ranges of the slots not held here are emptied, as an empty range
+ * replaces, so that nothing an earlier copy left (of the seed a reset
+ * since emptied on the source) comes in with the slots; the ranges of
+ * held slots are the shard's own keys.
+ */
+static void
+empty_ranges(const struct cluster *c, struct filter *f, unsigned first,
+    unsigned nslots)
+{
+	for (size_t j = 0; j < f->nslices; j++) {
+		struct slice *sl = f->slices[j];
+
+		for (unsigned s = first; s < first + nslots; s++) {
+			if (counted_slot(c, s))
+				continue;
+			if (sl->cuckoo.table != NULL) {
+				uint64_t count = sl->cuckoo.count;
+
+				cuckoo_range_clear(&sl->cuckoo, s, 1);
+				sl->cuckoo.count = count;
+			} else if (sl->bloom.words != NULL)
+				bloom_clear_range(&sl->bloom,
+				    range_start(sl->bloom.nblocks, s),
+				    sl->bloom.nblocks / KEYSLOT_COUNT);
+		}
+	}
 }
 
 /*
@@ -759,15 +797,7 @@ merge_filter(const struct cluster *c, const struct image_filter *im,
 	uint32_t		 nth = 0;
 
 	if (im->skip) {
-		for (size_t j = 0; filter_is_cuckoo(im->f) &&
-		    j < im->f->nslices; j++) {
-			struct cuckoo *t = &im->f->slices[j]->cuckoo;
-			uint64_t count = t->count - held_fingerprints(c, t,
-			    first, nslots);
-
-			cuckoo_range_clear(t, first, nslots);
-			t->count = count;
-		}
+		empty_ranges(c, im->f, first, nslots);
 		return 0;
 	}
 	if (filter_is_cuckoo(im->f))

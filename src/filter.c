@@ -989,15 +989,14 @@ range_full(struct filter *f)
 {
 	char err[256];
 
-	if (f->growth == 0 || f->held ||
+	if (f->growth == 0 ||
 	    add_slice(f, f->head->start_ms, err, sizeof(err)) == -1) {
 		if (!f->range_warned) {
 			f->range_warned = 1;
 			log_warn("filter %s: a slot's range of its table is "
 			    "full, and its keys are refused (%s): a hash tag "
 			    "puts far more than its share of URLs in one slot",
-			    f->name, f->growth == 0 ? "growth = off" : f->held ?
-			    "max_memory" : err);
+			    f->name, f->growth == 0 ? "growth = off" : err);
 		}
 		return -1;
 	}
@@ -2003,6 +2002,11 @@ grow_to(const struct filter *f, size_t have, size_t nth, uint64_t last,
 		if (shape_after(f->capacity, f->error_rate, f->growth,
 		    f->expire_ms, last, spent, capsum, cap, rate) == -1)
 			return -1;
+		/* a cuckoo slice is made at FILTER_CUCKOO_RATE_MIN at least
+		 * (slice_new_cuckoo), and the next is planned after it */
+		if (f->type == FILTER_TYPE_CUCKOO &&
+		    *rate < FILTER_CUCKOO_RATE_MIN)
+			*rate = FILTER_CUCKOO_RATE_MIN;
 		last = *cap;
 		spent += *rate;
 		capsum += *cap;

@@ -948,6 +948,11 @@ growth = %s
 """
 
 
+# small and tight: a few hundred URLs of one slot grow it past a dozen
+# slices
+HOT_TIGHT = HOT.replace("capacity = 100000", "capacity = 1000") % "2"
+
+
 def hot_urls(n):
     """n URLs of one hash tag: all in one slot."""
     return ["https://cf.example/{hot}/%d" % i for i in range(n)]
@@ -1006,6 +1011,104 @@ def a_hot_slot_fills_its_range_alone(t):
     t.eq(sum(c.cmd("EXISTS", u) for u in hot), len(hot),
          "every hot URL seen on its new node")
     c.close()
+
+    # a dozen slices and more: past the slices whose rate reaches
+    # FILTER_CUCKOO_RATE_MIN, each planned as the live filter made it
+    ns = [cluster_node(t, "m%d" % i, filters=HOT_TIGHT) for i in range(2)]
+    ok_cli(t, "cluster", "create", *[addr(x) for x in ns], "--yes")
+    owner = ns[0] if owners(ns[0])[slot] == myid(ns[0]) else ns[1]
+    other = ns[1] if owner is ns[0] else ns[0]
+    hot = hot_urls(700)
+    c = Resp(owner.port)
+    got = [c.cmd("SETNX", u, "1") for u in hot]
+    c.close()
+    grown = int(info_field(owner, "cf", "slices"))
+    t.ok(grown >= 12 and not any(isinstance(g, Err) for g in got),
+         "one slot's URLs grew the filter to %d slices" % grown)
+    ok_cli(t, "cluster", "reshard", addr(owner), "--from", myid(owner),
+           "--to", myid(other), "--slots", "8192", "--yes")
+    t.eq(owners(other)[slot], myid(other), "the hot slot moved")
+    c = Resp(other.port)
+    t.eq(sum(c.cmd("EXISTS", u) for u in hot), len(hot),
+         "every hot URL seen on its new node")
+    c.close()
+
+
+def roles(ns):
+    """(primaries, {primary name: its replica}) of ns, by ROLE."""
+    prim = [s for s in ns if ask(s, "ROLE")[0] == b"master"]
+    repl = {}
+    for s in ns:
+        if s not in prim:
+            port = int(ask(s, "ROLE")[2])
+            repl[next(p.name for p in prim if p.port == port)] = s
+    return prim, repl
+
+
+def cf_count(s):
+    return int(info_field(s, "cf", "count"))
+
+
+@test
+def a_replica_restarted_then_promoted_counts_moved_ranges_once(t):
+    """A replica started as one (it keeps every range until its primary
+    says otherwise), promoted, then given slots: the cuckoo filter's
+    moved ranges count once."""
+    ns = nodes(t, 4, filters=KILL_FILTERS)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--replicas",
+           "1", "--yes")
+    prim, repl = roles(ns)
+    src, dst = prim
+    rc = client(prim)
+    new = record(rc, urls("kcpromo", 3000))
+    rc.close()
+    r = repl[dst.name]
+    r.kill9()
+    r.start()
+    t.ok(wait_until(lambda: b"master_link_status:up" in
+                    ask(r, "INFO", "replication"), timeout=30),
+         "the replica is back")
+    t.ok(wait_until(lambda: cf_count(r) == cf_count(dst), timeout=30),
+         "the replica holds its primary's part")
+    t.eq(try_ask(r, "REPLICAOF", "NO", "ONE"), "OK")
+    t.ok(wait_until(lambda: owners(src).count(myid(r)) > 0, timeout=30),
+         "the promoted replica owns its primary's slots")
+    before = cf_count(src) + cf_count(r)
+    t.eq(before, sum(new), "the parts count every URL once")
+    ok_cli(t, "cluster", "reshard", addr(src), "--from", myid(src), "--to",
+           myid(r), "--slots", "2048", "--yes")
+    t.eq(cf_count(src) + cf_count(r), before, "after a move into the "
+         "promoted replica: %d + %d" % (cf_count(src), cf_count(r)))
+
+
+@test
+def an_empty_image_of_a_reset_part_brings_no_old_key(t):
+    """A first copy of a slot reaches the target, the source's part is
+    then emptied alone (a cluster reset stopped midway): its next images
+    hold no bit, of a new seed, and the slot moves with none of the keys
+    the reset forgot, in either type of filter."""
+    ns = nodes(t, 2, filters=KILL_FILTERS)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--yes")
+    a = ns[0] if owners(ns[0])[0] == myid(ns[0]) else ns[1]
+    b = ns[1] if a is ns[0] else ns[0]
+    tag = next("t%d" % i for i in range(200000)
+               if keyslot("{t%d}" % i) == 0)
+    u = "https://bl.example/{%s}/1" % tag
+    v = "https://kc.example/{%s}/1" % tag
+    t.eq(ask(a, "SETNX", u, "1"), 1, "a URL of slot 0 in default")
+    t.eq(ask(a, "SETNX", v, "1"), 1, "and one in cf")
+    # a first copy of slot 0 (of a move that went no further)
+    img = ask(a, "CLUSTER", "SLOTBITS", "0", "0")
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img), "OK", "the first copy")
+    for f in ("default", "cf"):
+        seed = ask(a, "CLUSTER", "PARTSEED", f).split()[0].decode()
+        t.eq(ask(a, "CLUSTER", "RESETPART", f, seed), "OK",
+             "a's part of %s emptied" % f)
+    ok_cli(t, "cluster", "reshard", addr(a), "--from", myid(a), "--to",
+           myid(b), "--slots", "1", "--yes")
+    t.eq(owners(b)[0], myid(b), "slot 0 moved")
+    t.eq(ask(b, "EXISTS", u), 0, "the Bloom filter's forgotten URL is new")
+    t.eq(ask(b, "EXISTS", v), 0, "the cuckoo filter's too")
 
 
 @test
