@@ -1322,8 +1322,12 @@ filter_is_blank(const struct filter *f)
 	for (size_t i = 0; i < f->nslices; i++) {
 		const struct slice *s = f->slices[i];
 
-		if (s->cuckoo.table != NULL ? s->cuckoo.count != 0 :
-		    s->bloom.bits_set != 0)
+		/* a table's fingerprints, counted or not (a partitioned
+		 * one's count leaves out the ranges of slots not held, which
+		 * a rolled-back move may have filled): as a Bloom filter's
+		 * bits set */
+		if (s->cuckoo.table != NULL ? s->cuckoo.count != 0 ||
+		    cuckoo_recount(&s->cuckoo) != 0 : s->bloom.bits_set != 0)
 			return 0;
 	}
 	return 1;
