@@ -852,18 +852,8 @@ def a_merge_under_way_holds_a_hand_over_off(t):
 
 
 # a config cuckoo filter taking URLs by prefix beside the default one
-CUCKOO = """
-[filter.default]
-capacity = 20000
-error_rate = 0.01
-growth = off
-[filter.cf]
-prefixes = cf:
-type = cuckoo
-capacity = 40000
-error_rate = 0.001
-growth = off
-"""
+CUCKOO = SMALL.replace("capacity = 1000\n", "capacity = 40000\n"
+                       "error_rate = 0.001\ngrowth = off\n")
 
 
 def cf_counts(ns):
@@ -979,15 +969,7 @@ def a_hot_slot_fills_its_range_alone(t):
     t.eq(int(info_field(s, "cf", "slices")), 1, "no slice added (growth off)")
     c.close()
 
-    ns = [cluster_node(t, "g%d" % i, filters=HOT % "2") for i in range(2)]
-    ok_cli(t, "cluster", "create", *[addr(x) for x in ns], "--yes")
-    slot = keyslot("{hot}")
-    owner = ns[0] if owners(ns[0])[slot] == myid(ns[0]) else ns[1]
-    other = ns[1] if owner is ns[0] else ns[0]
-    hot = hot_urls(400)
-    c = Resp(owner.port)
-    got = [c.cmd("SETNX", u, "1") for u in hot]
-    c.close()
+    owner, other, hot, got = hot_pair(t, "g", HOT % "2", 400)
     # (a first pass may meet a false positive: a few per thousand in a
     # range this full, each answered seen)
     t.eq(sorted(set(got)), [0, 1] if 0 in got else [1], "with growth "
@@ -998,8 +980,38 @@ def a_hot_slot_fills_its_range_alone(t):
     grown = int(info_field(owner, "cf", "slices"))
     t.ok(2 <= grown <= 6, "the filter grew a few slices for one slot's "
          "range: %d" % grown)
-    # the hot slot moves: the target adds the slices the source has, of
-    # the same planned shapes
+    hot_moves(t, owner, other, hot, grown)
+
+    # a dozen slices and more: past the slices whose rate reaches
+    # FILTER_CUCKOO_RATE_MIN, each planned as the live filter made it
+    owner, other, hot, got = hot_pair(t, "m", HOT_TIGHT, 700)
+    grown = int(info_field(owner, "cf", "slices"))
+    t.ok(grown >= 12 and not any(isinstance(g, Err) for g in got),
+         "one slot's URLs grew the filter to %d slices" % grown)
+    hot_moves(t, owner, other, hot, grown)
+
+
+def hot_pair(t, name, filters, n):
+    """Two nodes of filters in a cluster, and n hot URLs recorded on the
+    owner of their slot: (owner, the other, the URLs, the answers)."""
+    ns = [cluster_node(t, "%s%d" % (name, i), filters=filters)
+          for i in range(2)]
+    ok_cli(t, "cluster", "create", *[addr(x) for x in ns], "--yes")
+    slot = keyslot("{hot}")
+    owner = ns[0] if owners(ns[0])[slot] == myid(ns[0]) else ns[1]
+    other = ns[1] if owner is ns[0] else ns[0]
+    hot = hot_urls(n)
+    c = Resp(owner.port)
+    got = [c.cmd("SETNX", u, "1") for u in hot]
+    c.close()
+    return owner, other, hot, got
+
+
+def hot_moves(t, owner, other, hot, grown):
+    """The hot slot moves with half the owner's slots: the target adds
+    the slices the source has, of the same planned shapes, and answers
+    every hot URL seen."""
+    slot = keyslot("{hot}")
     out = ok_cli(t, "cluster", "reshard", addr(owner), "--from",
                  myid(owner), "--to", myid(other), "--slots", "8192",
                  "--yes")
@@ -1007,27 +1019,6 @@ def a_hot_slot_fills_its_range_alone(t):
     t.eq(owners(other)[slot], myid(other), "the hot slot moved")
     t.eq(int(info_field(other, "cf", "slices")), grown, "the target took "
          "every slice")
-    c = Resp(other.port)
-    t.eq(sum(c.cmd("EXISTS", u) for u in hot), len(hot),
-         "every hot URL seen on its new node")
-    c.close()
-
-    # a dozen slices and more: past the slices whose rate reaches
-    # FILTER_CUCKOO_RATE_MIN, each planned as the live filter made it
-    ns = [cluster_node(t, "m%d" % i, filters=HOT_TIGHT) for i in range(2)]
-    ok_cli(t, "cluster", "create", *[addr(x) for x in ns], "--yes")
-    owner = ns[0] if owners(ns[0])[slot] == myid(ns[0]) else ns[1]
-    other = ns[1] if owner is ns[0] else ns[0]
-    hot = hot_urls(700)
-    c = Resp(owner.port)
-    got = [c.cmd("SETNX", u, "1") for u in hot]
-    c.close()
-    grown = int(info_field(owner, "cf", "slices"))
-    t.ok(grown >= 12 and not any(isinstance(g, Err) for g in got),
-         "one slot's URLs grew the filter to %d slices" % grown)
-    ok_cli(t, "cluster", "reshard", addr(owner), "--from", myid(owner),
-           "--to", myid(other), "--slots", "8192", "--yes")
-    t.eq(owners(other)[slot], myid(other), "the hot slot moved")
     c = Resp(other.port)
     t.eq(sum(c.cmd("EXISTS", u) for u in hot), len(hot),
          "every hot URL seen on its new node")
