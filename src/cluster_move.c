@@ -41,9 +41,10 @@ range_bytes(const struct slice *sl)
 	return (size_t)(sl->bloom.nblocks / KEYSLOT_COUNT) * BLOOM_BLOCK_BYTES;
 }
 
-/* A filter of the config file that lives whole on its name's slot (a
- * config cuckoo filter) whose name falls in first..last: it is on every
- * node, and does not move. */
+/* A filter of the config file that lives whole on its name's slot (one
+ * loaded whole from a snapshot made outside cluster mode, or by a seend
+ * before partitioned cuckoo filters) whose name falls in first..last: it
+ * is on every node, and does not move. */
 static const struct filter *
 pinned_in(const struct core *core, unsigned first, unsigned last)
 {
@@ -61,12 +62,12 @@ pinned_in(const struct core *core, unsigned first, unsigned last)
 }
 
 /*
- * A filter of the config file that is not partitioned (a cuckoo filter)
- * and takes URLs (the default filter, or one of hosts or prefixes) while
- * it holds keys: each node's copy holds the URLs of its own slots, which
- * cannot be told apart by slot (a cuckoo filter keeps fingerprints), so
- * no slot of the node can move without its URLs answered new again on
- * the target. NULL when there is none.
+ * A filter of the config file that is not partitioned (loaded whole, as
+ * pinned_in's) and takes URLs (the default filter, or one of hosts or
+ * prefixes) while it holds keys: each node's copy holds the URLs of its
+ * own slots, which a whole table cannot tell apart by slot, so no slot of
+ * the node can move without its URLs answered new again on the target.
+ * NULL when there is none.
  */
 static const struct filter *
 unmovable_urls(const struct core *core)

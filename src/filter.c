@@ -21,6 +21,10 @@ int64_t		filter_now_ms;
 uint64_t	filter_memory_used;
 uint64_t	filter_memory_limit;
 static unsigned	part_slots = KEYSLOT_COUNT, part_gen;
+
+/* a partitioned cuckoo table's ranges are the slots */
+_Static_assert(CUCKOO_RANGES == KEYSLOT_COUNT &&
+    CUCKOO_RANGE_BITS == KEYSLOT_BITS, "cuckoo ranges are not the slots");
 /* filter_set_part_seed's: 0, or low 16 bits FILTER_SEED_SLOTS */
 static uint64_t	part_seed;
 

@@ -85,8 +85,8 @@ struct filter_shape {
 	uint64_t	 expire;	/* seconds, 0 = never */
 	int		 normalize;	/* FILTER_NORMALIZE_* */
 	int		 type;		/* FILTER_TYPE_* */
-	/* partitioned by slot (a config filter of a cluster node; bloom
-	 * only): see filter_slot_hash */
+	/* partitioned by slot (a config filter of a cluster node): see
+	 * filter_slot_hash */
 	int		 slot_major;
 };
 
@@ -125,10 +125,11 @@ struct filter {
 	uint64_t	 seed;		/* one hash per key for every slice */
 	int		 normalize;	/* hash url_normalize()d keys */
 	int		 type;		/* FILTER_TYPE_* */
-	/* partitioned by slot (BLOOM_LAYOUT_SLOTS512): each key's hash
-	 * carries its slot (filter_slot_hash) and each slice's nblocks is a
-	 * multiple of KEYSLOT_COUNT, so a node touches only the blocks of the
-	 * slots it is asked about: those it owns */
+	/* partitioned by slot (BLOOM_LAYOUT_SLOTS512, CUCKOO_LAYOUT_SLOTS):
+	 * each key's hash carries its slot (filter_slot_hash) and each
+	 * slice's nblocks is a multiple of KEYSLOT_COUNT (a table's buckets
+	 * of 2 * KEYSLOT_COUNT), so a node touches only the blocks (ranges)
+	 * of the slots it is asked about: those it owns */
 	int		 slot_major;
 	/* a named filter whose slot this node gave away (cluster_move.c):
 	 * the keyspace's tick drops it */
@@ -488,8 +489,10 @@ int		 filter_seen_at(struct filter *, uint64_t h, int64_t when_ms);
  * A slot-major filter's hash of a key of slot: the slot in the top
  * KEYSLOT_BITS, the key's hash below. bloom_block's multiply-shift then
  * lands in the slot's nblocks / KEYSLOT_COUNT blocks, chosen by the hash's
- * next bits; bloom_masks mixes the whole. The journal and the replication
- * stream carry this hash, so replays and replicas fill the same part.
+ * next bits; bloom_masks mixes the whole. A cuckoo table's index lands
+ * in the slot's range the same way (its fingerprint from the low 32
+ * bits; cuckoo.h). The journal and the replication stream carry this
+ * hash, so replays and replicas fill the same part.
  */
 static inline uint64_t
 filter_slot_hash(uint64_t h, unsigned slot)
