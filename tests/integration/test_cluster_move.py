@@ -102,17 +102,23 @@ def readonly_exists(s, keys):
         c.close()
 
 
-@test
-def replicas_follow_a_move(t):
-    ns = nodes(t, 4)
-    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--replicas",
-           "1", "--yes")
+def roles(ns):
+    """(primaries, {primary name: its replica}) of ns, by ROLE."""
     prim = [s for s in ns if ask(s, "ROLE")[0] == b"master"]
     repl = {}
     for s in ns:
         if s not in prim:
             port = int(ask(s, "ROLE")[2])
             repl[next(p.name for p in prim if p.port == port)] = s
+    return prim, repl
+
+
+@test
+def replicas_follow_a_move(t):
+    ns = nodes(t, 4)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--replicas",
+           "1", "--yes")
+    prim, repl = roles(ns)
     t.eq(len(prim), 2, "two primaries, each with a replica")
     keys = urls("repl", URLS // 2)
     rc = client(prim)
@@ -1023,17 +1029,6 @@ def hot_moves(t, owner, other, hot, grown):
     t.eq(sum(c.cmd("EXISTS", u) for u in hot), len(hot),
          "every hot URL seen on its new node")
     c.close()
-
-
-def roles(ns):
-    """(primaries, {primary name: its replica}) of ns, by ROLE."""
-    prim = [s for s in ns if ask(s, "ROLE")[0] == b"master"]
-    repl = {}
-    for s in ns:
-        if s not in prim:
-            port = int(ask(s, "ROLE")[2])
-            repl[next(p.name for p in prim if p.port == port)] = s
-    return prim, repl
 
 
 def cf_count(s):
