@@ -26,8 +26,8 @@
 /* Slots handed over at once at most: a group is one pause and one map. */
 #define GROUP_MAX	512
 /* Seconds a CLUSTER SLOTMERGE ... SAVE may take (snapshots of the
- * target's partitioned filters), and the target's replicas their full
- * sync after it. */
+ * target's partitioned filters), and the target's replicas to take the
+ * image from its stream after it (or a full sync, from an older seend). */
 #define SAVE_TIMEOUT	600
 #define SYNC_TIMEOUT	120
 
@@ -168,39 +168,33 @@ replicas_acked(struct cnode *n, long long at)
 }
 
 /*
- * The target's replicas took the moved slots: SLOTMERGE ... SAVE made
- * each sync fully (replicas follow keys, not ranges), and a failover of
- * the target must not promote one without them. Waits until the target
- * has started n more full syncs than full0, has n replicas online again,
- * and each has acknowledged the offset the target was at then (an ACK
- * comes once the image is loaded). 0, or -1 (said) after SYNC_TIMEOUT.
+ * The target's replicas took the moved slots: SLOTMERGE ... SAVE put
+ * their image in its stream (an older seend made each sync fully), and a
+ * failover of the target must not promote one without them. Waits until
+ * n replicas are online and each has acknowledged the offset the target
+ * is at now, past the image (a replica acknowledges an image once it has
+ * taken it, a full sync once loaded). 0, or -1 (said) after SYNC_TIMEOUT.
  */
 static int
-replicas_synced(struct cnode *dst, long long full0, long long n)
+replicas_synced(struct cnode *dst, long long n)
 {
 	double		 deadline = now_secs() + SYNC_TIMEOUT;
-	long long	 at = -1;
+	long long	 at, online = 0;
 
-	while (n > 0) {
-		long long full = info_number(dst, "stats", "sync_full");
-		long long online = info_number(dst, "replication",
-		    "connected_slaves");
-
-		if (at < 0 && full >= full0 + n && online >= n)
-			at = info_number(dst, "replication",
-			    "master_repl_offset");
-		if (at >= 0 && replicas_acked(dst, at))
+	if (n <= 0)
+		return 0;
+	at = info_number(dst, "replication", "master_repl_offset");
+	while (at >= 0 && now_secs() <= deadline) {
+		online = info_number(dst, "replication", "connected_slaves");
+		if (online < 0)
+			break;
+		if (online >= n && replicas_acked(dst, at))
 			return 0;
-		if (full < 0 || online < 0 || now_secs() > deadline) {
-			printf("[WARNING] %s: its replicas have not synced the "
-			    "moved slots (%lld of %lld full syncs, %lld "
-			    "online)\n", dst->name, full < 0 ? 0 : full - full0,
-			    n, online);
-			return -1;
-		}
-		usleep(100 * 1000);
+		usleep(10 * 1000);
 	}
-	return 0;
+	printf("[WARNING] %s: its replicas have not taken the moved slots "
+	    "(%lld of %lld online)\n", dst->name, online < 0 ? 0 : online, n);
+	return -1;
 }
 
 /* CLUSTER HANDOFF START|CANCEL a b [id] on src, once more on a new
@@ -374,7 +368,7 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	struct reply		 img;
 	char			*text;
 	size_t			 len;
-	long long		 full0, nrepl;
+	long long		 nrepl;
 	int			 rc;
 
 	/* 1. the bits so far, the source serving (the named filters
@@ -403,21 +397,20 @@ move_group(struct move *mv, int si, int di, unsigned a, unsigned b,
 	}
 	hold_paused();
 	/* 3. every key, saved on the target and on its replicas */
-	full0 = info_number(dst, "stats", "sync_full");
 	nrepl = info_number(dst, "replication", "connected_slaves");
 	if (slot_bits(src, a, b, 0, &img, NULL) == -1) {
 		(void)roll_back(mv, si, a, b);
 		return -1;
 	}
-	/* an image of no filter changes nothing there, and starts no
-	 * sync */
+	/* an image of no filter changes nothing there, and is not
+	 * streamed */
 	if (img.len >= CLUSTER_MOVE_HEADER && get_le32((const unsigned char *)
 	    img.str + 12) == 0 && get_le32((const unsigned char *)img.str +
 	    16) == 0)
 		nrepl = 0;
 	rc = slot_merge(dst, &img, 1);
 	reply_free(&img);
-	if (rc != 0 || replicas_synced(dst, full0, nrepl) == -1) {
+	if (rc != 0 || replicas_synced(dst, nrepl) == -1) {
 		(void)roll_back(mv, si, a, b);
 		return -1;
 	}

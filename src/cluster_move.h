@@ -19,7 +19,8 @@
  *      start instead of serving slots that may be the target's already.
  *   3. SLOTBITS again, and CLUSTER SLOTMERGE <image> SAVE on the target:
  *      every key the source ever recorded in them; +OK once each filter's
- *      snapshot holds them (fsynced), and the target's replicas resync.
+ *      snapshot holds them (fsynced); the image goes into the target's
+ *      replication stream, and its replicas take it as it did (primary.h).
  *   4. A map with a new epoch giving the target the slots: the target
  *      first (from then on it serves them), then the source (which stops
  *      pausing them, answers MOVED, and frees their ranges), then the rest.

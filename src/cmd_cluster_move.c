@@ -162,8 +162,8 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		    "[SAVE]");
 		return;
 	}
-	/* a replica's filters are its primary's: moved slots reach it by
-	 * the full sync its primary's SLOTMERGE ... SAVE starts */
+	/* a replica's filters are its primary's: moved slots reach it in
+	 * the stream, from its primary's SLOTMERGE ... SAVE */
 	if (core->repl.replica) {
 		result_error(r, "READONLY", "You can't write against a read "
 		    "only replica.");
@@ -194,9 +194,10 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		free(changed);
 		return;
 	}
-	/* the stream says keys, not ranges: replicas take the slots from
-	 * a full sync, as after MERGE */
-	core->repl.resync_why = "moved slots arrived (CLUSTER SLOTMERGE)";
+	/* replicas take the same image from the stream, after the turn's
+	 * records (no full sync: only the moved ranges travel) */
+	persist_stream_slots(core, (const unsigned char *)op->argv[2],
+	    op->argl[2]);
 	log_info("client %llu (%s): moved slots merged into %zu filter(s), "
 	    "%zu named filter(s) taken whole", (unsigned long long)s->id,
 	    s->peer, n - whole, whole);

@@ -252,7 +252,9 @@ cmd_replicaof(struct session *s, struct op *op, struct result *r)
  * ... | ACK ...: a replica's handshake (node-id: a seend replica in
  * cluster mode, listed under this primary by CLUSTER SLOTS; ip-address:
  * the host it announces, as Redis's replica-announce-ip, in place of its
- * connection's); what seend does not use is accepted, as Redis does. */
+ * connection's; capa seend-slots: it takes moved slots' images in the
+ * stream, primary.h); what seend does not use is accepted, as Redis
+ * does. */
 /* A word INFO and CLUSTER NODES can show: 1 to max - 1 bytes, printable,
  * no blank, comma or '@'. */
 static int
@@ -290,7 +292,10 @@ cmd_replconf(struct session *s, struct op *op, struct result *r)
 		    sizeof(s->repl_ip))) {
 			memcpy(s->repl_ip, op->argv[i + 1], op->argl[i + 1]);
 			s->repl_ip[op->argl[i + 1]] = '\0';
-		}
+		} else if (name_is(op->argv[i], op->argl[i], "CAPA", 4) &&
+		    name_is(op->argv[i + 1], op->argl[i + 1], "SEEND-SLOTS",
+		    11))
+			s->repl_slots = 1;
 	result_status(r, "OK");
 }
 

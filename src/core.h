@@ -49,6 +49,15 @@ struct core_wait {
 	struct core_wait *next;
 };
 
+/* A CLUSTER SLOTMERGE ... SAVE's image (cluster_move.h) on its way into
+ * the stream: framed at the turn's end, after the turn's records. */
+struct core_slots {
+	struct core_slots *next;
+	unsigned	 refs;		/* the queue's, and each link's output */
+	size_t		 len;
+	unsigned char	 img[];
+};
+
 /*
  * Replication as the handlers see it and ask for it; primary.c and
  * replica.c (in the server's turn) do the work and fill the figures.
@@ -65,6 +74,13 @@ struct core_repl {
 	/* why every replica must resync fully (MERGE, a LOADCHUNK, a
 	 * record the stream could not take), or NULL */
 	const char	*resync_why;
+	/* moved slots' images for the stream, oldest first (primary.c
+	 * frames them; persist_stream_slots queues them) */
+	struct core_slots *slots;
+	/* the stream's offset past its last image of slots: a replica
+	 * that cannot take one (an older seend) resyncs fully from
+	 * before it */
+	uint64_t	 slots_end;
 	char		 replid[41];	/* this history's id */
 	char		 replid2[41];	/* the one before a promotion, or "" */
 	uint64_t	 second_offset;	/* replid2 holds up to here */

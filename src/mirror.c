@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_move.h"
 #include "config.h"
 #include "core.h"
 #include "filter.h"
@@ -345,4 +346,24 @@ mirror_apply(struct core *core, const unsigned char *p, size_t len,
 	    &a, err, errlen);
 	flush(&a);
 	return rc;
+}
+
+int
+mirror_apply_slots(struct core *core, const unsigned char *p, size_t len,
+    struct cluster_move_changed **changed, size_t *n, char *err,
+    size_t errlen)
+{
+	if (cluster_move_import(core, p, len, 1, persist_filter_reset_to,
+	    changed, n, err, errlen) == -1)
+		return -1;
+	/* as cmd_cluster_slotmerge: the primary's 'u' record of the
+	 * deadline came before the filter did, and found nothing */
+	for (size_t i = 0; i < *n; i++)
+		if ((*changed)[i].whole) {
+			keyspace_set_deadline(core, (*changed)[i].f,
+			    (*changed)[i].deadline_ms);
+			persist_filter_created(core, (*changed)[i].f);
+		}
+	core->repl.applied++;
+	return 0;
 }

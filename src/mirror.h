@@ -2,7 +2,8 @@
  * mirror.h - a replica applies what its primary sends: the image of every
  * filter (a full sync) and the stream of records after it (new keys,
  * forgets, copies, filters made, dropped and emptied), as commands would
- * have: journaled here, counted, snapshotted in turn. It knows no socket:
+ * have: journaled here, counted, snapshotted in turn; and the images of
+ * slots moved to its primary's shard. It knows no socket:
  * replica.c reads the link and hands the bytes here.
  */
 #ifndef SEEND_MIRROR_H
@@ -36,5 +37,17 @@ int	mirror_load_image(struct core *, const struct mirror_image *, size_t n,
  */
 int	mirror_apply(struct core *, const unsigned char *p, size_t len,
 	    char *err, size_t errlen);
+/*
+ * Takes an image of moved slots from the stream (primary.h) as the
+ * primary's CLUSTER SLOTMERGE ... SAVE did: the ranges merged, a named
+ * filter made whole with its deadline. *changed (the caller frees it)
+ * lists the n filters that owe a snapshot before the offset past it is
+ * durable. 0, or -1 with a message (what was taken so far stays: a full
+ * sync must follow).
+ */
+struct cluster_move_changed;
+int	mirror_apply_slots(struct core *, const unsigned char *p, size_t len,
+	    struct cluster_move_changed **changed, size_t *n, char *err,
+	    size_t errlen);
 
 #endif

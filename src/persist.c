@@ -814,6 +814,27 @@ persist_stream_deadline(struct core *core, struct filter *f, int64_t at_ms)
 	}
 }
 
+void
+persist_stream_slots(struct core *core, const unsigned char *img, size_t len)
+{
+	struct core_slots *q, **tail;
+
+	if (core->stream == NULL)
+		return;
+	if ((q = malloc(sizeof(*q) + len)) == NULL) {
+		core->repl.resync_why = "moved slots arrived (CLUSTER "
+		    "SLOTMERGE), and no memory to stream them";
+		return;
+	}
+	q->next = NULL;
+	q->refs = 1;
+	q->len = len;
+	memcpy(q->img, img, len);
+	for (tail = &core->repl.slots; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = q;
+}
+
 /* What append_filter records. */
 enum made { DROPPED, CREATED, RESTORED };
 

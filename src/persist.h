@@ -87,6 +87,14 @@ void	persist_stream_key(struct core *, struct filter *, int op, uint64_t h);
  * journal). */
 void	persist_stream_deadline(struct core *, struct filter *, int64_t at_ms);
 
+/* A CLUSTER SLOTMERGE ... SAVE's image of len bytes (copied) for the
+ * replication stream, framed at the turn's end after its records
+ * (primary.h): replicas take the moved slots as this node did. Nothing
+ * without a stream (no replica ever came); out of memory, every replica
+ * resyncs fully instead. */
+void	persist_stream_slots(struct core *, const unsigned char *img,
+	    size_t len);
+
 /* Makes room for n appends before a batch sets its keys (only while
  * core->journal is not NULL). Returns 0 if the keys may be set (and
  * acknowledged), -1 if they must be refused. */

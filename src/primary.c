@@ -78,6 +78,9 @@ struct link {
 	char		 ip[64];
 	unsigned	 port;
 	char		 node_id[41];	/* its cluster node ID, or "" */
+	/* it takes images of moved slots in the stream (REPLCONF capa
+	 * seend-slots); an older seend resyncs fully instead */
+	int		 slots;
 	enum link_state	 state;
 	uint64_t	 from;		/* the full sync's offset */
 	struct sync	*sync;
@@ -365,10 +368,14 @@ capture(struct link *l)
 
 /* ---- attaching ---- */
 
-/* Whether the history (replid, offset) is this one's and still held. */
+/* Whether the history (replid, offset) is this one's and still held,
+ * and the link takes what the stream holds from o on. */
 static int
-can_continue(const struct core_repl *r, const char *replid, uint64_t o)
+can_continue(const struct core_repl *r, const char *replid, uint64_t o,
+    int slots)
 {
+	if (!slots && o < r->slots_end)
+		return 0;
 	if (strcmp(replid, r->replid) != 0 && (r->replid2[0] == '\0' ||
 	    strcmp(replid, r->replid2) != 0 || o > r->second_offset))
 		return 0;
@@ -377,7 +384,8 @@ can_continue(const struct core_repl *r, const char *replid, uint64_t o)
 
 void
 primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
-    unsigned port, const char *node_id, const char *replid, uint64_t offset)
+    unsigned port, const char *node_id, int slots, const char *replid,
+    uint64_t offset)
 {
 	struct core_repl	*r = &p->core->repl;
 	struct link		*l;
@@ -400,6 +408,7 @@ primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
 	snprintf(l->ip, sizeof(l->ip), "%s", ip);
 	l->port = port;
 	snprintf(l->node_id, sizeof(l->node_id), "%s", node_id);
+	l->slots = slots;
 	l->ack_at = time(NULL);
 	bufferevent_setcb(l->bev, on_read, NULL, on_event, l);
 	bufferevent_enable(l->bev, EV_READ | EV_WRITE);
@@ -411,7 +420,7 @@ primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
 		link_close(l, "out of memory");
 		return;
 	}
-	if (can_continue(r, replid, offset)) {
+	if (can_continue(r, replid, offset, slots)) {
 		evbuffer_add_printf(bufferevent_get_output(l->bev),
 		    "+CONTINUE %s\r\n", r->replid);
 		if (send_from(l, offset) == 0) {
@@ -500,6 +509,98 @@ frame(struct primary *p, int heartbeat)
 	}
 	if (core->stream != NULL)
 		journal_clear(core->stream);
+}
+
+/* One holder of q fewer (an evbuffer's cleanup, or the queue's). */
+static void
+slots_unref(const void *data, size_t len, void *arg)
+{
+	struct core_slots *q = arg;
+
+	(void)data;
+	(void)len;
+	if (--q->refs == 0)
+		free(q);
+}
+
+/* The frame of q into out: its head copied, the image by reference (an
+ * image may be hundreds of MiB, and every replica is sent the same). */
+static int
+add_slots(struct evbuffer *out, const unsigned char *head,
+    struct core_slots *q)
+{
+	if (evbuffer_add(out, head, PRIMARY_FRAME_HEAD) == -1)
+		return -1;
+	q->refs++;
+	if (evbuffer_add_reference(out, q->img, q->len, slots_unref, q) ==
+	    0)
+		return 0;
+	q->refs--;
+	return -1;
+}
+
+/*
+ * The moved slots' images queued this turn (core_repl.slots), each one
+ * frame after the turn's records: "SI", two zero bytes, its length, the
+ * image. A link that cannot take one (an older seend) is closed: its
+ * PSYNC from before the image then syncs fully (can_continue). An online
+ * link is sent its unsent stream, then the image from here, not from the
+ * backlog: an image may be larger than the backlog (its bytes are
+ * allowed for as a full sync's are); a link whose images are being
+ * written keeps it, as any frame.
+ */
+static void	flush(struct link *);
+
+static void
+frame_slots(struct primary *p)
+{
+	struct core_repl	*r = &p->core->repl;
+	struct core_slots	*q;
+
+	while ((q = r->slots) != NULL) {
+		unsigned char head[PRIMARY_FRAME_HEAD] = { 'S', 'I', 0, 0,
+		    (unsigned char)q->len, (unsigned char)(q->len >> 8),
+		    (unsigned char)(q->len >> 16),
+		    (unsigned char)(q->len >> 24) };
+		uint64_t max = p->core->cfg->repl_backlog_size;
+
+		if (max < SYNC_PENDING_MIN)
+			max = SYNC_PENDING_MIN;
+		r->slots = q->next;
+		for (struct link *l = p->links, *next; l != NULL; l = next) {
+			next = l->next;
+			if (!l->slots && l->state != LINK_CAPTURE)
+				link_close(l, "it cannot take moved slots in "
+				    "its stream (an older seend): it "
+				    "resyncs fully");
+			else if (l->state == LINK_IMAGE && (add_slots(
+			    l->pending, head, q) == -1 ||
+			    evbuffer_get_length(l->pending) > max + q->len))
+				link_close(l, "the stream during its full sync "
+				    "passed the larger of repl_backlog_size "
+				    "and 256M");
+			else if (l->state == LINK_ONLINE)
+				flush(l);
+		}
+		backlog_append(r->backlog, head, sizeof(head));
+		backlog_append(r->backlog, q->img, q->len);
+		for (struct link *l = p->links, *next; l != NULL; l = next) {
+			next = l->next;
+			if (l->state != LINK_ONLINE)
+				continue;
+			if (add_slots(bufferevent_get_output(l->bev), head, q) ==
+			    -1) {
+				link_close(l, "out of memory");
+				continue;
+			}
+			l->image_bytes += sizeof(head) + q->len;
+			l->sent = r->backlog->end;
+		}
+		r->offset = r->backlog->end;
+		r->backlog_first = r->backlog->first;
+		r->slots_end = r->offset;
+		slots_unref(NULL, 0, q);
+	}
 }
 
 /* What the backlog holds past l->sent into l's output. */
@@ -597,6 +698,7 @@ primary_turn_end(struct primary *p)
 	struct timeval	 tv = { 0, 5000 };
 
 	frame(p, 0);
+	frame_slots(p);
 	for (struct link *l = p->links, *next; l != NULL; l = next) {
 		next = l->next;
 		if (l->state == LINK_CAPTURE)

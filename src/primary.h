@@ -13,6 +13,14 @@
  * (FLUSH_BYTES, FLUSH_USEC in primary.c; at once while a WAIT waits).
  * Offsets count the frames' bytes since the replication id began.
  *
+ * Moved slots (issue 33). A CLUSTER SLOTMERGE ... SAVE's image goes into
+ * the stream as it came (cluster_move.h), one frame after its turn's
+ * records: "SI", two zero bytes, its length, the image. A replica takes
+ * it as the primary did and snapshots the filters it changed before its
+ * offset is durable (replica.h). A replica says it can with "REPLCONF
+ * capa seend-slots" in its handshake; an older one is closed instead and
+ * syncs fully, since its PSYNC from before an image is refused.
+ *
  * A full sync, after "+FULLRESYNC <replid> <offset>": "$IMAGE <n>\r\n", then
  * per filter "<name> <size> <deadline>\r\n" (EXPIRE's, Unix ms; 0:
  * none) and its snapshot file's size bytes; then
@@ -44,12 +52,13 @@ void		 primary_free(struct primary *);
  * by the caller) becomes a replica's link, over ssl if it came to
  * tls_listen (the session is ours from now on, bound to fd). ip and port
  * (REPLCONF listening-port) name it in INFO and ROLE, node_id (REPLCONF
- * node-id, "" if none) in CLUSTER SLOTS, SHARDS and NODES.
+ * node-id, "" if none) in CLUSTER SLOTS, SHARDS and NODES; slots: it
+ * takes images of moved slots in the stream (REPLCONF capa seend-slots).
  */
 struct ssl_st;
 void		 primary_attach(struct primary *, int fd, struct ssl_st *ssl,
 		    const char *ip, unsigned port, const char *node_id,
-		    const char *replid, uint64_t offset);
+		    int slots, const char *replid, uint64_t offset);
 /* After the journal's write: the turn's records framed, kept and sent;
  * new full syncs captured here; WAITs counted. */
 void		 primary_turn_end(struct primary *);

@@ -20,6 +20,7 @@
 
 #include "backlog.h"
 #include "cluster.h"
+#include "cluster_move.h"
 #include "config.h"
 #include "core.h"
 #include "filter.h"
@@ -158,10 +159,10 @@ handshake(struct replica *rp)
 	const struct cluster	*cl = rp->core->cluster;
 	char			 off[32], aport[16];
 	const char		*auth[3] = { "AUTH", cfg->primary_token, NULL };
-	const char		*port[7] = { "REPLCONF", "listening-port",
-				    listen_port(cfg) };
+	const char		*port[9] = { "REPLCONF", "listening-port",
+				    listen_port(cfg), "capa", "seend-slots" };
 	const char		*myid[2] = { "CLUSTER", "MYID" };
-	int			 nport = 3;
+	int			 nport = 5;
 	const char		*psync[3] = { "PSYNC", "?", "-1" };
 
 	rp->replies = 1;
@@ -355,28 +356,44 @@ snapshots_done(void *arg, struct save_wait *w)
 	    !rp->durable_pending)
 		return;
 	rp->durable_pending = 0;
-	if (rp->core->journal != NULL)
-		(void)journal_append_offset(rp->core->journal, r->replid,
-		    r->offset);
+	if (rp->core->journal == NULL)
+		return;
+	(void)journal_append_offset(rp->core->journal, r->replid, r->offset);
+	log_info("replication: the images' snapshots are written: a restart "
+	    "resumes from offset %" PRIu64, r->offset);
 }
 
-/* One wait for every filter's snapshot of the image (they are queued:
- * these join them). */
+/*
+ * One wait for the snapshots of the n filters at f (NULL: every filter),
+ * after which the offset is durable again; a wait still under way (a
+ * full sync's, an earlier image's) is superseded, so this one takes every
+ * filter then. The journal does not hold images: until then a restart
+ * must sync fully (an empty id says so).
+ */
 static void
-wait_for_snapshots(struct replica *rp)
+wait_for_snapshots(struct replica *rp, struct filter *const *f, size_t n)
 {
 	struct core		*core = rp->core;
 	struct save_wait	*w;
 
+	if (core->journal != NULL)
+		(void)journal_append_offset(core->journal,
+		    "0000000000000000000000000000000000000000", 0);
+	if (f == NULL || rp->durable_pending) {
+		f = core->reg->filters;
+		n = core->reg->nfilters;
+	}
+	rp->durable_pending = 1;
+	rp->sync_gen++;
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return;		/* a restart before the next sync is full */
 	w->then = snapshots_done;
 	w->then_arg = rp;
 	w->count = (long long)rp->sync_gen;
 	w->pending = 1;
-	for (size_t i = 0; i < core->reg->nfilters; i++)
-		if (saver_submit(core->saver, core->reg->filters[i],
-		    core->cfg->data_dir, w) == -1)
+	for (size_t i = 0; i < n; i++)
+		if (saver_submit(core->saver, f[i], core->cfg->data_dir, w) ==
+		    -1)
 			w->failed = 1;
 	saver_wait_done(core->saver, w);
 }
@@ -404,15 +421,9 @@ load_image(struct replica *rp)
 	snprintf(r->replid, sizeof(r->replid), "%s", rp->replid);
 	rp->have_state = 1;
 	r->offset = rp->from;
+	r->slots_end = 0;
 	backlog_reset(r->backlog, rp->from);
-	/* the journal does not hold the image: until its snapshots are
-	 * written a restart must sync fully (an empty id says so) */
-	if (core->journal != NULL)
-		(void)journal_append_offset(core->journal,
-		    "0000000000000000000000000000000000000000", 0);
-	rp->durable_pending = 1;
-	rp->sync_gen++;
-	wait_for_snapshots(rp);
+	wait_for_snapshots(rp, NULL, 0);
 	rp->acked = UINT64_MAX;
 	rp->phase = PH_STREAM;
 	set_state(rp, CORE_LINK_CONNECTED);
@@ -450,6 +461,39 @@ take_file(struct replica *rp)
 
 /* ---- the stream ---- */
 
+/*
+ * A frame of moved slots (primary.h): taken as the primary took it, and
+ * the filters it changed snapshotted before a restart may resume past
+ * it. 0, or -1 (the link went: a full sync follows, which brings them).
+ */
+static int
+take_slots(struct replica *rp, const unsigned char *p, size_t len)
+{
+	struct cluster_move_changed	*changed;
+	struct filter			**f;
+	size_t				 n;
+	char				 err[600];
+
+	if (mirror_apply_slots(rp->core, p, len, &changed, &n, err,
+	    sizeof(err)) == -1) {
+		log_error("replication: the moved slots in the stream cannot "
+		    "be taken (%s): a full sync follows", err);
+		rp->have_state = 0;
+		link_down(rp, "moved slots not taken", RETRY_SECS);
+		return -1;
+	}
+	if ((f = calloc(n ? n : 1, sizeof(*f))) != NULL)
+		for (size_t i = 0; i < n; i++)
+			f[i] = changed[i].f;
+	free(changed);
+	/* out of memory for the list: every filter */
+	wait_for_snapshots(rp, f, f != NULL ? n : 0);
+	free(f);
+	log_info("replication: moved slots taken from the stream: %zu "
+	    "filter(s) changed", n);
+	return 0;
+}
+
 /* Whole frames applied; 0 wait for more, -1 the link went. */
 static int
 take_frames(struct replica *rp)
@@ -464,8 +508,8 @@ take_frames(struct replica *rp)
 		evbuffer_copyout(in, head, sizeof(head));
 		len = (uint32_t)head[4] | (uint32_t)head[5] << 8 |
 		    (uint32_t)head[6] << 16 | (uint32_t)head[7] << 24;
-		if (head[0] != 'S' || head[1] != 'R' || head[2] || head[3] ||
-		    len > FRAME_MAX) {
+		if (head[0] != 'S' || (head[1] != 'R' && head[1] != 'I') ||
+		    head[2] || head[3] || len > FRAME_MAX) {
 			link_down(rp, "a bad frame in the stream", RETRY_SECS);
 			return -1;
 		}
@@ -476,13 +520,18 @@ take_frames(struct replica *rp)
 			link_down(rp, "out of memory", RETRY_SECS);
 			return -1;
 		}
-		if (mirror_apply(rp->core, p + PRIMARY_FRAME_HEAD, len, err,
-		    sizeof(err)) == -1) {
+		if (head[1] == 'I') {
+			if (take_slots(rp, p + PRIMARY_FRAME_HEAD, len) == -1)
+				return -1;
+		} else if (mirror_apply(rp->core, p + PRIMARY_FRAME_HEAD, len,
+		    err, sizeof(err)) == -1) {
 			link_down(rp, err, RETRY_SECS);
 			return -1;
 		}
 		backlog_append(r->backlog, p, PRIMARY_FRAME_HEAD + len);
 		r->offset += PRIMARY_FRAME_HEAD + len;
+		if (head[1] == 'I')
+			r->slots_end = r->offset;
 		r->backlog_first = r->backlog->first;
 		evbuffer_drain(in, PRIMARY_FRAME_HEAD + len);
 		rp->applied_turn = 1;

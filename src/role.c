@@ -307,7 +307,7 @@ role_handover(void *arg, int fd, struct ssl_st *ssl, const struct session *s)
 	if (s->repl_ip[0] != '\0')
 		snprintf(ip, sizeof(ip), "%s", s->repl_ip);
 	primary_attach(ro->primary, fd, ssl, ip, s->repl_port,
-	    s->repl_node_id, s->psync_replid, s->psync_offset);
+	    s->repl_node_id, s->repl_slots, s->psync_replid, s->psync_offset);
 }
 
 void
@@ -320,6 +320,12 @@ role_free(struct role *ro)
 	if (ro->core->stream != NULL) {
 		journal_close(ro->core->stream);
 		ro->core->stream = NULL;
+	}
+	while (ro->core->repl.slots != NULL) {
+		struct core_slots *q = ro->core->repl.slots;
+
+		ro->core->repl.slots = q->next;
+		free(q);
 	}
 	free(ro->core->repl.replicas);
 	ro->core->repl.replicas = NULL;

@@ -78,6 +78,9 @@ struct session {
 	 * address it announces (REPLCONF ip-address), or "": its peer's */
 	char		 repl_node_id[41];
 	char		 repl_ip[64];
+	/* REPLCONF capa seend-slots: it takes moved slots' images in the
+	 * stream (primary.h) */
+	int		 repl_slots;
 	char		 psync_replid[41];
 	uint64_t	 psync_offset;
 	/* it has had a key answered new, or another write: WAIT counts */

@@ -155,6 +155,39 @@ def ask(s, *words, auth=None, timeout=30):
         c.close()
 
 
+def info_field(s, section, field):
+    """One field of s's INFO section, as redis-py's info() gives it."""
+    c = s.client(timeout=30)
+    try:
+        return c.info(section)[field]
+    finally:
+        c.close()
+
+
+def readonly_exists(s, keys):
+    """EXISTS of each key on s after READONLY (a replica's reads)."""
+    c = Resp(s.port, timeout=30)
+    try:
+        t_ok = c.cmd("READONLY")
+        if t_ok != "OK":
+            raise Failed("READONLY on %s: %r" % (s.name, t_ok))
+        # 1 each; a MOVED (the map not there yet) counts as 0
+        return [c.cmd("EXISTS", k) == 1 for k in keys]
+    finally:
+        c.close()
+
+
+def roles(ns):
+    """(primaries, {primary name: its replica}) of ns, by ROLE."""
+    prim = [s for s in ns if ask(s, "ROLE")[0] == b"master"]
+    repl = {}
+    for s in ns:
+        if s not in prim:
+            port = int(ask(s, "ROLE")[2])
+            repl[next(p.name for p in prim if p.port == port)] = s
+    return prim, repl
+
+
 def try_ask(s, *words, timeout=10):
     """ask, or None when s does not answer (dead, restarting, or our
     connection killed, as Sentinel's CLIENT KILL does)."""

@@ -47,14 +47,6 @@ RUNS = int(os.environ.get("SEEND_MOVE_KILL_RUNS", "10" if not WRAPPER else
 FILTERS = MOVE_FILTERS
 
 
-def info_field(s, section, field):
-    c = s.client(timeout=30)
-    try:
-        return c.info(section)[field]
-    finally:
-        c.close()
-
-
 def rss_kb(s):
     with open("/proc/%d/status" % s.proc.pid) as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
@@ -89,30 +81,6 @@ def rebalance_onto_a_new_node_keeps_every_url_seen(t):
     t.eq(sum(again), 0, "no URL answered new again")
 
 
-def readonly_exists(s, keys):
-    """EXISTS of each key on s after READONLY (a replica's reads)."""
-    c = Resp(s.port, timeout=30)
-    try:
-        t_ok = c.cmd("READONLY")
-        if t_ok != "OK":
-            raise Failed("READONLY on %s: %r" % (s.name, t_ok))
-        # 1 each; a MOVED (the map not there yet) counts as 0
-        return [c.cmd("EXISTS", k) == 1 for k in keys]
-    finally:
-        c.close()
-
-
-def roles(ns):
-    """(primaries, {primary name: its replica}) of ns, by ROLE."""
-    prim = [s for s in ns if ask(s, "ROLE")[0] == b"master"]
-    repl = {}
-    for s in ns:
-        if s not in prim:
-            port = int(ask(s, "ROLE")[2])
-            repl[next(p.name for p in prim if p.port == port)] = s
-    return prim, repl
-
-
 @test
 def replicas_follow_a_move(t):
     ns = nodes(t, 4)
@@ -141,7 +109,7 @@ def replicas_follow_a_move(t):
     t.ok(named.encode() in ask(repl[src.name], "KEYS", "*"),
          "the restarted replica holds the named filter")
     count0 = int(info_field(repl[src.name], "default", "count"))
-    # a quarter of the source's slots: 4 groups, each synced fully to
+    # a quarter of the source's slots: 4 groups, each streamed to
     # the target's replica before the map gives them
     ok_cli(t, "cluster", "reshard", addr(src), "--from", myid(src), "--to",
            myid(dst), "--slots", "2048", "--yes")
