@@ -7,7 +7,7 @@ not a test: it prints figures.
 
     /usr/bin/python3 bench/move_bench.py [--build DIR] [--keys 100000000]
         [--error-rate 0.01] [--fillers 2] [--writers 2] [--verify 2000000]
-        [--keep DIR]
+        [--replica] [--keep DIR]
 
 --build (default: the current directory) must hold src/seend and
 src/seen-cli. Four seend in cluster mode (listen 127.0.0.1:PORT, their
@@ -28,6 +28,13 @@ and --verify URLs of the fill (evenly spread) asked again with SETNX
 through the new map, any "1" counted; each node's RSS and INFO default's
 bytes and count before and after (the old nodes should free what they
 gave: their RSS falls by about the quarter's share).
+
+--replica gives the fourth node a replica (a fifth seend, add-node
+--replica-of) before the rebalance: each group of slots then waits, in
+its pause, for the replica to take the moved slots (from the stream, or
+by a full sync from a seend before that); printed: the full syncs the
+fourth node served during the move, and the replica's count against its
+primary's.
 """
 import argparse
 import binascii
@@ -234,6 +241,35 @@ def filter_rss(pid, nbytes):
     return total
 
 
+def info_number(port, section, field):
+    """A number of a node's INFO section (RESP "field:value" lines)."""
+    import redis
+    r = redis.Redis(port=port, socket_timeout=30)
+    try:
+        return int(r.info(section)[field])
+    finally:
+        r.close()
+
+
+def add_replica(a, d, ports, capacity):
+    """A fifth seend, the fourth node's replica: (process, port)."""
+    import redis
+    pr, port = start_seend(a, d, "n4", capacity)
+    r = redis.Redis(port=ports[3], socket_timeout=30)
+    target = r.execute_command("CLUSTER", "MYID").decode()
+    r.close()
+    cli(a, "cluster", "add-node", "127.0.0.1:%d" % port,
+        "127.0.0.1:%d" % ports[0], "--replica-of", target)
+    deadline = time.monotonic() + 600
+    while info_number(ports[3], "replication", "connected_slaves") < 1 or \
+            filter_info(port)[0].get("count") != \
+            filter_info(ports[3])[0].get("count"):
+        if time.monotonic() > deadline:
+            sys.exit("the replica did not catch up")
+        time.sleep(0.5)
+    return pr, port
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else 0
@@ -247,6 +283,7 @@ def main():
     ap.add_argument("--fillers", type=int, default=2)
     ap.add_argument("--writers", type=int, default=2)
     ap.add_argument("--verify", type=float, default=2e6)
+    ap.add_argument("--replica", action="store_true")
     ap.add_argument("--keep")
     a = ap.parse_args()
     keys = int(a.keys)
@@ -267,6 +304,9 @@ def main():
         cli(a, "cluster", "add-node", "127.0.0.1:%d" % ports[3],
             "127.0.0.1:%d" % ports[0])
         time.sleep(1)
+        if a.replica:
+            nodes.append(add_replica(a, d, ports, int(keys * 1.1)))
+            full0 = info_number(ports[3], "stats", "sync_full")
         before = [node_stats(p, pr.pid) for pr, p in nodes]
         stop = multiprocessing.Event()
         q = multiprocessing.Queue()
@@ -319,6 +359,18 @@ def main():
         print("answered new again: %d of %d writer URLs, %d of %d fill "
               "URLs asked" % (again_w, len(acked), again_f,
                               len(range(0, keys, step))))
+        if a.replica:
+            rport = nodes[4][1]
+            deadline = time.monotonic() + 60
+            while filter_info(rport)[0].get("count") != \
+                    filter_info(ports[3])[0].get("count") and \
+                    time.monotonic() < deadline:
+                time.sleep(0.2)
+            print("the fourth node's replica: %d full sync(s) served "
+                  "during the move; its count %s, its primary's %s" %
+                  (info_number(ports[3], "stats", "sync_full") - full0,
+                   filter_info(rport)[0].get("count"),
+                   filter_info(ports[3])[0].get("count")))
         for i, (b, f) in enumerate(zip(before, after)):
             print("node %d: RSS %d -> %d MiB, the filter's resident pages "
                   "%d -> %d MiB (of %d MiB mapped), count %d -> %d" %
