@@ -86,41 +86,6 @@ slot_bits(struct cnode *src, unsigned a, unsigned b, int bits_only,
 	return 0;
 }
 
-/* CLUSTER SLOTMERGE img [SAVE] to dst: 0, 1 (refused: nothing durable),
- * or -1 (no answer: it may have been taken). */
-static int
-slot_merge(struct cnode *dst, const struct reply *img, int save)
-{
-	const char	*argv[4] = { "CLUSTER", "SLOTMERGE", img->str, "SAVE" };
-	size_t		 lens[4] = { 7, 9, img->len, 4 };
-	struct timeval	 wait = { .tv_sec = SAVE_TIMEOUT }, back = { .tv_sec =
-			    10 };
-	struct reply	 r;
-	int		 rc = 0, call;
-
-	/* SAVE answers once the target's snapshots are fsynced: a big
-	 * filter's take longer than a node's usual answer */
-	if (save && dst->c.fd != -1)
-		setsockopt(dst->c.fd, SOL_SOCKET, SO_RCVTIMEO, &wait,
-		    sizeof(wait));
-	call = node_call_argv(dst, &r, save ? 4 : 3, argv, lens);
-	if (save && dst->c.fd != -1)
-		setsockopt(dst->c.fd, SOL_SOCKET, SO_RCVTIMEO, &back,
-		    sizeof(back));
-	if (call == -1) {
-		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
-		    dst->err);
-		return -1;
-	}
-	if (r.type != '+') {
-		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
-		    r.type == '-' ? r.str : "unexpected reply");
-		rc = 1;
-	}
-	reply_free(&r);
-	return rc;
-}
-
 /* A number of INFO section's field name on n ("name:value" lines), or
  * -1. */
 static long long
@@ -140,6 +105,45 @@ info_number(struct cnode *n, const char *section, const char *name)
 		}
 	reply_free(&r);
 	return v;
+}
+
+/* CLUSTER SLOTMERGE img [SAVE STREAM] to dst (SAVE alone to an older
+ * seend, which then syncs its replicas fully; INFO seend says which):
+ * 0, 1 (refused: nothing durable), or -1 (no answer: it may have been
+ * taken). */
+static int
+slot_merge(struct cnode *dst, const struct reply *img, int save)
+{
+	const char	*argv[5] = { "CLUSTER", "SLOTMERGE", img->str, "SAVE",
+			    "STREAM" };
+	size_t		 lens[5] = { 7, 9, img->len, 4, 6 };
+	struct timeval	 wait = { .tv_sec = SAVE_TIMEOUT }, back = { .tv_sec =
+			    10 };
+	struct reply	 r;
+	int		 rc = 0, call;
+
+	/* SAVE answers once the target's snapshots are fsynced: a big
+	 * filter's take longer than a node's usual answer */
+	if (save && dst->c.fd != -1)
+		setsockopt(dst->c.fd, SOL_SOCKET, SO_RCVTIMEO, &wait,
+		    sizeof(wait));
+	call = node_call_argv(dst, &r, !save ? 3 : info_number(dst, "seend",
+	    "cluster_move_stream") == 1 ? 5 : 4, argv, lens);
+	if (save && dst->c.fd != -1)
+		setsockopt(dst->c.fd, SOL_SOCKET, SO_RCVTIMEO, &back,
+		    sizeof(back));
+	if (call == -1) {
+		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
+		    dst->err);
+		return -1;
+	}
+	if (r.type != '+') {
+		printf("[ERR] %s: CLUSTER SLOTMERGE: %s\n", dst->name,
+		    r.type == '-' ? r.str : "unexpected reply");
+		rc = 1;
+	}
+	reply_free(&r);
+	return rc;
 }
 
 /* Whether every "slaveN:...,offset=X,..." line of n's INFO replication

@@ -788,6 +788,34 @@ set_cuckoo(const struct cluster *c, const struct image_filter *im,
 	return 0;
 }
 
+/*
+ * The image's ranges of slots first..first+nslots-1 (at src) OR-ed into
+ * slice b. The keys of a slot count here once the map gives it
+ * (part_change); those of slots it gave already (a move sent again, a
+ * replica's image arriving after the map) count as they come in.
+ */
+static void
+or_ranges(const struct cluster *c, struct bloom *b, unsigned first,
+    unsigned nslots, const unsigned char *src)
+{
+	uint64_t per = b->nblocks / KEYSLOT_COUNT;
+
+	for (unsigned s = first, e; s < first + nslots; s = e) {
+		uint64_t at = range_start(b->nblocks, s), was = 0, n;
+
+		for (e = s + 1; e < first + nslots &&
+		    counted_slot(c, e) == counted_slot(c, s); e++)
+			;
+		n = per * (e - s);
+		if (counted_slot(c, s))
+			was = bloom_range_keys(b, at, n);
+		bloom_or_range(b, at, src + (size_t)(per * (s - first)) *
+		    BLOOM_BLOCK_BYTES, n);
+		if (counted_slot(c, s) && bloom_range_keys(b, at, n) > was)
+			b->count += bloom_range_keys(b, at, n) - was;
+	}
+}
+
 /* One filter's slices OR-ed in (slices added as needed). */
 static int
 merge_filter(const struct cluster *c, const struct image_filter *im,
@@ -831,12 +859,10 @@ merge_filter(const struct cluster *c, const struct image_filter *im,
 			    (unsigned long long)nblocks, hashes);
 			return -1;
 		}
-		bloom_or_range(b, range_start(nblocks, first),
-		    q + im->slice_header, per * nslots);
+		or_ranges(c, b, first, nslots, q + im->slice_header);
 		q += im->slice_header + (size_t)(per * nslots) *
 		    BLOOM_BLOCK_BYTES;
 	}
-	/* the keys count here once the map gives the slots (apply) */
 	im->f->reshapes++;
 	return 0;
 }
@@ -869,7 +895,7 @@ take_chunk(struct reader *r, size_t *len)
  * nothing changes here yet). */
 static int
 read_whole(struct core *core, struct reader *r, unsigned first,
-    unsigned last, struct whole_in *w, char *err, size_t errlen)
+    unsigned last, int how, struct whole_in *w, char *err, size_t errlen)
 {
 	const unsigned char	*q;
 	const struct filter	*f;
@@ -896,7 +922,8 @@ read_whole(struct core *core, struct reader *r, unsigned first,
 		    "%u..%u of the image", w->name, slot, first, last);
 		return -1;
 	}
-	if (cluster_shard_owns(core->cluster, slot)) {
+	if (!(how & CLUSTER_MOVE_STREAM) &&
+	    cluster_shard_owns(core->cluster, slot)) {
 		snprintf(err, errlen, "slot %u (filter %s) is served here: "
 		    "the image would replace what it holds", slot, w->name);
 		return -1;
@@ -974,7 +1001,7 @@ install_whole(struct core *core, struct whole_in *w, char *err,
 
 int
 cluster_move_import(struct core *core, const unsigned char *p, size_t len,
-    int save, cluster_move_reseed_fn reseed,
+    int how, cluster_move_reseed_fn reseed,
     struct cluster_move_changed **changedp, size_t *n, char *err,
     size_t errlen)
 {
@@ -1030,7 +1057,7 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 		if (read_filter(core, &r, nslots, &ims[i], err, errlen) == -1)
 			goto out;
 	for (uint32_t i = 0; i < nwhole; i++) {
-		if (read_whole(core, &r, first, last, &wholes[i], err,
+		if (read_whole(core, &r, first, last, how, &wholes[i], err,
 		    errlen) == -1)
 			goto out;
 		/* twice, the second would free the first as it took its
@@ -1066,7 +1093,7 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 	}
 	/* a named filter is taken whole once the source pauses its slot
 	 * (SAVE): an earlier copy would only be replaced */
-	for (uint32_t i = 0; save && i < nwhole; i++) {
+	for (uint32_t i = 0; (how & CLUSTER_MOVE_SAVE) && i < nwhole; i++) {
 		struct filter *f;
 
 		if ((f = install_whole(core, &wholes[i], err, errlen)) == NULL)

@@ -132,13 +132,20 @@ struct cluster_move_changed {
 unsigned char *cluster_move_export(const struct core *, unsigned first,
 	    unsigned last, int64_t (*deadline_of)(const struct filter *),
 	    size_t *len, char *err, size_t errlen);
+/* cluster_move_import's how: the named filters are taken too (SAVE); the
+ * image comes from the primary's stream (a replica: what it replaces in
+ * a slot its map gives it already is older than the image, which the
+ * primary took before it served the slot). */
+#define CLUSTER_MOVE_SAVE	1
+#define CLUSTER_MOVE_STREAM	2
 /*
  * CLUSTER SLOTMERGE: the image OR-ed into the partitioned filters it
- * names and, with save, its named filters taken whole (checked whole
- * first: a filter missing here, of another seed or shape, a named one
- * of a slot served here or in the config, a damaged dump, changes
- * nothing). The keys count here only once a map gives the slots
- * (cluster_move_apply). The filters changed go in *changed (malloc'd,
+ * names and, with CLUSTER_MOVE_SAVE in how, its named filters taken
+ * whole (checked whole first: a filter missing here, of another seed or
+ * shape, a named one of a slot served here (unless CLUSTER_MOVE_STREAM)
+ * or in the config, a damaged dump, changes nothing). The keys count
+ * here once a map gives the slots (cluster_move_apply), or at once for
+ * the slots it gave already (a move sent again, a replica's late image). The filters changed go in *changed (malloc'd,
  * *n of them) for the caller's snapshots and deadlines. A partitioned
  * filter of another seed is refused unless its part here holds no bit:
  * then reseed empties it with the source's seed, durably (the caller's
@@ -149,7 +156,7 @@ unsigned char *cluster_move_export(const struct core *, unsigned first,
 typedef int	(*cluster_move_reseed_fn)(struct core *, struct filter *,
 		    uint64_t seed, char *err, size_t errlen);
 int	cluster_move_import(struct core *, const unsigned char *p, size_t len,
-	    int save, cluster_move_reseed_fn reseed,
+	    int how, cluster_move_reseed_fn reseed,
 	    struct cluster_move_changed **changed, size_t *n, char *err,
 	    size_t errlen);
 /*

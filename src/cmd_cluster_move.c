@@ -146,34 +146,55 @@ drop_stale_copies(struct core *core, unsigned first, unsigned last,
 	}
 }
 
-/* CLUSTER SLOTMERGE <image> [SAVE] */
+/*
+ * CLUSTER SLOTMERGE <image> [SAVE [STREAM]]. STREAM: the replicas take the
+ * image from the stream (primary.h), and seen-cli waits for their
+ * acknowledgements; without it they resync fully, as an older seen-cli,
+ * which waits for their full syncs, expects.
+ */
 void
 cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 {
 	struct core			*core = s->core;
 	struct cluster_move_changed	*changed;
 	size_t				 n = 0, whole = 0;
-	int				 save = op->argc == 4;
+	int				 save = op->argc >= 4;
+	int				 stream = op->argc == 5;
 	char				 err[700];
 
 	if (op->argc != 3 && !(op->argc == 4 &&
-	    proto_token_is(op->argv[3], op->argl[3], "SAVE"))) {
+	    proto_token_is(op->argv[3], op->argl[3], "SAVE")) &&
+	    !(op->argc == 5 && proto_token_is(op->argv[3], op->argl[3],
+	    "SAVE") && proto_token_is(op->argv[4], op->argl[4], "STREAM"))) {
 		result_error(r, "ERR", "syntax error: CLUSTER SLOTMERGE <image> "
-		    "[SAVE]");
+		    "[SAVE [STREAM]]");
 		return;
 	}
-	/* a replica's filters are its primary's: moved slots reach it in
-	 * the stream, from its primary's SLOTMERGE ... SAVE */
+	/* a replica's filters are its primary's: moved slots reach it from
+	 * its primary's SLOTMERGE ... SAVE (in the stream, or a full sync) */
 	if (core->repl.replica) {
 		result_error(r, "READONLY", "You can't write against a read "
 		    "only replica.");
 		return;
 	}
 	if (cluster_move_import(core, (const unsigned char *)op->argv[2],
-	    op->argl[2], save, persist_filter_reset_to, &changed, &n, err,
-	    sizeof(err)) == -1) {
+	    op->argl[2], save ? CLUSTER_MOVE_SAVE : 0,
+	    persist_filter_reset_to, &changed, &n, err, sizeof(err)) == -1) {
 		result_error(r, "ERR", "%s", err);
 		return;
+	}
+	/* the replicas take the same image, in the stream where it was
+	 * taken here: after the reset its import may have recorded, before
+	 * the records that follow (the named filters' deadlines, the drops
+	 * below) */
+	if (save && n > 0) {
+		s->wrote = 1;	/* a WAIT after it waits for the replicas */
+		if (stream)
+			persist_stream_slots(core, (const unsigned char *)
+			    op->argv[2], op->argl[2]);
+		else
+			core->repl.resync_why = "moved slots arrived (CLUSTER "
+			    "SLOTMERGE ... SAVE without STREAM)";
 	}
 	/* a named filter's EXPIRE deadline came with it; its 'r' record
 	 * undoes at a replay an 'x' of the same seed from the time it left
@@ -194,10 +215,6 @@ cmd_cluster_slotmerge(struct session *s, struct op *op, struct result *r)
 		free(changed);
 		return;
 	}
-	/* replicas take the same image from the stream, after the turn's
-	 * records (no full sync: only the moved ranges travel) */
-	persist_stream_slots(core, (const unsigned char *)op->argv[2],
-	    op->argl[2]);
 	log_info("client %llu (%s): moved slots merged into %zu filter(s), "
 	    "%zu named filter(s) taken whole", (unsigned long long)s->id,
 	    s->peer, n - whole, whole);

@@ -565,8 +565,11 @@ sec_keyspace(struct core *core)
 static void
 sec_seend(struct core *core)
 {
+	/* cluster_move_stream: CLUSTER SLOTMERGE ... SAVE STREAM is
+	 * understood (seen-cli asks before it sends one: an older seend
+	 * drops the connection at a fifth argument after an image) */
 	buf_append_str(&result_buf, "# Seend\r\nseend_version "
-	    PACKAGE_VERSION "\r\n");
+	    PACKAGE_VERSION "\r\ncluster_move_stream 1\r\n");
 	info_server(core);
 }
 

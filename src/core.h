@@ -49,13 +49,14 @@ struct core_wait {
 	struct core_wait *next;
 };
 
-/* A CLUSTER SLOTMERGE ... SAVE's image (cluster_move.h) on its way into
- * the stream: framed at the turn's end, after the turn's records. */
+/* A CLUSTER SLOTMERGE ... SAVE STREAM's image (cluster_move.h) on its
+ * way into the stream, framed at the turn's end: the turn's records
+ * before it (before bytes at data), then the image (len bytes after). */
 struct core_slots {
 	struct core_slots *next;
 	unsigned	 refs;		/* the queue's, and each link's output */
-	size_t		 len;
-	unsigned char	 img[];
+	size_t		 before, len;
+	unsigned char	 data[];
 };
 
 /*

@@ -206,6 +206,7 @@ main(int argc, char **argv)
 	log_set_level(srv.core.cfg->log_level);
 	if ((fault = getenv("SEEND_FAULT_WRITE_LIMIT")) != NULL)
 		snapshot_fault_write_limit = strtoull(fault, NULL, 10);
+	snapshot_fault_hold = getenv("SEEND_FAULT_HOLD_SNAPSHOT");
 	if ((fault = getenv("SEEND_FAULT_JOURNAL_LIMIT")) != NULL)
 		journal_fault_write_limit = strtoull(fault, NULL, 10);
 	if ((fault = getenv("SEEND_FAULT_MERGE_STEP")) != NULL)

@@ -353,11 +353,12 @@ mirror_apply_slots(struct core *core, const unsigned char *p, size_t len,
     struct cluster_move_changed **changed, size_t *n, char *err,
     size_t errlen)
 {
-	if (cluster_move_import(core, p, len, 1, persist_filter_reset_to,
-	    changed, n, err, errlen) == -1)
+	if (cluster_move_import(core, p, len, CLUSTER_MOVE_SAVE |
+	    CLUSTER_MOVE_STREAM, persist_filter_reset_to, changed, n, err,
+	    errlen) == -1)
 		return -1;
-	/* as cmd_cluster_slotmerge: the primary's 'u' record of the
-	 * deadline came before the filter did, and found nothing */
+	/* as cmd_cluster_slotmerge (its records that follow set them
+	 * again) */
 	for (size_t i = 0; i < *n; i++)
 		if ((*changed)[i].whole) {
 			keyspace_set_deadline(core, (*changed)[i].f,

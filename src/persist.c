@@ -817,19 +817,28 @@ persist_stream_deadline(struct core *core, struct filter *f, int64_t at_ms)
 void
 persist_stream_slots(struct core *core, const unsigned char *img, size_t len)
 {
-	struct core_slots *q, **tail;
+	struct core_slots	*q, **tail;
+	const unsigned char	*body = NULL;
+	size_t			 before;
 
 	if (core->stream == NULL)
 		return;
-	if ((q = malloc(sizeof(*q) + len)) == NULL) {
+	/* the turn's records so far go before it (journal_take closes an
+	 * open batch; the records after it name their filters again) */
+	before = journal_take(core->stream, &body);
+	if ((q = malloc(sizeof(*q) + before + len)) == NULL) {
 		core->repl.resync_why = "moved slots arrived (CLUSTER "
 		    "SLOTMERGE), and no memory to stream them";
 		return;
 	}
 	q->next = NULL;
 	q->refs = 1;
+	q->before = before;
 	q->len = len;
-	memcpy(q->img, img, len);
+	if (before > 0)
+		memcpy(q->data, body, before);
+	memcpy(q->data + before, img, len);
+	journal_clear(core->stream);
 	for (tail = &core->repl.slots; *tail != NULL; tail = &(*tail)->next)
 		;
 	*tail = q;

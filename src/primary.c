@@ -87,6 +87,7 @@ struct link {
 	/* the stream since the capture, while the images are written: it
 	 * follows them (as Redis keeps a syncing replica's output) */
 	struct evbuffer	*pending;
+	uint64_t	 pending_images;	/* of it, moved slots' images */
 	/* the images' bytes and the stream kept while they were written,
 	 * counted in its output until they are sent: the limit on unsent
 	 * stream allows for them meanwhile */
@@ -425,7 +426,10 @@ primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
 		    "+CONTINUE %s\r\n", r->replid);
 		if (send_from(l, offset) == 0) {
 			l->state = LINK_ONLINE;
-			l->ack = offset;
+			/* held so far only once it says so: a replica may
+			 * hold an image of slots it has not written yet
+			 * (replica.h) */
+			l->ack = 0;
 			r->sync_partial_ok++;
 			log_info("replication: replica %s:%u resyncs partially "
 			    "from offset %" PRIu64, ip, port, offset);
@@ -446,7 +450,8 @@ primary_attach(struct primary *p, int fd, struct ssl_st *ssl, const char *ip,
 /*
  * A frame for a link whose images are being written: kept for it, up to
  * the larger of repl_backlog_size and SYNC_PENDING_MIN bytes (a full sync
- * of a big filter under a heavy load needs more than a small backlog).
+ * of a big filter under a heavy load needs more than a small backlog),
+ * and the moved slots' images kept besides.
  */
 static void
 keep(struct link *l, const unsigned char *head, const unsigned char *body,
@@ -456,6 +461,7 @@ keep(struct link *l, const unsigned char *head, const unsigned char *body,
 
 	if (max < SYNC_PENDING_MIN)
 		max = SYNC_PENDING_MIN;
+	max += l->pending_images;
 	if (evbuffer_add(l->pending, head, PRIMARY_FRAME_HEAD) == -1 ||
 	    (len > 0 && evbuffer_add(l->pending, body, len) == -1))
 		link_close(l, "out of memory");
@@ -464,20 +470,15 @@ keep(struct link *l, const unsigned char *head, const unsigned char *body,
 		    "larger of repl_backlog_size and 256M");
 }
 
-/* The turn's records as one frame, kept and sent to the online links. */
+/* Records (len bytes at body) as one frame, kept and sent to the online
+ * links. */
 static void
-frame(struct primary *p, int heartbeat)
+frame_records(struct primary *p, const unsigned char *body, size_t len)
 {
 	struct core		*core = p->core;
-	const unsigned char	*body = NULL;
 	unsigned char		 head[PRIMARY_FRAME_HEAD] = { 'S', 'R', 0, 0 };
-	size_t			 len = 0;
 	uint64_t		 unsent;
 
-	if (core->stream != NULL)
-		len = journal_take(core->stream, &body);
-	if (len == 0 && !heartbeat)
-		return;
 	head[4] = (unsigned char)len;
 	head[5] = (unsigned char)(len >> 8);
 	head[6] = (unsigned char)(len >> 16);
@@ -507,6 +508,22 @@ frame(struct primary *p, int heartbeat)
 			link_close(l, "its unsent stream passed "
 			    "repl_backlog_size");
 	}
+}
+
+/* The turn's records (those after its last image of slots) as one frame;
+ * an empty one for a heartbeat. */
+static void
+frame(struct primary *p, int heartbeat)
+{
+	struct core		*core = p->core;
+	const unsigned char	*body = NULL;
+	size_t			 len = 0;
+
+	if (core->stream != NULL)
+		len = journal_take(core->stream, &body);
+	if (len == 0 && !heartbeat)
+		return;
+	frame_records(p, body, len);
 	if (core->stream != NULL)
 		journal_clear(core->stream);
 }
@@ -532,22 +549,23 @@ add_slots(struct evbuffer *out, const unsigned char *head,
 	if (evbuffer_add(out, head, PRIMARY_FRAME_HEAD) == -1)
 		return -1;
 	q->refs++;
-	if (evbuffer_add_reference(out, q->img, q->len, slots_unref, q) ==
-	    0)
+	if (evbuffer_add_reference(out, q->data + q->before, q->len,
+	    slots_unref, q) == 0)
 		return 0;
 	q->refs--;
 	return -1;
 }
 
 /*
- * The moved slots' images queued this turn (core_repl.slots), each one
- * frame after the turn's records: "SI", two zero bytes, its length, the
- * image. A link that cannot take one (an older seend) is closed: its
- * PSYNC from before the image then syncs fully (can_continue). An online
- * link is sent its unsent stream, then the image from here, not from the
- * backlog: an image may be larger than the backlog (its bytes are
- * allowed for as a full sync's are); a link whose images are being
- * written keeps it, as any frame.
+ * The moved slots' images queued this turn (core_repl.slots), each after
+ * the records the turn had before it: a frame of those, then "SI", two
+ * zero bytes, its length, the image. A link that cannot take one (an
+ * older seend) is closed: its PSYNC from before the image then syncs
+ * fully (can_continue). An online link is sent its unsent stream, then
+ * the image from here, not from the backlog: an image may be larger than
+ * the backlog (its bytes are allowed for as a full sync's are); a link
+ * whose images are being written keeps it, as any frame, the image's
+ * bytes allowed for there too.
  */
 static void	flush(struct link *);
 
@@ -562,28 +580,25 @@ frame_slots(struct primary *p)
 		    (unsigned char)q->len, (unsigned char)(q->len >> 8),
 		    (unsigned char)(q->len >> 16),
 		    (unsigned char)(q->len >> 24) };
-		uint64_t max = p->core->cfg->repl_backlog_size;
-
-		if (max < SYNC_PENDING_MIN)
-			max = SYNC_PENDING_MIN;
 		r->slots = q->next;
+		if (q->before > 0)
+			frame_records(p, q->data, q->before);
 		for (struct link *l = p->links, *next; l != NULL; l = next) {
 			next = l->next;
 			if (!l->slots && l->state != LINK_CAPTURE)
 				link_close(l, "it cannot take moved slots in "
 				    "its stream (an older seend): it "
 				    "resyncs fully");
-			else if (l->state == LINK_IMAGE && (add_slots(
-			    l->pending, head, q) == -1 ||
-			    evbuffer_get_length(l->pending) > max + q->len))
-				link_close(l, "the stream during its full sync "
-				    "passed the larger of repl_backlog_size "
-				    "and 256M");
-			else if (l->state == LINK_ONLINE)
+			else if (l->state == LINK_IMAGE) {
+				if (add_slots(l->pending, head, q) == -1)
+					link_close(l, "out of memory");
+				else
+					l->pending_images += q->len;
+			} else if (l->state == LINK_ONLINE)
 				flush(l);
 		}
 		backlog_append(r->backlog, head, sizeof(head));
-		backlog_append(r->backlog, q->img, q->len);
+		backlog_append(r->backlog, q->data + q->before, q->len);
 		for (struct link *l = p->links, *next; l != NULL; l = next) {
 			next = l->next;
 			if (l->state != LINK_ONLINE)
@@ -697,8 +712,8 @@ primary_turn_end(struct primary *p)
 	struct core_repl *r = &p->core->repl;
 	struct timeval	 tv = { 0, 5000 };
 
-	frame(p, 0);
 	frame_slots(p);
+	frame(p, 0);
 	for (struct link *l = p->links, *next; l != NULL; l = next) {
 		next = l->next;
 		if (l->state == LINK_CAPTURE)

@@ -13,13 +13,16 @@
  * (FLUSH_BYTES, FLUSH_USEC in primary.c; at once while a WAIT waits).
  * Offsets count the frames' bytes since the replication id began.
  *
- * Moved slots (issue 33). A CLUSTER SLOTMERGE ... SAVE's image goes into
- * the stream as it came (cluster_move.h), one frame after its turn's
- * records: "SI", two zero bytes, its length, the image. A replica takes
- * it as the primary did and snapshots the filters it changed before its
- * offset is durable (replica.h). A replica says it can with "REPLCONF
- * capa seend-slots" in its handshake; an older one is closed instead and
- * syncs fully, since its PSYNC from before an image is refused.
+ * Moved slots (issue 33). A CLUSTER SLOTMERGE ... SAVE STREAM's image goes
+ * into the stream as it came (cluster_move.h), where it was taken among
+ * the turn's records (a frame of those before it, then the image, then a
+ * frame of the rest): "SI", two zero bytes, its length, the image. A
+ * replica takes it as the primary did and snapshots the filters it
+ * changed; until they are written its offset is not durable and it
+ * acknowledges no further than the image's start (replica.h). A replica
+ * says it can with "REPLCONF capa seend-slots" in its handshake; an
+ * older one is closed instead and syncs fully, since its PSYNC from
+ * before an image is refused.
  *
  * A full sync, after "+FULLRESYNC <replid> <offset>": "$IMAGE <n>\r\n", then
  * per filter "<name> <size> <deadline>\r\n" (EXPIRE's, Unix ms; 0:

@@ -72,6 +72,10 @@ struct replica {
 	/* the offset acknowledged, and the one owed a durable 'o' */
 	uint64_t	 acked;
 	int		 durable_pending;
+	/* acknowledged at most: the offset before an image of moved slots
+	 * whose snapshots are not written yet (UINT64_MAX: none), so that
+	 * seen-cli's wait and WAIT count a replica that holds it durably */
+	uint64_t	 ack_limit;
 	uint64_t	 sync_gen;	/* full syncs loaded */
 	int		 applied_turn;	/* frames applied this turn */
 	/* the filters hold the stream up to core->repl.offset of
@@ -278,6 +282,7 @@ on_psync(struct replica *rp, char *line)
 		/* a promoted primary goes on with our offsets under its id */
 		snprintf(r->replid, sizeof(r->replid), "%s", id);
 		rp->phase = PH_STREAM;
+		rp->acked = UINT64_MAX;	/* what it holds, said at once */
 		set_state(rp, CORE_LINK_CONNECTED);
 		log_info("replication: partial resync with %s:%u from offset "
 		    "%" PRIu64, r->host, r->port, r->offset);
@@ -352,11 +357,20 @@ snapshots_done(void *arg, struct save_wait *w)
 	struct replica		*rp = arg;
 	struct core_repl	*r = &rp->core->repl;
 
-	if (w->failed || (uint64_t)w->count != rp->sync_gen ||
-	    !rp->durable_pending)
+	if ((uint64_t)w->count != rp->sync_gen || !rp->durable_pending)
 		return;
+	/* failed (data_dir full?): acknowledged all the same, as a full
+	 * sync's load is, or the primary's WAITs would never count this
+	 * replica again; durable only at a restart's full sync */
+	rp->ack_limit = UINT64_MAX;
+	if (w->failed) {
+		log_warn("replication: a snapshot of what the primary sent "
+		    "failed: a restart will sync fully");
+		return;
+	}
 	rp->durable_pending = 0;
-	if (rp->core->journal == NULL)
+	/* (promoted meanwhile: its own history goes on, no offset) */
+	if (rp->core->journal == NULL || !r->replica)
 		return;
 	(void)journal_append_offset(rp->core->journal, r->replid, r->offset);
 	log_info("replication: the images' snapshots are written: a restart "
@@ -385,8 +399,10 @@ wait_for_snapshots(struct replica *rp, struct filter *const *f, size_t n)
 	}
 	rp->durable_pending = 1;
 	rp->sync_gen++;
-	if ((w = calloc(1, sizeof(*w))) == NULL)
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		rp->ack_limit = UINT64_MAX;
 		return;		/* a restart before the next sync is full */
+	}
 	w->then = snapshots_done;
 	w->then_arg = rp;
 	w->count = (long long)rp->sync_gen;
@@ -423,6 +439,8 @@ load_image(struct replica *rp)
 	r->offset = rp->from;
 	r->slots_end = 0;
 	backlog_reset(r->backlog, rp->from);
+	/* acknowledged once loaded (an image of slots before it is in it) */
+	rp->ack_limit = UINT64_MAX;
 	wait_for_snapshots(rp, NULL, 0);
 	rp->acked = UINT64_MAX;
 	rp->phase = PH_STREAM;
@@ -482,6 +500,8 @@ take_slots(struct replica *rp, const unsigned char *p, size_t len)
 		link_down(rp, "moved slots not taken", RETRY_SECS);
 		return -1;
 	}
+	if (rp->ack_limit == UINT64_MAX)
+		rp->ack_limit = rp->core->repl.offset;
 	if ((f = calloc(n ? n : 1, sizeof(*f))) != NULL)
 		for (size_t i = 0; i < n; i++)
 			f[i] = changed[i].f;
@@ -717,13 +737,16 @@ replica_stop(struct replica *rp)
 	drop_image(rp);
 	rp->phase = PH_IDLE;
 	rp->retry_at = 0;
-	rp->durable_pending = 0;
+	/* durable_pending stays: the images' snapshots are what a restart
+	 * resumes from, whatever link (a partial resync, a promotion)
+	 * follows */
 }
 
 void
 replica_turn_end(struct replica *rp)
 {
-	struct core_repl *r = &rp->core->repl;
+	struct core_repl	*r = &rp->core->repl;
+	uint64_t		 ack;
 
 	if (rp->phase != PH_STREAM)
 		return;
@@ -734,12 +757,13 @@ replica_turn_end(struct replica *rp)
 		(void)journal_append_offset(rp->core->journal, r->replid,
 		    r->offset);
 	rp->applied_turn = 0;
-	if (rp->acked == r->offset)
+	ack = r->offset < rp->ack_limit ? r->offset : rp->ack_limit;
+	if (rp->acked == ack)
 		return;
 	/* the journal's write of this turn is done: they are held */
 	evbuffer_add_printf(bufferevent_get_output(rp->bev),
-	    "REPLCONF ACK %" PRIu64 "\r\n", r->offset);
-	rp->acked = r->offset;
+	    "REPLCONF ACK %" PRIu64 "\r\n", ack);
+	rp->acked = ack;
 }
 
 void
@@ -772,6 +796,7 @@ replica_new(struct core *core, struct event_base *base)
 	rp->core = core;
 	rp->base = base;
 	rp->acked = UINT64_MAX;
+	rp->ack_limit = UINT64_MAX;
 	return rp;
 }
 

@@ -8,7 +8,12 @@
  * journal with the keys, so a replica killed -9 resumes from the last one
  * replay finds. After a full sync it writes an empty id first (a restart
  * then syncs fully) and its offset only once every filter's snapshot of
- * the image is written: the journal does not hold the image.
+ * the image is written: the journal does not hold the image. The same
+ * after an image of moved slots in the stream (primary.h), for the
+ * filters it changed; and until those are written it acknowledges no
+ * further than the image's start, so that a primary's WAIT, and seen-cli
+ * before it gives the moved slots, count only replicas that hold them
+ * durably (one promoted, then killed, would lose them).
  */
 #ifndef SEEND_REPLICA_H
 #define SEEND_REPLICA_H

@@ -256,8 +256,9 @@ resp_parse(const char *p, size_t len, const struct resp_limits *lim,
 		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0)
 			big = 2;
 		/* and moving slots' bits with their named filters (CLUSTER
-		 * SLOTMERGE <image> [SAVE]: cluster_move.h), up to max_image */
-		else if (i == 1 && (n == 3 || n == 4) && lim->max_image > 0 &&
+		 * SLOTMERGE <image> [SAVE [STREAM]]: cluster_move.h), up to
+		 * max_image */
+		else if (i == 1 && n >= 3 && n <= 5 && lim->max_image > 0 &&
 		    l == 9 && strncasecmp(p + body, "SLOTMERGE", 9) == 0 &&
 		    req->argl[0] == 7 &&
 		    strncasecmp(req->argv[0], "CLUSTER", 7) == 0) {

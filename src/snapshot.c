@@ -83,6 +83,18 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8,
 #define OFF_FORGOTTEN	104
 
 uint64_t snapshot_fault_write_limit;
+const char *snapshot_fault_hold;
+
+/* The test hook's hold before a snapshot takes its name (ten minutes at
+ * most): the saver's thread waits, the loop goes on. */
+static void
+fault_hold(void)
+{
+	for (int i = 0; snapshot_fault_hold != NULL &&
+	    *snapshot_fault_hold != '\0' && i < 12000 &&
+	    access(snapshot_fault_hold, F_OK) == 0; i++)
+		usleep(50 * 1000);
+}
 
 static void
 encode_header(unsigned char raw[SNAPSHOT_HEADER_SIZE],
@@ -557,6 +569,7 @@ snapshot_write_slices(const char *dir, const char *name,
 		snprintf(err, errlen, "write %s: %s", tmp, strerror(saved));
 		return -1;
 	}
+	fault_hold();
 	/* past the rename the new snapshot is in place and the old one
 	 * gone: a failure of the directory's fsync can only be reported */
 	return fileio_close_commit(fd, tmp, final, dir, err, errlen);

@@ -220,5 +220,9 @@ int	snapshot_load_fd(int fd, const char *name, uint64_t capacity,
 /* Test hook: when > 0, snapshot_write fails with ENOSPC after this many
  * bytes (set from SEEND_FAULT_WRITE_LIMIT in main.c). */
 extern uint64_t snapshot_fault_write_limit;
+/* Test hook: while the file it names exists, a snapshot waits before it
+ * takes its name (SEEND_FAULT_HOLD_SNAPSHOT in main.c): a test sees what
+ * happens meanwhile. */
+extern const char *snapshot_fault_hold;
 
 #endif

@@ -431,7 +431,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(err, 0xa5, sizeof(err));
 	changed = &sentinel;
 	n = SIZE_MAX;
-	rc = cluster_move_import(&core, copy, size, save, reseed, &changed,
+	/* bit 2 of the last byte: as a replica takes it from the stream */
+	rc = cluster_move_import(&core, copy, size, save | (size > 0 &&
+	    (data[size - 1] & 4) ? CLUSTER_MOVE_STREAM : 0), reseed, &changed,
 	    &n, err, sizeof(err));
 	check(rc, err, sizeof(err), changed, n, most, save);
 	restore(changed, rc == 0 ? n : 0);

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """
 Moved slots reach the target's replicas in its replication stream (issue
-33; src/primary.h, "Moved slots"): CLUSTER SLOTMERGE ... SAVE puts the
-image it took into the stream, one "SI" frame after its turn's records,
-and a replica takes it as its primary did. What they must show:
+33; src/primary.h, "Moved slots"): CLUSTER SLOTMERGE ... SAVE STREAM puts
+the image it took into the stream, an "SI" frame where it came among the
+turn's records, and a replica takes it as its primary did. What they must
+show:
 
 - seen-cli cluster reshard onto a primary with a replica: no full sync of
   the replica (the target's sync_full stays), the replica holds every
@@ -11,11 +12,21 @@ and a replica takes it as its primary did. What they must show:
   acknowledgement before the map gives the slots), counts its part as
   its primary does, and once the images' snapshots are written a kill -9
   and restart resumes partially with every moved URL.
+- A replica away during the move, back once the map has reached it,
+  resumes from before the images and takes them all the same: the moved
+  URLs, the named filters (of slots its map says are served here), and
+  the counts of both filter types as its primary's; no full sync.
 - The frame on the wire: a replica that says REPLCONF capa seend-slots
   gets the image byte for byte; one that does not (an older seend) has
   its link closed, and its PSYNC from before the image syncs fully while
-  one that says it continues, the image in what it is sent.
+  one that says it continues, the image in what it is sent; SAVE without
+  STREAM (an older seen-cli) resyncs every replica fully.
+- Until the replica has written the snapshots of what an image changed
+  (held by SEEND_FAULT_HOLD_SNAPSHOT) a WAIT after the SLOTMERGE does not
+  count it, not even after a partial resync in between, and a kill -9
+  then syncs fully; once written, WAIT counts it.
 """
+import os
 import re
 
 from seendtest import *
@@ -133,6 +144,70 @@ def a_move_reaches_the_targets_replica_in_its_stream(t):
     seen_all(t, prim, keys, "after the move")
 
 
+@test
+def a_replica_back_after_the_map_takes_the_images_it_missed(t):
+    """A replica away during a move resumes from before its images once
+    the map giving the slots has reached it: it takes them all the same
+    (the named filters of slots its map says are served here included:
+    the primary took them before it served them), and counts them."""
+    ns = nodes(t, 4, name="ml", filters=FILTERS)
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--replicas",
+           "1", "--yes")
+    prim, repl = roles(ns)
+    src, dst = prim
+    rd = repl[dst.name]
+    keys = urls("late", 3000) + urls("kclate", 1000)
+    before = owner_ids(src)
+    named = ["late-set-%d" % i for i in range(80)]
+    rc = client(prim)
+    record(rc, keys)
+    for n in named:
+        rc.sadd(n, "m")
+    rc.close()
+    wait_until(lambda: bits(rd) == bits(dst), timeout=30)
+    # away (a primary that is not there), then back once the map moved
+    t.eq(ask(rd, "REPLICAOF", "127.0.0.1", str(free_port())), "OK")
+    full0 = stat(dst, "stats", "sync_full")
+    ok_cli(t, "cluster", "reshard", addr(src), "--from", myid(src), "--to",
+           myid(dst), "--slots", "2048", "--yes")
+    after = owner_ids(dst)
+    t.ok(wait_until(lambda: owner_ids(rd) == after, timeout=30),
+         "the map reached the replica while it was away")
+    moved = moved_keys(keys, before, after, myid(src), myid(dst))
+    came = [n for n in named if before[keyslot(n)] == myid(src) and
+            after[keyslot(n)] == myid(dst)]
+    t.ok(len(came) > 0, "%d named filters moved" % len(came))
+    t.eq(ask(rd, "REPLICAOF", "127.0.0.1", str(dst.port)), "OK")
+    t.ok(wait_until(lambda: b"master_link_status:up" in
+                    ask(rd, "INFO", "replication"), timeout=30),
+         "the replica is back")
+    t.eq(c_wait(dst), 1, "and has acknowledged the stream")
+    t.eq(stat(dst, "stats", "sync_full"), full0,
+         "it resumed from before the images, without a full sync")
+    t.eq(sum(readonly_exists(rd, moved)), len(moved),
+         "it holds every moved URL")
+    held = set(x.decode() for x in ask(rd, "KEYS", "late-set-*"))
+    t.eq(sorted(n for n in came if n not in held), [],
+         "it holds the named filters that moved")
+    for f in ("default", "cf"):
+        t.eq(int(info_field(rd, f, "count")),
+             int(info_field(dst, f, "count")),
+             "it counts its part of %s as its primary does" % f)
+
+
+def c_wait(p):
+    """WAIT 1 on a connection that wrote (a SETNX of a slot p serves)."""
+    mine = [r for r in ask(p, "CLUSTER", "SLOTS") if r[2][1] == p.port]
+    key = next(u for u in urls("wait", 10000)
+               if any(a <= keyslot(u) <= b for a, b, *_ in mine))
+    c = Resp(p.port, timeout=30)
+    try:
+        c.cmd("SETNX", key, "1")
+        return c.cmd("WAIT", "1", "10000")
+    finally:
+        c.close()
+
+
 class LinkByHand:
     """A replica's side of the link, spoken by hand (src/primary.h): the
     handshake (with REPLCONF capa seend-slots if slots), PSYNC replid
@@ -202,7 +277,7 @@ def the_stream_carries_the_image_and_older_replicas_sync_fully(t):
         b, "INFO", "replication"), timeout=30), "two links")
     img = ask(a, "CLUSTER", "SLOTBITS", str(lo), str(lo + 63))
     t.ok(isinstance(img, bytes) and len(img) > 100, "an image of 64 slots")
-    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img, "SAVE"), "OK")
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img, "SAVE", "STREAM"), "OK")
     t.eq(new.slots(), img, "the image in the stream, byte for byte")
     t.ok(old.c.closed(30), "the older replica's link is closed")
     t.contains(b.read_log(), "it cannot take moved slots in its stream")
@@ -219,9 +294,76 @@ def the_stream_carries_the_image_and_older_replicas_sync_fully(t):
     past = LinkByHand(b, slots=False, replid=new.replid, offset=cont.offset)
     t.eq(past.head, "+CONTINUE " + new.replid,
          "an older replica's PSYNC from past the image continues")
-    for link in (old, new, again, cont, past):
+    # SAVE without STREAM (an older seen-cli, which waits for full
+    # syncs): every replica resyncs fully
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img, "SAVE"), "OK")
+    t.ok(cont.c.closed(30), "SAVE without STREAM closes every link")
+    t.contains(b.read_log(), "SLOTMERGE ... SAVE without STREAM")
+    late = LinkByHand(b, slots=True, replid=new.replid, offset=cont.offset)
+    t.ok(late.head.startswith("+FULLRESYNC "),
+         "and the replicas sync fully: %r" % late.head)
+    for link in (old, new, again, cont, past, late):
         link.close()
     t.eq(ask(b, "PING"), "PONG", "the primary serves on")
+
+
+def bits(s):
+    """The bits set in s's default filter (INFO default, line protocol)."""
+    return int(info_field(s, "default", "bits_set"))
+
+
+@test
+def an_image_is_acknowledged_once_durable_on_the_replica(t):
+    """Until the replica has written the snapshots of what an image
+    changed, it acknowledges no further than the image (WAIT does not
+    count it, seen-cli would not give the slots), and a restart syncs
+    fully, even after a partial resync in between."""
+    ns = [cluster_node(t, "md%d" % i, start=False) for i in range(4)]
+    holds = {}
+    for s in ns:
+        holds[s.name] = os.path.join(t.dir, "hold-" + s.name)
+        s.env["SEEND_FAULT_HOLD_SNAPSHOT"] = holds[s.name]
+        s.start()
+    ok_cli(t, "cluster", "create", *[addr(s) for s in ns], "--replicas",
+           "1", "--yes")
+    prim, repl = roles(ns)
+    src, dst = prim
+    rd = repl[dst.name]
+    rc = client(prim)
+    record(rc, urls("durable", 3000))
+    rc.close()
+    wait_until(lambda: bits(rd) == bits(dst), timeout=30)
+    lo = next(r[0] for r in ask(src, "CLUSTER", "SLOTS")
+              if r[2][1] == src.port)
+    img = ask(src, "CLUSTER", "SLOTBITS", str(lo), str(lo + 1023))
+    open(holds[rd.name], "w").close()
+    full0 = stat(dst, "stats", "sync_full")
+    part0 = stat(dst, "stats", "sync_partial_ok")
+    # WAIT on the connection that sent the image waits for it
+    c = Resp(dst.port, timeout=30)
+    t.eq(c.cmd("CLUSTER", "SLOTMERGE", img, "SAVE", "STREAM"), "OK")
+    t.ok(wait_until(lambda: "moved slots taken from the stream" in
+                    rd.read_log(), timeout=30), "the replica took the image")
+    t.eq(c.cmd("WAIT", "1", "1000"), 0, "WAIT does not count a replica "
+         "whose snapshots of the image are not written")
+    # a reconnection (a partial resync) in between
+    t.eq(ask(rd, "REPLICAOF", "127.1", str(dst.port)), "OK")
+    t.ok(wait_until(lambda: stat(dst, "stats", "sync_partial_ok") ==
+                    part0 + 1 and b"master_link_status:up" in
+                    ask(rd, "INFO", "replication"), timeout=30),
+         "the replica resynced partially")
+    t.eq(c.cmd("WAIT", "1", "1000"), 0, "and still is not counted")
+    rd.kill9()
+    os.unlink(holds[rd.name])
+    rd.start()
+    t.ok(wait_until(lambda: b"master_link_status:up" in
+                    ask(rd, "INFO", "replication"), timeout=30),
+         "the replica is back")
+    t.eq(stat(dst, "stats", "sync_full"), full0 + 1,
+         "killed before its snapshots were written, it synced fully")
+    t.eq(bits(rd), bits(dst), "and holds the image's bits")
+    t.eq(c.cmd("WAIT", "1", "5000"), 1, "then WAIT counts it")
+    c.close()
 
 
 if __name__ == "__main__":
