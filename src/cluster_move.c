@@ -1086,9 +1086,15 @@ cluster_move_import(struct core *core, const unsigned char *p, size_t len,
 			    ims[i].f->name, (unsigned long long)ims[i].seed);
 		}
 	for (uint32_t i = 0; i < nf; i++) {
+		uint64_t was = filter_count(ims[i].f);
+
 		if (merge_filter(core->cluster, &ims[i], first, nslots, err,
 		    errlen) == -1)
 			goto out;
+		/* ranges of slots counted here already: the head is looked
+		 * at again (it may grow, or be full), as after MERGE */
+		if (filter_count(ims[i].f) != was)
+			filter_counts_changed(ims[i].f);
 		changed[(*n)++].f = ims[i].f;
 	}
 	/* a named filter is taken whole once the source pauses its slot

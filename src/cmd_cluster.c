@@ -580,9 +580,9 @@ reply_help(struct result *r)
 		"SLOTBITS <first> <last> [BITSONLY]",
 		"    Return the partitioned filters' bits of those slots and "
 		    "their named filters (a move's copy).",
-		"SLOTMERGE <image> [SAVE]",
+		"SLOTMERGE <image> [SAVE [STREAM]]",
 		"    OR a SLOTBITS image into this node's filters (SAVE: and "
-		    "snapshot them).",
+		    "snapshot them; STREAM: replicas take it in the stream).",
 		"HANDOFF START <first> <last> <node-id> | CANCEL <first> "
 		    "<last> | LIST",
 		"    Pause slots for their hand-over to another node (-TRYAGAIN)"

@@ -784,6 +784,12 @@ replica_tick(struct replica *rp)
 		    RETRY_SECS);
 		return;
 	}
+	/* an acknowledgement held at an image's start is said again, so
+	 * that the primary sees the link alive (INFO's lag) meanwhile */
+	if (rp->phase == PH_STREAM && rp->ack_limit != UINT64_MAX &&
+	    rp->acked != UINT64_MAX)
+		evbuffer_add_printf(bufferevent_get_output(rp->bev),
+		    "REPLCONF ACK %" PRIu64 "\r\n", rp->acked);
 }
 
 struct replica *

@@ -13,7 +13,8 @@
  * filters it changed; and until those are written it acknowledges no
  * further than the image's start, so that a primary's WAIT, and seen-cli
  * before it gives the moved slots, count only replicas that hold them
- * durably (one promoted, then killed, would lose them).
+ * durably (one promoted, then killed, would lose them). A full sync is
+ * acknowledged once loaded, as ever: its snapshots are every filter's.
  */
 #ifndef SEEND_REPLICA_H
 #define SEEND_REPLICA_H

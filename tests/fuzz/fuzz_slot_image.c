@@ -1,7 +1,7 @@
 /*
  * fuzz_slot_image.c - libFuzzer target for the image of slots
  * (cluster_move.h): cluster_move_import(), which parses CLUSTER
- * SLOTMERGE <image> [SAVE]'s argument, ORs partitioned filters' ranges in
+ * SLOTMERGE <image> [SAVE [STREAM]]'s argument, ORs partitioned filters' ranges in
  * and, with SAVE, takes named filters whole from their dumps (dump.h).
  *
  * The node: a cluster node (P1 of a small map with a seed, holding slots

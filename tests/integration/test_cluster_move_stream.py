@@ -16,6 +16,9 @@ show:
   resumes from before the images and takes them all the same: the moved
   URLs, the named filters (of slots its map says are served here), and
   the counts of both filter types as its primary's; no full sync.
+- An image of slots a node counts already (a move sent again after its
+  map) counts their keys as it comes in, and a part passing its mark
+  grows at once.
 - The frame on the wire: a replica that says REPLCONF capa seend-slots
   gets the image byte for byte; one that does not (an older seend) has
   its link closed, and its PSYNC from before the image syncs fully while
@@ -193,6 +196,61 @@ def a_replica_back_after_the_map_takes_the_images_it_missed(t):
         t.eq(int(info_field(rd, f, "count")),
              int(info_field(dst, f, "count")),
              "it counts its part of %s as its primary does" % f)
+
+
+def keys_in(lo, hi, prefix, n):
+    """n URLs whose slots are in lo..hi."""
+    out, i = [], 0
+    while len(out) < n:
+        k = "https://%s%d.example/p/%d" % (prefix, i % 997, i)
+        if lo <= keyslot(k) <= hi:
+            out.append(k)
+        i += 1
+    return out
+
+
+def pipelined(s, keys):
+    """SETNX of each key on s, pipelined: the answers."""
+    c = Resp(s.port, timeout=60)
+    try:
+        c.s.sendall(b"".join(enc("SETNX", k, "1") for k in keys))
+        return [c.reply() for _ in keys]
+    finally:
+        c.close()
+
+
+@test
+def ranges_merged_into_counted_slots_count_and_grow_the_filter(t):
+    """An image of slots a node holds already (a move sent again after its
+    map; a replica's late image) counts their keys as it comes in, and a
+    part that passes its mark grows at once, as after MERGE (else the
+    batched path, which trusts the mark, never would)."""
+    small = "\n[filter.default]\ncapacity = 20000\nerror_rate = 0.01\n"
+    a, b = [cluster_node(t, "mc%d" % i, filters=small) for i in range(2)]
+    ok_cli(t, "cluster", "create", addr(a), addr(b), "--yes")
+    ra = next((r[0], r[1]) for r in ask(a, "CLUSTER", "SLOTS")
+              if r[2][1] == a.port)
+    rb = next((r[0], r[1]) for r in ask(b, "CLUSTER", "SLOTS")
+              if r[2][1] == b.port)
+    lo, hi = ra[0], ra[0] + 2047
+    t.ok(sum(pipelined(a, keys_in(lo, hi, "ka", 9000))) > 8900, "a's keys")
+    t.ok(sum(pipelined(b, keys_in(rb[0], rb[1], "kb", 8000))) > 7900,
+         "b's keys")
+    img = ask(a, "CLUSTER", "SLOTBITS", str(lo), str(hi))
+    # the map gives lo..hi to b before the image reaches it
+    ep = int(re.search(r"^epoch (\d+)", getmap(a), re.M).group(1))
+    ida, idb = myid(a), myid(b)
+    text = map_text(ep + 1, [map_node(ida, a.port), map_node(idb, b.port)],
+                    {ida: [(hi + 1, ra[1])], idb: [(lo, hi), rb]})
+    t.eq(setmap(b, text), b"+OK\r\n")
+    count0 = int(info_field(b, "default", "count"))
+    t.eq(int(info_field(b, "default", "slices")), 1, "one slice")
+    t.eq(ask(b, "CLUSTER", "SLOTMERGE", img), "OK")
+    count1 = int(info_field(b, "default", "count"))
+    t.ok(count1 - count0 > 8000, "the merged slots' keys count: %d -> %d" %
+         (count0, count1))
+    t.eq(int(info_field(b, "default", "slices")), 2,
+         "past its mark (%d keys), the part grew" % count1)
 
 
 def c_wait(p):
