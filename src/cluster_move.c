@@ -811,8 +811,11 @@ or_ranges(const struct cluster *c, struct bloom *b, unsigned first,
 			was = bloom_range_keys(b, at, n);
 		bloom_or_range(b, at, src + (size_t)(per * (s - first)) *
 		    BLOOM_BLOCK_BYTES, n);
-		if (counted_slot(c, s) && bloom_range_keys(b, at, n) > was)
-			b->count += bloom_range_keys(b, at, n) - was;
+		if (counted_slot(c, s)) {
+			uint64_t now = bloom_range_keys(b, at, n);
+
+			b->count += now > was ? now - was : 0;
+		}
 	}
 }
 

@@ -71,6 +71,17 @@ error_rate = 0.001
 """
 
 
+# the default filter and a cuckoo filter partitioned by slot beside it
+# (URLs of hosts kc*), both moving
+MOVE_CF_FILTERS = MOVE_FILTERS + """
+[filter.cf]
+prefixes = https://kc
+type = cuckoo
+capacity = 400000
+error_rate = 0.001
+"""
+
+
 def nodes(t, n, name="n", filters=MOVE_FILTERS):
     """n cluster nodes named name0..., started, each with filters."""
     return [cluster_node(t, "%s%d" % (name, i), filters=filters)

@@ -287,15 +287,7 @@ def writers_throughout_a_rebalance_and_a_removal_lose_nothing(t):
     ok_cli(t, "cluster", "check", addr(ns[1]))
 
 
-# the default filter and a cuckoo filter partitioned by slot beside it
-# (URLs of hosts kc*), both moving
-KILL_FILTERS = MOVE_FILTERS + """
-[filter.cf]
-prefixes = https://kc
-type = cuckoo
-capacity = 400000
-error_rate = 0.001
-"""
+KILL_FILTERS = MOVE_CF_FILTERS
 
 
 def kill_during_a_move(t, victim_is_source, run):

@@ -39,16 +39,9 @@ redis = system_module("redis")
 
 SCALE = 1 if not WRAPPER else 0.2
 URLS = max(int(6000 * SCALE), 1500)
-# the default filter and a cuckoo filter partitioned by slot beside it
-# (URLs of hosts kc*): a replica ORs the one's ranges in, replaces the
-# other's
-FILTERS = MOVE_FILTERS + """
-[filter.cf]
-prefixes = https://kc
-type = cuckoo
-capacity = 400000
-error_rate = 0.001
-"""
+# a Bloom filter and a cuckoo filter (URLs of hosts kc*) partitioned by
+# slot: a replica ORs the one's ranges in, replaces the other's
+FILTERS = MOVE_CF_FILTERS
 
 
 def moved_keys(keys, before, after, src, dst):
